@@ -1,0 +1,113 @@
+//! Process-wide counters: live QNN objects (the leak guard) and execute statistics.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+static RUNTIMES_ALIVE: AtomicU64 = AtomicU64::new(0);
+static CONTEXTS_ALIVE: AtomicU64 = AtomicU64::new(0);
+static GRAPHS_ALIVE: AtomicU64 = AtomicU64::new(0);
+static RUNTIMES_CREATED: AtomicU64 = AtomicU64::new(0);
+static CONTEXTS_CREATED: AtomicU64 = AtomicU64::new(0);
+static GRAPHS_CREATED: AtomicU64 = AtomicU64::new(0);
+static EXECUTES: AtomicU64 = AtomicU64::new(0);
+static EXECUTE_ERRORS: AtomicU64 = AtomicU64::new(0);
+static EXECUTE_NS_TOTAL: AtomicU64 = AtomicU64::new(0);
+static EXECUTE_NS_LAST: AtomicU64 = AtomicU64::new(0);
+static RELEASE_ERRORS: AtomicU64 = AtomicU64::new(0);
+
+/// A snapshot of the counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Runtimes whose QNN handles are not yet freed.
+    pub runtimes_alive: u64,
+    /// Contexts whose QNN handle is not yet freed.
+    pub contexts_alive: u64,
+    /// Graph objects not yet dropped or closed.
+    pub graphs_alive: u64,
+    pub runtimes_created: u64,
+    pub contexts_created: u64,
+    pub graphs_created: u64,
+    /// Calls that reached `graphExecute`, successful or not.
+    pub executes: u64,
+    /// Calls where `graphExecute` returned an error.
+    pub execute_errors: u64,
+    /// Sum of pure `graphExecute` time.
+    pub execute_ns_total: u64,
+    /// Pure `graphExecute` time of the latest call.
+    pub execute_ns_last: u64,
+    /// QNN free calls that failed (in `close` or in a destructor).
+    pub release_errors: u64,
+}
+
+/// Reads all counters.
+pub fn counters() -> Counters {
+    Counters {
+        runtimes_alive: RUNTIMES_ALIVE.load(Relaxed),
+        contexts_alive: CONTEXTS_ALIVE.load(Relaxed),
+        graphs_alive: GRAPHS_ALIVE.load(Relaxed),
+        runtimes_created: RUNTIMES_CREATED.load(Relaxed),
+        contexts_created: CONTEXTS_CREATED.load(Relaxed),
+        graphs_created: GRAPHS_CREATED.load(Relaxed),
+        executes: EXECUTES.load(Relaxed),
+        execute_errors: EXECUTE_ERRORS.load(Relaxed),
+        execute_ns_total: EXECUTE_NS_TOTAL.load(Relaxed),
+        execute_ns_last: EXECUTE_NS_LAST.load(Relaxed),
+        release_errors: RELEASE_ERRORS.load(Relaxed),
+    }
+}
+
+/// The kinds of live object the counters track.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Kind {
+    Runtime,
+    Context,
+    Graph,
+}
+
+impl Kind {
+    fn counters(self) -> (&'static AtomicU64, &'static AtomicU64) {
+        match self {
+            Kind::Runtime => (&RUNTIMES_ALIVE, &RUNTIMES_CREATED),
+            Kind::Context => (&CONTEXTS_ALIVE, &CONTEXTS_CREATED),
+            Kind::Graph => (&GRAPHS_ALIVE, &GRAPHS_CREATED),
+        }
+    }
+}
+
+/// Counts one live object from creation until it is released (exactly once).
+#[derive(Debug)]
+pub(crate) struct Alive(Option<Kind>);
+
+impl Alive {
+    pub(crate) fn new(kind: Kind) -> Self {
+        let (alive, created) = kind.counters();
+        alive.fetch_add(1, Relaxed);
+        created.fetch_add(1, Relaxed);
+        Alive(Some(kind))
+    }
+
+    /// Marks the object released; later calls and the drop do nothing.
+    pub(crate) fn release(&mut self) {
+        if let Some(kind) = self.0.take() {
+            kind.counters().0.fetch_sub(1, Relaxed);
+        }
+    }
+}
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+pub(crate) fn record_execute(ns: u64, failed: bool) {
+    EXECUTES.fetch_add(1, Relaxed);
+    if failed {
+        EXECUTE_ERRORS.fetch_add(1, Relaxed);
+    }
+    EXECUTE_NS_TOTAL.fetch_add(ns, Relaxed);
+    EXECUTE_NS_LAST.store(ns, Relaxed);
+}
+
+pub(crate) fn record_release_error() {
+    RELEASE_ERRORS.fetch_add(1, Relaxed);
+}

@@ -1,0 +1,233 @@
+//! `Graph`: one executable graph of a context.
+
+use std::ffi::CString;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use crate::context::{Context, ContextCore};
+use crate::counters::{self, Alive, Kind};
+use crate::error::{Error, Result};
+use crate::metadata::{GraphInfo, GraphMetadata};
+use crate::sys;
+
+/// What one execute measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExecuteReport {
+    /// Time spent inside `graphExecute` alone.
+    pub execute_ns: u64,
+}
+
+/// The live part of a graph: released by `close` or drop.
+struct GraphState {
+    context: Arc<ContextCore>,
+    handle: sys::Qnn_GraphHandle_t,
+    _alive: Alive,
+}
+
+// SAFETY: the graph handle is an opaque token that QNN allows to be used from any thread; this
+// crate never runs two `graphExecute` calls on one handle at once (the state lives in a Mutex
+// held for the whole call).
+unsafe impl Send for GraphState {}
+
+/// A graph retrieved from a context, ready to execute.
+pub struct Graph {
+    metadata: Arc<GraphMetadata>,
+    state: Mutex<Option<GraphState>>,
+}
+
+impl Graph {
+    /// Retrieves a graph by name; the error lists the names the context has.
+    pub fn retrieve(context: &Arc<Context>, name: &str) -> Result<Arc<Graph>> {
+        let core = context.core()?;
+        let metadata = core
+            .graphs
+            .iter()
+            .find(|g| g.info.name == name)
+            .cloned()
+            .ok_or_else(|| Error::GraphNotFound {
+                name: name.to_string(),
+                available: core.graphs.iter().map(|g| g.info.name.clone()).collect(),
+            })?;
+        let c_name = CString::new(name).map_err(|_| Error::GraphNotFound {
+            name: name.to_string(),
+            available: core.graphs.iter().map(|g| g.info.name.clone()).collect(),
+        })?;
+        let mut handle: sys::Qnn_GraphHandle_t = std::ptr::null_mut();
+        {
+            let context_handle = core.handle.read().unwrap_or_else(|e| e.into_inner());
+            let raw = context_handle.ok_or(Error::Closed { what: "context" })?;
+            // SAFETY: `raw` is a live context (the read lock keeps it from being freed); the name
+            // is NUL-terminated; the out-pointer is writable.
+            let status = unsafe {
+                (core.runtime.backend_lib.fns.graph_retrieve)(raw, c_name.as_ptr(), &mut handle)
+            };
+            if status != 0 {
+                return Err(Error::qnn("graphRetrieve", status));
+            }
+        }
+        if handle.is_null() {
+            return Err(Error::invalid_model(format!(
+                "graphRetrieve returned a NULL handle for {name:?}"
+            )));
+        }
+        Ok(Arc::new(Graph {
+            metadata,
+            state: Mutex::new(Some(GraphState {
+                context: core,
+                handle,
+                _alive: Alive::new(Kind::Graph),
+            })),
+        }))
+    }
+
+    /// The graph's name, inputs and outputs.
+    pub fn info(&self) -> &GraphInfo {
+        &self.metadata.info
+    }
+
+    /// The graph's name.
+    pub fn name(&self) -> &str {
+        &self.metadata.info.name
+    }
+
+    /// Runs the graph once. `inputs[i]` must hold exactly `info().inputs[i].byte_size` bytes in
+    /// the model's own data type, and `outputs[i]` exactly `info().outputs[i].byte_size`; QNN
+    /// reads and writes these buffers directly. Executes on one graph run one at a time.
+    pub fn execute(&self, inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Result<ExecuteReport> {
+        let info = &self.metadata.info;
+        check_buffers(
+            "input",
+            &info.name,
+            &info.inputs,
+            inputs.iter().map(|b| b.len()),
+        )?;
+        check_buffers(
+            "output",
+            &info.name,
+            &info.outputs,
+            outputs.iter().map(|b| b.len()),
+        )?;
+
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let state = state.as_ref().ok_or(Error::Closed { what: "graph" })?;
+        let context_handle = state
+            .context
+            .handle
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
+        if context_handle.is_none() {
+            return Err(Error::Closed { what: "context" });
+        }
+
+        // QNN takes `const` inputs; the data pointer in a client buffer is declared mutable but
+        // is only read for inputs.
+        let raw_inputs: Vec<sys::Qnn_Tensor_t> = self
+            .metadata
+            .input_templates
+            .iter()
+            .zip(inputs)
+            .map(|(t, b)| t.to_raw(b.as_ptr().cast_mut(), b.len() as u32))
+            .collect();
+        let mut raw_outputs: Vec<sys::Qnn_Tensor_t> = self
+            .metadata
+            .output_templates
+            .iter()
+            .zip(outputs.iter_mut())
+            .map(|(t, b)| t.to_raw(b.as_mut_ptr(), b.len() as u32))
+            .collect();
+
+        let execute = state.context.runtime.backend_lib.fns.graph_execute;
+        let started = Instant::now();
+        // SAFETY: the graph handle is live (its context's read lock is held, and the graph's own
+        // lock serializes executes). The tensor arrays describe buffers whose sizes were checked
+        // against the metadata, outlive the call, and outputs are exclusively borrowed.
+        let status = unsafe {
+            execute(
+                state.handle,
+                raw_inputs.as_ptr(),
+                raw_inputs.len() as u32,
+                raw_outputs.as_mut_ptr(),
+                raw_outputs.len() as u32,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        };
+        let execute_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        counters::record_execute(execute_ns, status != 0);
+        if status != 0 {
+            let mut error = Error::qnn("graphExecute", status);
+            if let Error::Qnn { detail, .. } = &mut error {
+                *detail = self.error_message(state, status);
+            }
+            return Err(error);
+        }
+        Ok(ExecuteReport { execute_ns })
+    }
+
+    fn error_message(&self, state: &GraphState, status: sys::Qnn_ErrorHandle_t) -> Option<String> {
+        let get_message = state.context.runtime.backend_lib.fns.error_get_message?;
+        let mut message: *const std::ffi::c_char = std::ptr::null();
+        // SAFETY: the out-pointer is writable; the string returned is owned by the library.
+        if unsafe { get_message(status, &mut message) } != 0 || message.is_null() {
+            return None;
+        }
+        // SAFETY: a non-NULL message is a NUL-terminated string owned by the library.
+        let text = unsafe { crate::tensor::read_name(message, "error message") }.ok()?;
+        (!text.is_empty()).then_some(text)
+    }
+
+    /// Releases the graph (after a running execute returns); later calls report `Closed`.
+    /// QNN has no graph free: the handle dies with its context, which this stops holding.
+    pub fn close(&self) -> Result<()> {
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .map(drop)
+            .ok_or(Error::Closed { what: "graph" })
+    }
+
+    /// Whether `close` was called.
+    pub fn is_closed(&self) -> bool {
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none()
+    }
+}
+
+impl std::fmt::Debug for Graph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Graph")
+            .field("name", &self.metadata.info.name)
+            .field("closed", &self.is_closed())
+            .finish()
+    }
+}
+
+fn check_buffers(
+    role: &str,
+    graph: &str,
+    tensors: &[crate::tensor::TensorInfo],
+    lengths: impl ExactSizeIterator<Item = usize>,
+) -> Result<()> {
+    if lengths.len() != tensors.len() {
+        return Err(Error::invalid_input(format!(
+            "graph {graph:?} takes {} {role}s, {} given",
+            tensors.len(),
+            lengths.len()
+        )));
+    }
+    for (tensor, len) in tensors.iter().zip(lengths) {
+        if len != tensor.byte_size {
+            return Err(Error::invalid_input(format!(
+                "{role} {:?} of graph {graph:?} needs {} bytes ({} {:?}), {len} given",
+                tensor.name,
+                tensor.byte_size,
+                tensor.data_type.name(),
+                tensor.dims
+            )));
+        }
+    }
+    Ok(())
+}

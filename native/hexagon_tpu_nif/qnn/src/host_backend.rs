@@ -1,0 +1,78 @@
+//! Test support for the project's host QNN backend (`qnn_sim`): reads the counters it exports.
+//!
+//! These calls open the library by path; when the runtime already opened the same path, the
+//! dynamic loader hands back that same instance, so the numbers describe the handles the runtime
+//! created. Nothing here is used on a device.
+
+use std::ffi::CString;
+use std::path::Path;
+
+use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
+
+use crate::error::{Error, LibraryRole, Result};
+
+fn open(path: &Path) -> Result<Library> {
+    // SAFETY: opening the host backend runs no initializers beyond Rust's own statics.
+    unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL) }.map_err(|e| {
+        Error::LibraryNotFound {
+            role: LibraryRole::Backend,
+            tried: vec![(path.to_path_buf(), e.to_string())],
+        }
+    })
+}
+
+fn read_counter(path: &Path, symbol: &'static str) -> Result<u64> {
+    let library = open(path)?;
+    let name = CString::new(symbol).expect("symbol names have no NUL");
+    // SAFETY: qnn_sim exports these counters as `extern "C" fn() -> u64`.
+    let getter = unsafe { library.get::<unsafe extern "C" fn() -> u64>(name.as_bytes_with_nul()) }
+        .map_err(|e| Error::MissingSymbol {
+            path: path.to_path_buf(),
+            symbol,
+            detail: e.to_string(),
+        })?;
+    // SAFETY: the function takes no arguments and only reads atomics.
+    Ok(unsafe { getter() })
+}
+
+/// QNN handles (log, backend, device, context, System context) the host backend has alive.
+pub fn live_handles(lib_path: &Path) -> Result<u64> {
+    read_counter(lib_path, "QnnSim_liveHandles")
+}
+
+/// Times a `graphExecute` started on a graph while another was running on the same graph.
+pub fn execute_overlaps(lib_path: &Path) -> Result<u64> {
+    read_counter(lib_path, "QnnSim_executeOverlaps")
+}
+
+/// The most executes the host backend has seen in flight at once, across graphs.
+pub fn peak_concurrent_executes(lib_path: &Path) -> Result<u64> {
+    read_counter(lib_path, "QnnSim_peakConcurrentExecutes")
+}
+
+/// Sets one of the host backend's process-wide knobs (`QnnSim_configure(key, value)`).
+pub fn configure(lib_path: &Path, key: &str, value: &str) -> Result<()> {
+    let library = open(lib_path)?;
+    let invalid = |what: &str| Error::invalid_input(format!("{what} contains a NUL byte"));
+    let key_c = CString::new(key).map_err(|_| invalid("the key"))?;
+    let value_c = CString::new(value).map_err(|_| invalid("the value"))?;
+    // SAFETY: qnn_sim exports `QnnSim_configure(const char*, const char*) -> int32_t`.
+    let configure = unsafe {
+        library
+            .get::<unsafe extern "C" fn(*const std::ffi::c_char, *const std::ffi::c_char) -> i32>(
+                b"QnnSim_configure\0",
+            )
+    }
+    .map_err(|e| Error::MissingSymbol {
+        path: lib_path.to_path_buf(),
+        symbol: "QnnSim_configure",
+        detail: e.to_string(),
+    })?;
+    // SAFETY: both strings are NUL-terminated and outlive the call.
+    match unsafe { configure(key_c.as_ptr(), value_c.as_ptr()) } {
+        0 => Ok(()),
+        code => Err(Error::invalid_input(format!(
+            "the host backend rejected {key}={value:?} (code {code})"
+        ))),
+    }
+}

@@ -1,0 +1,31 @@
+//! The QNN runtime in safe Rust: the hand-written ABI ([`sys`]), library loading and provider
+//! negotiation, the object model (`Runtime` → `Context` → `Graph`), validated tensor metadata,
+//! host-side quantization kernels and process-wide counters.
+//!
+//! All `unsafe` code of the package lives in this crate; each block states why it is sound.
+//! Threading: a `Graph` runs one `graphExecute` at a time; different graphs run in parallel;
+//! closing waits for a running execute.
+
+pub mod context;
+pub mod convert;
+pub mod counters;
+pub mod error;
+pub mod graph;
+pub mod host_backend;
+mod loader;
+pub mod metadata;
+pub mod quant;
+pub mod runtime;
+pub mod sys;
+pub mod tensor;
+pub mod version;
+
+pub use context::Context;
+pub use counters::{Counters, counters};
+pub use error::{Error, LibraryRole, Result};
+pub use graph::{ExecuteReport, Graph};
+pub use loader::{MIN_CORE_API, MIN_SYSTEM_API};
+pub use metadata::GraphInfo;
+pub use runtime::{LogLevel, Runtime, RuntimeConfig, RuntimeInfo};
+pub use tensor::{DataType, NxKind, Quantization, TensorInfo};
+pub use version::Version;

@@ -1,0 +1,244 @@
+//! Reading a context binary's graphs through QnnSystem.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::loader::SystemLibrary;
+use crate::sys::{self, Qnn_Tensor_t, QnnSystemContext_BinaryInfo_t};
+use crate::tensor::{TensorInfo, TensorTemplate, read_name, read_tensor};
+
+/// More graphs than this in one binary is taken as corrupt metadata.
+pub const MAX_GRAPHS: u32 = 1024;
+/// More inputs or outputs than this in one graph is taken as corrupt metadata.
+pub const MAX_GRAPH_TENSORS: u32 = 4096;
+
+/// A graph's name and its inputs and outputs, in the order the model declares them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GraphInfo {
+    pub name: String,
+    pub inputs: Vec<TensorInfo>,
+    pub outputs: Vec<TensorInfo>,
+}
+
+/// A graph's metadata plus what execute needs to describe its tensors to QNN.
+#[derive(Debug)]
+pub(crate) struct GraphMetadata {
+    pub info: GraphInfo,
+    pub input_templates: Vec<TensorTemplate>,
+    pub output_templates: Vec<TensorTemplate>,
+}
+
+/// Frees a System context however the reading ends.
+struct SystemContext<'a> {
+    library: &'a SystemLibrary,
+    handle: sys::QnnSystemContext_Handle_t,
+}
+
+impl Drop for SystemContext<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from this library's systemContextCreate and is freed once.
+        let status = unsafe { (self.library.fns.context_free)(self.handle) };
+        if status != 0 {
+            crate::counters::record_release_error();
+        }
+    }
+}
+
+/// Reads every graph described in `binary`.
+pub(crate) fn read_graphs(
+    library: &SystemLibrary,
+    binary: &[u8],
+) -> Result<Vec<Arc<GraphMetadata>>> {
+    let mut handle: sys::QnnSystemContext_Handle_t = std::ptr::null_mut();
+    // SAFETY: the out-pointer is valid for a write.
+    let status = unsafe { (library.fns.context_create)(&mut handle) };
+    if status != 0 {
+        return Err(Error::qnn("systemContextCreate", status));
+    }
+    if handle.is_null() {
+        return Err(Error::invalid_model(
+            "systemContextCreate returned a NULL handle",
+        ));
+    }
+    let context = SystemContext { library, handle };
+
+    let mut info: *const QnnSystemContext_BinaryInfo_t = std::ptr::null();
+    let size = binary.len() as u64;
+    let status = if let Some(get_metadata) = library.fns.context_get_metadata {
+        // SAFETY: the buffer is valid for `size` bytes for the duration of the call; the result
+        // stays owned by the System context, which outlives its use below.
+        unsafe { get_metadata(context.handle, binary.as_ptr().cast(), size, &mut info) }
+    } else {
+        // The deprecated entry takes a mutable buffer, so it gets a copy it may scribble on.
+        let mut copy = binary.to_vec();
+        let get_binary_info = library
+            .fns
+            .context_get_binary_info
+            .expect("the loader requires one of the two metadata entries");
+        let mut info_size = 0u64;
+        // SAFETY: as above; the copy is valid for `size` bytes and outlives the call. The result
+        // is owned by the System context, not by the buffer.
+        unsafe {
+            get_binary_info(
+                context.handle,
+                copy.as_mut_ptr().cast::<c_void>(),
+                size,
+                &mut info,
+                &mut info_size,
+            )
+        }
+    };
+    if status != 0 {
+        return Err(Error::qnn("systemContextGetMetaData", status));
+    }
+    if info.is_null() {
+        return Err(Error::invalid_model("QnnSystem returned no binary info"));
+    }
+    let stride = sys::graph_info_stride(library.system_api.minor)
+        .expect("the loader only accepts System minors with a known stride");
+    // SAFETY: `info` is the System library's answer for this binary, alive until `context` drops.
+    unsafe { read_binary_info(info, stride) }
+}
+
+/// # Safety
+/// `info` must point to a `QnnSystemContext_BinaryInfo_t` produced by a System library whose
+/// `GraphInfo` array stride is `stride`, valid for the duration of the call.
+unsafe fn read_binary_info(
+    info: *const QnnSystemContext_BinaryInfo_t,
+    stride: usize,
+) -> Result<Vec<Arc<GraphMetadata>>> {
+    // SAFETY: readable per the contract; each branch reads the union member the version selects.
+    let (num_graphs, graphs) = unsafe {
+        match (*info).version {
+            sys::QNN_SYSTEM_CONTEXT_BINARY_INFO_VERSION_1 => {
+                let v = &(*info).info.contextBinaryInfoV1;
+                (v.numGraphs, v.graphs)
+            }
+            sys::QNN_SYSTEM_CONTEXT_BINARY_INFO_VERSION_2 => {
+                let v = &(*info).info.contextBinaryInfoV2;
+                (v.numGraphs, v.graphs)
+            }
+            sys::QNN_SYSTEM_CONTEXT_BINARY_INFO_VERSION_3 => {
+                let v = &(*info).info.contextBinaryInfoV3;
+                (v.numGraphs, v.graphs)
+            }
+            other => {
+                return Err(Error::invalid_model(format!(
+                    "QnnSystem reported unknown binary info version {other}"
+                )));
+            }
+        }
+    };
+    if num_graphs > MAX_GRAPHS {
+        return Err(Error::invalid_model(format!(
+            "the binary claims {num_graphs} graphs, above the limit of {MAX_GRAPHS}"
+        )));
+    }
+    if num_graphs > 0 && graphs.is_null() {
+        return Err(Error::invalid_model(format!(
+            "the binary claims {num_graphs} graphs but lists none"
+        )));
+    }
+    let mut out: Vec<Arc<GraphMetadata>> = Vec::with_capacity(num_graphs as usize);
+    for i in 0..num_graphs as usize {
+        // SAFETY: `graphs` holds `num_graphs` elements of `stride` bytes.
+        let element = unsafe { graphs.cast::<u8>().add(i * stride) };
+        // SAFETY: `element` points to a GraphInfo of the library's layout.
+        let graph = unsafe { read_graph_info(element, stride, i) }?;
+        if out.iter().any(|g| g.info.name == graph.info.name) {
+            return Err(Error::invalid_model(format!(
+                "the binary lists graph {:?} twice",
+                graph.info.name
+            )));
+        }
+        out.push(Arc::new(graph));
+    }
+    Ok(out)
+}
+
+/// # Safety
+/// `element` must point to one `QnnSystemContext_GraphInfo_t` element of `stride` bytes.
+unsafe fn read_graph_info(
+    element: *const u8,
+    stride: usize,
+    index: usize,
+) -> Result<GraphMetadata> {
+    let header = element.cast::<sys::QnnSystemContext_GraphInfo_t>();
+    // SAFETY: `version` is the first field of every layout.
+    let version = unsafe { std::ptr::addr_of!((*header).version).read() };
+    let known = match version {
+        sys::QNN_SYSTEM_CONTEXT_GRAPH_INFO_VERSION_1
+        | sys::QNN_SYSTEM_CONTEXT_GRAPH_INFO_VERSION_2 => true,
+        sys::QNN_SYSTEM_CONTEXT_GRAPH_INFO_VERSION_3 => {
+            stride >= size_of::<sys::QnnSystemContext_GraphInfo_t>()
+        }
+        _ => false,
+    };
+    if !known {
+        return Err(Error::invalid_model(format!(
+            "graph {index} has unknown graph info version {version}"
+        )));
+    }
+    // V1, V2 and V3 share the V1 prefix, and reading only the V1 member stays inside even the
+    // 64-byte elements of old System libraries.
+    // SAFETY: the element holds at least a V1 struct after the version field.
+    let v1 = unsafe { std::ptr::addr_of!((*header).info.graphInfoV1).read() };
+    // SAFETY: the name is NULL or a NUL-terminated string owned by the System context.
+    let name = unsafe { read_name(v1.graphName, &format!("graph {index}")) }?;
+    let what = format!("graph {name:?}");
+    // SAFETY: the arrays come from the same metadata and hold the counts they come with.
+    let (inputs, input_templates) =
+        unsafe { read_tensors(v1.graphInputs, v1.numGraphInputs, &format!("{what} input")) }?;
+    // SAFETY: as above.
+    let (outputs, output_templates) = unsafe {
+        read_tensors(
+            v1.graphOutputs,
+            v1.numGraphOutputs,
+            &format!("{what} output"),
+        )
+    }?;
+    Ok(GraphMetadata {
+        info: GraphInfo {
+            name,
+            inputs,
+            outputs,
+        },
+        input_templates,
+        output_templates,
+    })
+}
+
+/// # Safety
+/// `tensors` must be NULL or hold `count` tensors (stride 144).
+unsafe fn read_tensors(
+    tensors: *const Qnn_Tensor_t,
+    count: u32,
+    what: &str,
+) -> Result<(Vec<TensorInfo>, Vec<TensorTemplate>)> {
+    if count > MAX_GRAPH_TENSORS {
+        return Err(Error::invalid_model(format!(
+            "{what}s number {count}, above the limit of {MAX_GRAPH_TENSORS}"
+        )));
+    }
+    if count > 0 && tensors.is_null() {
+        return Err(Error::invalid_model(format!(
+            "{what}s number {count} but none are listed"
+        )));
+    }
+    let mut infos = Vec::with_capacity(count as usize);
+    let mut templates = Vec::with_capacity(count as usize);
+    for i in 0..count as usize {
+        // SAFETY: index within `count` of a non-NULL array.
+        let (info, template) = unsafe { read_tensor(tensors.add(i), &format!("{what} {i}")) }?;
+        if infos.iter().any(|t: &TensorInfo| t.name == info.name) {
+            return Err(Error::invalid_model(format!(
+                "{what} name {:?} appears twice",
+                info.name
+            )));
+        }
+        infos.push(info);
+        templates.push(template);
+    }
+    Ok((infos, templates))
+}

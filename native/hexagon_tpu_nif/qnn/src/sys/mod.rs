@@ -1,0 +1,65 @@
+//! The QNN C ABI, declared by hand.
+//!
+//! Only what the runtime calls (and what the host backend implements) is declared. Layouts follow
+//! the QAIRT 2.43 headers (core API 2.32, System API 1.7) as measured in
+//! `shared/reference/qnn-abi.md`; `layout.rs` asserts every size, alignment and field offset at
+//! compile time, and `tests/sdk_layout.rs` compares them with bindgen's view of real headers when
+//! `QNN_SDK_ROOT` is set.
+//!
+//! Conventions:
+//! - every C enum is a `u32` (libraries may return values newer than our lists);
+//! - handles are `*mut c_void`;
+//! - function-table entries are `Option<unsafe extern "C" fn ...>` because a backend may leave
+//!   any entry NULL; entries the runtime never calls are [`OpaqueFn`].
+
+#![allow(non_camel_case_types, non_snake_case)]
+
+mod consts;
+mod interface;
+mod layout;
+mod system;
+mod tensor;
+
+pub use consts::*;
+pub use interface::*;
+pub use system::*;
+pub use tensor::*;
+
+use std::ffi::c_void;
+
+/// `Qnn_ErrorHandle_t`: 0 is success; the error code is the low 16 bits.
+pub type Qnn_ErrorHandle_t = u64;
+pub type Qnn_LogHandle_t = *mut c_void;
+pub type Qnn_BackendHandle_t = *mut c_void;
+pub type Qnn_DeviceHandle_t = *mut c_void;
+pub type Qnn_ContextHandle_t = *mut c_void;
+pub type Qnn_GraphHandle_t = *mut c_void;
+pub type Qnn_ProfileHandle_t = *mut c_void;
+pub type Qnn_SignalHandle_t = *mut c_void;
+pub type Qnn_MemHandle_t = *mut c_void;
+pub type QnnSystemContext_Handle_t = *mut c_void;
+
+/// A table entry this crate never calls: only its pointer size matters.
+pub type OpaqueFn = Option<unsafe extern "C" fn()>;
+
+/// `Qnn_Version_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Qnn_Version_t {
+    pub major: u32,
+    pub minor: u32,
+    pub patch: u32,
+}
+
+/// `Qnn_ApiVersion_t`: the core API and the backend's own API version.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Qnn_ApiVersion_t {
+    pub coreApiVersion: Qnn_Version_t,
+    pub backendApiVersion: Qnn_Version_t,
+}
+
+/// Extracts the error code QNN compares on (the low 16 bits of a handle).
+pub const fn error_code(handle: Qnn_ErrorHandle_t) -> u32 {
+    (handle & 0xFFFF) as u32
+}
