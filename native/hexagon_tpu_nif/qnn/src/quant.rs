@@ -1,5 +1,58 @@
-//! TEMPORARY placeholder: the real kernels are being written (helper-1) and replace this file.
-#![allow(unused_variables, clippy::missing_errors_doc)]
+//! Host-side quantization kernels: affine (de)quantization per tensor and per
+//! axis, and IEEE binary16 <-> binary32 conversion.
+//!
+//! # Conventions
+//!
+//! * QNN stores affine quantization as `float = (q + offset) * scale`, so
+//!   `offset` is the *negated* zero point (`zero_point = -offset`).
+//! * Quantize: `q = saturate(round_half_to_even(x / scale) - offset)`. We
+//!   divide by `scale` (never multiply by a reciprocal) so results are bit-exact
+//!   with the ONNX `QuantizeLinear` definition and onnxruntime's MLAS kernels,
+//!   which divide. NaN maps to the zero point (`-offset`, itself clamped into
+//!   `[qmin, qmax]`), `+Inf` to `qmax`, `-Inf` to `qmin`.
+//! * Dequantize: `x = ((q + offset) as f32) * scale`: the integer add is exact,
+//!   then one rounding int->f32 conversion, then one f32 multiply.
+//! * All buffers are little-endian byte slices with no alignment guarantee
+//!   (they come from Erlang binaries). The loops read them through
+//!   `as_chunks` + `from_le_bytes` / `to_le_bytes`, which LLVM turns into plain
+//!   unaligned vector loads/stores.
+//!
+//! # Exactness of the quantize arithmetic
+//!
+//! `r = round_ties_even(x / scale)` is computed in f32; `r` is an integer
+//! valued f32 (or ±Inf / NaN) and the rounding itself is exact. For 8- and
+//! 16-bit containers with `|offset| <= 2^24` the zero point is added and the
+//! result clamped in f32 as well:
+//!
+//! * `-offset` is exactly representable (`|offset| <= 2^24`);
+//! * `qmin`/`qmax` and every integer in between are exactly representable
+//!   (`|value| <= 65535 < 2^24`);
+//! * f32 addition is correctly rounded, hence monotone: if the exact sum
+//!   `r - offset` lies in `[qmin, qmax]` it is an integer of magnitude
+//!   `< 2^24` and the f32 sum is exact; if it lies above `qmax` (below `qmin`)
+//!   the rounded sum is still `>= qmax` (`<= qmin`) and the clamp yields `qmax`
+//!   (`qmin`).
+//!
+//! So after the clamp the f32 holds exactly `saturate(r - offset)`, and the
+//! final float->int conversion is exact. For 32-bit containers (or larger
+//! offsets) the same argument is made in f64 (`|qmin|, |qmax| < 2^53`), which
+//! is what the kernels do in that case. Both paths therefore compute the
+//! mathematical definition exactly and agree with [`quantize_scalar`].
+//!
+//! # Errors and vectorization
+//!
+//! The slice kernels validate every argument before writing anything (on
+//! `Err` the destination is untouched) and never panic. Their loops are plain
+//! safe Rust written so LLVM vectorizes them (no `unsafe`, no intrinsics):
+//! the quantize body is `divps`/`fdiv.4s` + rounding + min/max + selects, the
+//! f32 -> int conversion uses an exact add-1.5*2^23-and-take-the-bits trick
+//! (see `Acc::to_le`) instead of a saturating `as` cast, and rounding uses
+//! `round_ties_even` where it is a single instruction (aarch64, x86 with
+//! SSE4.1) and an exact add/subtract-2^23 trick on baseline x86-64.
+
+use thiserror::Error;
+
+/// Element container of quantized data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QuantType {
     U8,
@@ -9,22 +62,518 @@ pub enum QuantType {
     U32,
     I32,
 }
+
+impl QuantType {
+    /// Size of one element in bytes.
+    pub fn size(self) -> usize {
+        match self {
+            QuantType::U8 | QuantType::I8 => 1,
+            QuantType::U16 | QuantType::I16 => 2,
+            QuantType::U32 | QuantType::I32 => 4,
+        }
+    }
+
+    /// The full representable range `(min, max)` of the container.
+    pub fn full_range(self) -> (i64, i64) {
+        match self {
+            QuantType::U8 => (0, u8::MAX as i64),
+            QuantType::I8 => (i8::MIN as i64, i8::MAX as i64),
+            QuantType::U16 => (0, u16::MAX as i64),
+            QuantType::I16 => (i16::MIN as i64, i16::MAX as i64),
+            QuantType::U32 => (0, u32::MAX as i64),
+            QuantType::I32 => (i32::MIN as i64, i32::MAX as i64),
+        }
+    }
+}
+
+/// Errors reported by the kernels. No kernel panics on bad arguments.
+#[derive(Clone, Debug, PartialEq, Error)]
+pub enum QuantError {
+    /// A byte buffer's length is not a whole number of elements.
+    #[error(
+        "{what}: expected a byte length that is a multiple of the element size {elem_size}, got {len} bytes"
+    )]
+    ByteLength {
+        what: &'static str,
+        elem_size: usize,
+        len: usize,
+    },
+    /// Two buffers (or a buffer and a layout) disagree on the element count.
+    #[error("{what}: expected {expected} elements, got {got}")]
+    LengthMismatch {
+        what: &'static str,
+        expected: usize,
+        got: usize,
+    },
+    /// The scale is zero, negative, NaN or infinite.
+    #[error("invalid scale{}: expected a finite value > 0, got {scale}", channel_suffix(*.channel))]
+    InvalidScale { scale: f32, channel: Option<usize> },
+    /// `qmin > qmax`.
+    #[error("invalid range: expected qmin <= qmax, got qmin = {qmin}, qmax = {qmax}")]
+    InvalidRange { qmin: i64, qmax: i64 },
+    /// The requested range does not fit the container.
+    #[error(
+        "range does not fit {ty:?}: expected a sub-range of [{type_min}, {type_max}], got [{qmin}, {qmax}]"
+    )]
+    RangeOutsideType {
+        ty: QuantType,
+        qmin: i64,
+        qmax: i64,
+        type_min: i64,
+        type_max: i64,
+    },
+    /// `axis >= dims.len()` in [`AxisLayout::from_dims`].
+    #[error("axis out of bounds: expected axis < rank {rank}, got axis {axis}")]
+    AxisOutOfBounds { axis: usize, rank: usize },
+    /// The element count of a shape/layout does not fit in `usize`.
+    #[error("element count overflows usize: {what}")]
+    SizeOverflow { what: String },
+    /// Number of per-axis scales/offsets differs from the axis length.
+    #[error("{what}: expected {expected} per-axis values (the axis length), got {got}")]
+    ParamCount {
+        what: &'static str,
+        expected: usize,
+        got: usize,
+    },
+}
+
+fn channel_suffix(channel: Option<usize>) -> String {
+    match channel {
+        Some(c) => format!(" for channel {c}"),
+        None => String::new(),
+    }
+}
+
+/// Row-major layout split around the quantization axis: element `i` has
+/// axis index `(i / inner) % axis_len`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AxisLayout {
     pub outer: usize,
     pub axis_len: usize,
     pub inner: usize,
 }
-#[derive(Debug, thiserror::Error)]
-pub enum QuantError {
-    #[error("placeholder")]
-    Placeholder,
-}
+
 impl AxisLayout {
+    /// Layout of a row-major tensor of shape `dims` quantized along `axis`.
     pub fn from_dims(dims: &[usize], axis: usize) -> Result<Self, QuantError> {
-        unimplemented!()
+        if axis >= dims.len() {
+            return Err(QuantError::AxisOutOfBounds {
+                axis,
+                rank: dims.len(),
+            });
+        }
+        let overflow = || QuantError::SizeOverflow {
+            what: format!("dims {dims:?}"),
+        };
+        let prod = |d: &[usize]| d.iter().try_fold(1usize, |acc, &x| acc.checked_mul(x));
+        let outer = prod(&dims[..axis]).ok_or_else(overflow)?;
+        let inner = prod(&dims[axis + 1..]).ok_or_else(overflow)?;
+        let layout = AxisLayout {
+            outer,
+            axis_len: dims[axis],
+            inner,
+        };
+        layout.checked_len().ok_or_else(overflow)?;
+        Ok(layout)
+    }
+
+    /// Total number of elements, `outer * axis_len * inner` (saturating at
+    /// `usize::MAX`; the kernels reject layouts whose product overflows).
+    pub fn len(&self) -> usize {
+        self.checked_len().unwrap_or(usize::MAX)
+    }
+
+    /// `true` when the layout has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.outer == 0 || self.axis_len == 0 || self.inner == 0
+    }
+
+    fn checked_len(&self) -> Option<usize> {
+        self.outer
+            .checked_mul(self.axis_len)?
+            .checked_mul(self.inner)
     }
 }
+
+// ---------------------------------------------------------------------------
+// Scalar reference forms
+// ---------------------------------------------------------------------------
+
+/// Quantize one value: `saturate(round_half_to_even(x / scale) - offset)` to
+/// `[range.0, range.1]`; NaN maps to the clamped zero point `-offset`.
+///
+/// Never panics. Arguments are not validated (the slice kernels do that);
+/// with `range.0 > range.1` the result is `range.1`.
+pub fn quantize_scalar(x: f32, scale: f32, offset: i32, range: (i64, i64)) -> i64 {
+    let (qmin, qmax) = range;
+    let r = (x / scale).round_ties_even();
+    if r.is_nan() {
+        return (-(offset as i64)).max(qmin).min(qmax);
+    }
+    // Exact (see the module docs): r is integer valued, -offset and the
+    // bounds are exact in f64, and addition is monotone.
+    let v = r as f64 - offset as f64;
+    let v = v.max(qmin as f64).min(qmax as f64);
+    (v as i64).max(qmin).min(qmax)
+}
+
+/// Dequantize one value: `((q + offset) as f32) * scale` (exact integer add,
+/// one rounding conversion, one f32 multiply).
+pub fn dequantize_scalar(q: i64, scale: f32, offset: i32) -> f32 {
+    ((q as i128 + offset as i128) as f32) * scale
+}
+
+/// f32 -> IEEE binary16 bits, round to nearest even; subnormals exact,
+/// overflow to ±Inf, NaN stays a (quiet) NaN with its sign and the top
+/// payload bits.
+#[inline(always)]
+pub fn f32_to_f16_bits(x: f32) -> u16 {
+    let f = x.to_bits();
+    let sign = (f >> 16) & 0x8000;
+    let a = f & 0x7fff_ffff;
+    // NaN: quiet bit set, top 9 payload bits kept.
+    let nan = 0x7e00 | ((a >> 13) & 0x03ff);
+    // Normal f16 range: rebias the exponent (127 -> 15) and round the 13
+    // dropped mantissa bits to nearest even; a carry propagates into the
+    // exponent, up to 0x7c00 (Inf) for values in [65520, 65536).
+    let normal = a
+        .wrapping_sub(112 << 23)
+        .wrapping_add(0x0fff + ((a >> 13) & 1))
+        >> 13;
+    // Subnormal f16 (|x| < 2^-14): adding 0.5 puts the f16 subnormal unit
+    // 2^-24 at the f32 ulp, so the hardware add rounds to nearest even for us.
+    // `a` is below 2^-14, the sum is below 0.5 + 2^-14: no overflow.
+    let sub = (f32::from_bits(a) + 0.5)
+        .to_bits()
+        .wrapping_sub(0x3f00_0000);
+    let o = if a > 0x7f80_0000 {
+        nan
+    } else if a >= 0x4780_0000 {
+        // |x| >= 65536 (including Inf): overflow.
+        0x7c00
+    } else if a < 0x3880_0000 {
+        sub
+    } else {
+        normal
+    };
+    (o | sign) as u16
+}
+
+/// IEEE binary16 bits -> f32 (exact; NaN payload and sign kept).
+#[inline(always)]
+pub fn f16_bits_to_f32(h: u16) -> f32 {
+    let h = h as u32;
+    let sign = (h & 0x8000) << 16;
+    let a = h & 0x7fff;
+    let e = a & 0x7c00;
+    let shifted = a << 13;
+    let normal = shifted + ((127 - 15) << 23);
+    let infnan = shifted | 0x7f80_0000;
+    // Subnormal / zero: 2^-14 * (1 + m/1024) - 2^-14 = m * 2^-24, exactly.
+    let sub = (f32::from_bits(shifted + (113 << 23)) - f32::from_bits(113 << 23)).to_bits();
+    let o = if e == 0x7c00 {
+        infnan
+    } else if e == 0 {
+        sub
+    } else {
+        normal
+    };
+    f32::from_bits(o | sign)
+}
+
+// ---------------------------------------------------------------------------
+// Rounding
+// ---------------------------------------------------------------------------
+
+/// Round half to even in f32. Uses the native instruction where one exists
+/// (aarch64 `frintn`, x86 SSE4.1 `roundps`); baseline x86-64 (SSE2) would
+/// otherwise call `roundevenf` per element and not vectorize, so there we use
+/// the exact add/subtract-2^23 trick.
+#[inline(always)]
+fn round_even(v: f32) -> f32 {
+    #[cfg(any(target_arch = "aarch64", target_feature = "sse4.1"))]
+    {
+        v.round_ties_even()
+    }
+    #[cfg(not(any(target_arch = "aarch64", target_feature = "sse4.1")))]
+    {
+        round_even_magic(v)
+    }
+}
+
+/// Round half to even via `(v + 2^23) - 2^23` (sign-matched). For
+/// `|v| < 2^23` the sum lies in `[2^23, 2^24]` where the f32 ulp is 1, so the
+/// (round-to-nearest-even) addition performs the rounding and the subtraction
+/// is exact; `2^23` is even, so ties go to the even integer. `|v| >= 2^23`,
+/// ±Inf and NaN are already integral and returned unchanged. Only the sign of
+/// a zero result may differ from `round_ties_even`, which is irrelevant here.
+#[inline(always)]
+#[cfg_attr(
+    any(target_arch = "aarch64", target_feature = "sse4.1"),
+    allow(dead_code)
+)]
+fn round_even_magic(v: f32) -> f32 {
+    const TWO23: f32 = 8_388_608.0;
+    let m = TWO23.copysign(v);
+    let r = (v + m) - m;
+    if v.abs() < TWO23 { r } else { v }
+}
+
+// ---------------------------------------------------------------------------
+// Quantize kernels
+// ---------------------------------------------------------------------------
+
+/// Arithmetic type in which the zero point is added and the clamp is done.
+trait Acc: Copy + PartialOrd + core::ops::Add<Output = Self> {
+    fn from_f32(r: f32) -> Self;
+    fn from_i64(v: i64) -> Self;
+    fn is_nan(self) -> bool;
+    /// Low `N` bytes (little-endian two's complement) of the integer value.
+    fn to_le<const N: usize>(self) -> [u8; N];
+}
+
+impl Acc for f32 {
+    #[inline(always)]
+    fn from_f32(r: f32) -> Self {
+        r
+    }
+    #[inline(always)]
+    fn from_i64(v: i64) -> Self {
+        v as f32
+    }
+    #[inline(always)]
+    fn is_nan(self) -> bool {
+        f32::is_nan(self)
+    }
+    #[inline(always)]
+    fn to_le<const N: usize>(self) -> [u8; N] {
+        // `self` is integer valued with |self| <= 65535 < 2^22 (f32 path only
+        // serves 8/16-bit containers). Adding 1.5 * 2^23 lands in
+        // [2^23, 2^24), where the f32 ulp is 1: the sum is exact and its low
+        // 22 mantissa bits are `self + 2^22`, i.e. its low 16 bits are `self`
+        // in two's complement. Unlike `as i32` (saturating, NaN-checking),
+        // this is a plain add + bit cast, which vectorizes everywhere.
+        let b = (self + 12_582_912.0).to_bits().to_le_bytes();
+        core::array::from_fn(|k| b[k])
+    }
+}
+
+impl Acc for f64 {
+    #[inline(always)]
+    fn from_f32(r: f32) -> Self {
+        r as f64
+    }
+    #[inline(always)]
+    fn from_i64(v: i64) -> Self {
+        v as f64
+    }
+    #[inline(always)]
+    fn is_nan(self) -> bool {
+        f64::is_nan(self)
+    }
+    #[inline(always)]
+    fn to_le<const N: usize>(self) -> [u8; N] {
+        // Integer valued and within a 32-bit container's range: exact.
+        let b = (self as i64).to_le_bytes();
+        core::array::from_fn(|k| b[k])
+    }
+}
+
+/// Per-tensor parameters, prepared for the inner loop.
+#[derive(Clone, Copy)]
+struct QParams<A> {
+    scale: f32,
+    /// Zero point `-offset`.
+    z: A,
+    /// Clamped zero point, the result for NaN.
+    nan_q: A,
+    lo: A,
+    hi: A,
+}
+
+impl<A: Acc> QParams<A> {
+    fn new(scale: f32, offset: i32, (qmin, qmax): (i64, i64)) -> Self {
+        QParams {
+            scale,
+            z: A::from_i64(-(offset as i64)),
+            nan_q: A::from_i64((-(offset as i64)).clamp(qmin, qmax)),
+            lo: A::from_i64(qmin),
+            hi: A::from_i64(qmax),
+        }
+    }
+}
+
+#[inline(always)]
+fn qcore<A: Acc>(x: f32, scale: f32, z: A, nan_q: A, lo: A, hi: A) -> A {
+    let v = A::from_f32(round_even(x / scale)) + z;
+    let v = if v < lo { lo } else { v };
+    let v = if v > hi { hi } else { v };
+    if v.is_nan() { nan_q } else { v }
+}
+
+/// One run of elements sharing (scale, offset).
+#[inline(always)]
+fn qrun<A: Acc, const N: usize>(src: &[[u8; 4]], dst: &mut [[u8; N]], p: QParams<A>) {
+    for (s, d) in src.iter().zip(dst.iter_mut()) {
+        let x = f32::from_le_bytes(*s);
+        *d = qcore(x, p.scale, p.z, p.nan_q, p.lo, p.hi).to_le::<N>();
+    }
+}
+
+/// Per-element parameters (struct of arrays), for channel-last layouts.
+struct QRowParams<A> {
+    scale: Vec<f32>,
+    z: Vec<A>,
+    nan_q: Vec<A>,
+    lo: A,
+    hi: A,
+}
+
+/// One row whose element `j` uses parameters `j` (rows repeat along `src`).
+#[inline(always)]
+fn qrows<A: Acc, const N: usize>(src: &[[u8; 4]], dst: &mut [[u8; N]], p: &QRowParams<A>) {
+    let row = p.scale.len();
+    let (lo, hi) = (p.lo, p.hi);
+    for (s, d) in src.chunks(row).zip(dst.chunks_mut(row)) {
+        let it = s.iter().zip(d.iter_mut());
+        let it = it.zip(p.scale.iter().zip(p.z.iter().zip(p.nan_q.iter())));
+        for ((s, d), (&scale, (&z, &nan_q))) in it {
+            let x = f32::from_le_bytes(*s);
+            *d = qcore(x, scale, z, nan_q, lo, hi).to_le::<N>();
+        }
+    }
+}
+
+// Monomorphic entry points (keep each instantiation a separate, inlinable
+// loop so LLVM vectorizes it for the concrete element width).
+fn qrun_any<A: Acc>(src: &[[u8; 4]], dst: &mut [u8], n: usize, p: QParams<A>) {
+    match n {
+        1 => qrun::<A, 1>(src, dst.as_chunks_mut::<1>().0, p),
+        2 => qrun::<A, 2>(src, dst.as_chunks_mut::<2>().0, p),
+        _ => qrun::<A, 4>(src, dst.as_chunks_mut::<4>().0, p),
+    }
+}
+
+fn qrows_any<A: Acc>(src: &[[u8; 4]], dst: &mut [u8], n: usize, p: &QRowParams<A>) {
+    match n {
+        1 => qrows::<A, 1>(src, dst.as_chunks_mut::<1>().0, p),
+        2 => qrows::<A, 2>(src, dst.as_chunks_mut::<2>().0, p),
+        _ => qrows::<A, 4>(src, dst.as_chunks_mut::<4>().0, p),
+    }
+}
+
+/// Whether the f32 fast path is exact for this container and these offsets
+/// (see the module docs).
+fn use_f32_path(ty: QuantType, offsets: &[i32]) -> bool {
+    ty.size() <= 2 && offsets.iter().all(|&o| o.unsigned_abs() <= 1 << 24)
+}
+
+// ---------------------------------------------------------------------------
+// Validation helpers
+// ---------------------------------------------------------------------------
+
+fn elems(what: &'static str, bytes: &[u8], elem_size: usize) -> Result<usize, QuantError> {
+    if !bytes.len().is_multiple_of(elem_size) {
+        return Err(QuantError::ByteLength {
+            what,
+            elem_size,
+            len: bytes.len(),
+        });
+    }
+    Ok(bytes.len() / elem_size)
+}
+
+/// Checks `src` holds whole `src_size` elements and `dst` holds exactly as
+/// many `dst_size` elements; returns the element count.
+fn pair(
+    src: &[u8],
+    src_size: usize,
+    dst: &[u8],
+    dst_size: usize,
+    src_what: &'static str,
+    dst_what: &'static str,
+) -> Result<usize, QuantError> {
+    let n = elems(src_what, src, src_size)?;
+    let m = elems(dst_what, dst, dst_size)?;
+    if n != m {
+        return Err(QuantError::LengthMismatch {
+            what: dst_what,
+            expected: n,
+            got: m,
+        });
+    }
+    Ok(n)
+}
+
+fn check_scale(scale: f32, channel: Option<usize>) -> Result<(), QuantError> {
+    if scale.is_finite() && scale > 0.0 {
+        Ok(())
+    } else {
+        Err(QuantError::InvalidScale { scale, channel })
+    }
+}
+
+fn check_range(ty: QuantType, (qmin, qmax): (i64, i64)) -> Result<(), QuantError> {
+    if qmin > qmax {
+        return Err(QuantError::InvalidRange { qmin, qmax });
+    }
+    let (type_min, type_max) = ty.full_range();
+    if qmin < type_min || qmax > type_max {
+        return Err(QuantError::RangeOutsideType {
+            ty,
+            qmin,
+            qmax,
+            type_min,
+            type_max,
+        });
+    }
+    Ok(())
+}
+
+fn check_layout(layout: AxisLayout, n: usize) -> Result<(), QuantError> {
+    let expected = layout
+        .checked_len()
+        .ok_or_else(|| QuantError::SizeOverflow {
+            what: format!("{layout:?}"),
+        })?;
+    if expected != n {
+        return Err(QuantError::LengthMismatch {
+            what: "axis layout (outer * axis_len * inner)",
+            expected,
+            got: n,
+        });
+    }
+    Ok(())
+}
+
+fn check_params(layout: AxisLayout, scales: &[f32], offsets: &[i32]) -> Result<(), QuantError> {
+    if scales.len() != layout.axis_len {
+        return Err(QuantError::ParamCount {
+            what: "scales",
+            expected: layout.axis_len,
+            got: scales.len(),
+        });
+    }
+    if offsets.len() != layout.axis_len {
+        return Err(QuantError::ParamCount {
+            what: "offsets",
+            expected: layout.axis_len,
+            got: offsets.len(),
+        });
+    }
+    for (c, &s) in scales.iter().enumerate() {
+        check_scale(s, Some(c))?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Public quantize API
+// ---------------------------------------------------------------------------
+
+/// Quantize little-endian f32 `src_f32` into `dst` (elements of `ty`,
+/// little-endian), saturating to `range` (use [`QuantType::full_range`] for
+/// the whole container).
 pub fn quantize_per_tensor(
     src_f32: &[u8],
     dst: &mut [u8],
@@ -33,17 +582,53 @@ pub fn quantize_per_tensor(
     offset: i32,
     range: (i64, i64),
 ) -> Result<(), QuantError> {
-    unimplemented!()
+    pair(src_f32, 4, dst, ty.size(), "src_f32", "dst")?;
+    check_scale(scale, None)?;
+    check_range(ty, range)?;
+    let src = src_f32.as_chunks::<4>().0;
+    if use_f32_path(ty, &[offset]) {
+        qrun_any(
+            src,
+            dst,
+            ty.size(),
+            QParams::<f32>::new(scale, offset, range),
+        );
+    } else {
+        qrun_any(
+            src,
+            dst,
+            ty.size(),
+            QParams::<f64>::new(scale, offset, range),
+        );
+    }
+    Ok(())
 }
-pub fn dequantize_per_tensor(
-    src: &[u8],
-    dst_f32: &mut [u8],
-    ty: QuantType,
-    scale: f32,
-    offset: i32,
-) -> Result<(), QuantError> {
-    unimplemented!()
+
+/// Below this run length, per-axis kernels expand the parameters to one per
+/// element of an `axis_len * inner` row instead of looping over short runs.
+const SHORT_INNER: usize = 16;
+
+/// Minimum row length (in elements) for the expanded-parameter per-axis path,
+/// so that the zipped inner loop is long enough to vectorize even when
+/// `axis_len * inner` is tiny (e.g. 3 channels, channel-last).
+const MIN_ROW: usize = 256;
+
+/// Channel index of each element of one expanded parameter row: whole periods
+/// of `axis_len * inner` elements, repeated to at least [`MIN_ROW`] elements.
+/// Rows start at multiples of the period, so row element `j` of every row has
+/// the same channel. The last row of a tensor may be shorter (a whole number
+/// of periods); the loops zip it with a prefix of the parameters.
+fn row_channels(layout: AxisLayout) -> Vec<usize> {
+    let period = layout.axis_len * layout.inner; // <= len(), checked
+    let reps = MIN_ROW.div_ceil(period).min(layout.outer).max(1);
+    let each = |c: usize| std::iter::repeat_n(c, layout.inner);
+    (0..reps)
+        .flat_map(|_| (0..layout.axis_len).flat_map(each))
+        .collect()
 }
+
+/// Quantize along an axis: element `i` uses `scales[c]`, `offsets[c]` with
+/// `c = (i / layout.inner) % layout.axis_len`.
 pub fn quantize_per_axis(
     src_f32: &[u8],
     dst: &mut [u8],
@@ -53,8 +638,196 @@ pub fn quantize_per_axis(
     offsets: &[i32],
     range: (i64, i64),
 ) -> Result<(), QuantError> {
-    unimplemented!()
+    let n = pair(src_f32, 4, dst, ty.size(), "src_f32", "dst")?;
+    check_layout(layout, n)?;
+    check_params(layout, scales, offsets)?;
+    check_range(ty, range)?;
+    if n == 0 {
+        return Ok(());
+    }
+    let src = src_f32.as_chunks::<4>().0;
+    if use_f32_path(ty, offsets) {
+        quantize_axis_with::<f32>(src, dst, ty.size(), layout, scales, offsets, range);
+    } else {
+        quantize_axis_with::<f64>(src, dst, ty.size(), layout, scales, offsets, range);
+    }
+    Ok(())
 }
+
+fn quantize_axis_with<A: Acc>(
+    src: &[[u8; 4]],
+    dst: &mut [u8],
+    size: usize,
+    layout: AxisLayout,
+    scales: &[f32],
+    offsets: &[i32],
+    range: (i64, i64),
+) {
+    let inner = layout.inner;
+    if inner >= SHORT_INNER {
+        // Long contiguous runs: reuse the per-tensor loop for each run.
+        let params: Vec<QParams<A>> = scales
+            .iter()
+            .zip(offsets)
+            .map(|(&s, &o)| QParams::new(s, o, range))
+            .collect();
+        let runs = src
+            .chunks_exact(inner)
+            .zip(dst.chunks_exact_mut(inner * size));
+        for ((s, d), &p) in runs.zip(params.iter().cycle()) {
+            qrun_any(s, d, size, p);
+        }
+    } else {
+        // Channel-last (inner == 1) or short runs: one parameter per element
+        // of an `axis_len * inner` row, zipped with the data.
+        let chans = row_channels(layout);
+        let p: QParams<A> = QParams::new(1.0, 0, range);
+        let rows = QRowParams {
+            scale: chans.iter().map(|&c| scales[c]).collect(),
+            z: chans
+                .iter()
+                .map(|&c| QParams::<A>::new(1.0, offsets[c], range).z)
+                .collect(),
+            nan_q: chans
+                .iter()
+                .map(|&c| QParams::<A>::new(1.0, offsets[c], range).nan_q)
+                .collect(),
+            lo: p.lo,
+            hi: p.hi,
+        };
+        qrows_any(src, dst, size, &rows);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Dequantize kernels
+// ---------------------------------------------------------------------------
+
+/// Integer type in which `q + offset` is formed before the f32 conversion.
+trait IAcc: Copy + core::ops::Add<Output = Self> {
+    fn to_f32(self) -> f32;
+}
+impl IAcc for i32 {
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        self as f32
+    }
+}
+impl IAcc for i64 {
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        self as f32
+    }
+}
+
+/// Loads one little-endian element of a container as the accumulator type.
+trait Load<I, const N: usize> {
+    fn load(b: [u8; N]) -> I;
+}
+struct LU8;
+struct LI8;
+struct LU16;
+struct LI16;
+struct LU32;
+struct LI32;
+macro_rules! load_impl {
+    ($l:ident, $n:literal, $t:ty) => {
+        impl Load<i32, $n> for $l {
+            #[inline(always)]
+            fn load(b: [u8; $n]) -> i32 {
+                <$t>::from_le_bytes(b) as i32
+            }
+        }
+        impl Load<i64, $n> for $l {
+            #[inline(always)]
+            fn load(b: [u8; $n]) -> i64 {
+                <$t>::from_le_bytes(b) as i64
+            }
+        }
+    };
+}
+load_impl!(LU8, 1, u8);
+load_impl!(LI8, 1, i8);
+load_impl!(LU16, 2, u16);
+load_impl!(LI16, 2, i16);
+load_impl!(LU32, 4, u32);
+load_impl!(LI32, 4, i32);
+
+#[inline(always)]
+fn drun<I: IAcc, L: Load<I, N>, const N: usize>(
+    src: &[[u8; N]],
+    dst: &mut [[u8; 4]],
+    scale: f32,
+    off: I,
+) {
+    for (s, d) in src.iter().zip(dst.iter_mut()) {
+        *d = ((L::load(*s) + off).to_f32() * scale).to_le_bytes();
+    }
+}
+
+#[inline(always)]
+fn drows<I: IAcc, L: Load<I, N>, const N: usize>(
+    src: &[[u8; N]],
+    dst: &mut [[u8; 4]],
+    scales: &[f32],
+    offs: &[I],
+) {
+    let row = scales.len();
+    for (s, d) in src.chunks(row).zip(dst.chunks_mut(row)) {
+        let it = s.iter().zip(d.iter_mut()).zip(scales.iter().zip(offs));
+        for ((s, d), (&scale, &off)) in it {
+            *d = ((L::load(*s) + off).to_f32() * scale).to_le_bytes();
+        }
+    }
+}
+
+/// Calls `$f::<I, Loader, N>` for the container `$ty`, with the source bytes
+/// viewed as `[u8; N]` chunks.
+macro_rules! dispatch_load {
+    ($ty:expr, $i:ty, $f:ident, $src:expr, $($args:expr),*) => {
+        match $ty {
+            QuantType::U8 => $f::<$i, LU8, 1>($src.as_chunks::<1>().0, $($args),*),
+            QuantType::I8 => $f::<$i, LI8, 1>($src.as_chunks::<1>().0, $($args),*),
+            QuantType::U16 => $f::<$i, LU16, 2>($src.as_chunks::<2>().0, $($args),*),
+            QuantType::I16 => $f::<$i, LI16, 2>($src.as_chunks::<2>().0, $($args),*),
+            QuantType::U32 => $f::<$i, LU32, 4>($src.as_chunks::<4>().0, $($args),*),
+            QuantType::I32 => $f::<$i, LI32, 4>($src.as_chunks::<4>().0, $($args),*),
+        }
+    };
+}
+
+/// `q + offset` cannot overflow i32 for 8/16-bit containers when
+/// `|offset| <= 2^30`; otherwise (and for 32-bit containers) use i64. Both
+/// give the exact integer sum, so the result is the same.
+fn use_i32_path(ty: QuantType, offsets: &[i32]) -> bool {
+    ty.size() <= 2 && offsets.iter().all(|&o| o.unsigned_abs() <= 1 << 30)
+}
+
+fn dq_run(ty: QuantType, src: &[u8], dst: &mut [[u8; 4]], scale: f32, offset: i32) {
+    if use_i32_path(ty, &[offset]) {
+        dispatch_load!(ty, i32, drun, src, dst, scale, offset);
+    } else {
+        dispatch_load!(ty, i64, drun, src, dst, scale, offset as i64);
+    }
+}
+
+/// Dequantize `src` (elements of `ty`, little-endian) into little-endian f32
+/// `dst_f32`: `x = ((q + offset) as f32) * scale`.
+pub fn dequantize_per_tensor(
+    src: &[u8],
+    dst_f32: &mut [u8],
+    ty: QuantType,
+    scale: f32,
+    offset: i32,
+) -> Result<(), QuantError> {
+    pair(src, ty.size(), dst_f32, 4, "src", "dst_f32")?;
+    check_scale(scale, None)?;
+    dq_run(ty, src, dst_f32.as_chunks_mut::<4>().0, scale, offset);
+    Ok(())
+}
+
+/// Dequantize along an axis: element `i` uses `scales[c]`, `offsets[c]` with
+/// `c = (i / layout.inner) % layout.axis_len`.
 pub fn dequantize_per_axis(
     src: &[u8],
     dst_f32: &mut [u8],
@@ -63,11 +836,1075 @@ pub fn dequantize_per_axis(
     scales: &[f32],
     offsets: &[i32],
 ) -> Result<(), QuantError> {
-    unimplemented!()
+    let n = pair(src, ty.size(), dst_f32, 4, "src", "dst_f32")?;
+    check_layout(layout, n)?;
+    check_params(layout, scales, offsets)?;
+    if n == 0 {
+        return Ok(());
+    }
+    let size = ty.size();
+    let inner = layout.inner;
+    let dst = dst_f32.as_chunks_mut::<4>().0;
+    if inner >= SHORT_INNER {
+        let runs = src
+            .chunks_exact(inner * size)
+            .zip(dst.chunks_exact_mut(inner));
+        let params = scales.iter().zip(offsets).cycle();
+        for ((s, d), (&scale, &offset)) in runs.zip(params) {
+            dq_run(ty, s, d, scale, offset);
+        }
+    } else {
+        let chans = row_channels(layout);
+        let sc: Vec<f32> = chans.iter().map(|&c| scales[c]).collect();
+        if use_i32_path(ty, offsets) {
+            let of: Vec<i32> = chans.iter().map(|&c| offsets[c]).collect();
+            dispatch_load!(ty, i32, drows, src, dst, &sc, &of);
+        } else {
+            let of: Vec<i64> = chans.iter().map(|&c| offsets[c] as i64).collect();
+            dispatch_load!(ty, i64, drows, src, dst, &sc, &of);
+        }
+    }
+    Ok(())
 }
+
+// ---------------------------------------------------------------------------
+// f16 <-> f32
+// ---------------------------------------------------------------------------
+
+/// Convert little-endian f32 to little-endian IEEE binary16 (round to
+/// nearest even, see [`f32_to_f16_bits`]).
 pub fn f32_to_f16(src_f32: &[u8], dst_f16: &mut [u8]) -> Result<(), QuantError> {
-    unimplemented!()
+    pair(src_f32, 4, dst_f16, 2, "src_f32", "dst_f16")?;
+    let src = src_f32.as_chunks::<4>().0;
+    let dst = dst_f16.as_chunks_mut::<2>().0;
+    for (s, d) in src.iter().zip(dst.iter_mut()) {
+        *d = f32_to_f16_bits(f32::from_le_bytes(*s)).to_le_bytes();
+    }
+    Ok(())
 }
+
+/// Convert little-endian IEEE binary16 to little-endian f32 (exact).
 pub fn f16_to_f32(src_f16: &[u8], dst_f32: &mut [u8]) -> Result<(), QuantError> {
-    unimplemented!()
+    pair(src_f16, 2, dst_f32, 4, "src_f16", "dst_f32")?;
+    let src = src_f16.as_chunks::<2>().0;
+    let dst = dst_f32.as_chunks_mut::<4>().0;
+    for (s, d) in src.iter().zip(dst.iter_mut()) {
+        *d = f16_bits_to_f32(u16::from_le_bytes(*s)).to_le_bytes();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [QuantType; 6] = [
+        QuantType::U8,
+        QuantType::I8,
+        QuantType::U16,
+        QuantType::I16,
+        QuantType::U32,
+        QuantType::I32,
+    ];
+
+    /// splitmix64.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce5_e9b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+        /// Uniform in [lo, hi).
+        fn uniform(&mut self, lo: f64, hi: f64) -> f32 {
+            let u = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
+            (lo + (hi - lo) * u) as f32
+        }
+    }
+
+    // ----- independent references ------------------------------------------
+
+    /// Round half to even by the definition, on an exact f64 copy of `t`.
+    fn ref_round_half_even(t: f64) -> f64 {
+        let fl = t.floor();
+        let frac = t - fl; // exact: t and fl share the exponent range
+        // Above the midpoint, or exactly on it with an odd floor: round up.
+        if frac > 0.5 || (frac == 0.5 && fl % 2.0 != 0.0) {
+            fl + 1.0
+        } else {
+            fl
+        }
+    }
+
+    /// Quantize by the definition, in f64 / i128.
+    fn ref_quant(x: f32, scale: f32, offset: i32, (qmin, qmax): (i64, i64)) -> i64 {
+        let (qmin, qmax) = (qmin as i128, qmax as i128);
+        let zp = -(offset as i128);
+        if x.is_nan() {
+            return zp.max(qmin).min(qmax) as i64;
+        }
+        // f64 quotient rounded once to f32 == the correctly rounded f32
+        // quotient (53 >= 2 * 24 + 2, so no double-rounding error).
+        let t = ((x as f64) / (scale as f64)) as f32;
+        if t == f32::INFINITY {
+            return qmax as i64;
+        }
+        if t == f32::NEG_INFINITY {
+            return qmin as i64;
+        }
+        let r = ref_round_half_even(t as f64);
+        let ri = r as i128; // saturating; |r| <= f32::MAX
+        ri.saturating_add(zp).max(qmin).min(qmax) as i64
+    }
+
+    fn ref_dequant(q: i64, scale: f32, offset: i32) -> f32 {
+        let s = (q as i128 + offset as i128) as f32; // correctly rounded
+        // 24 x 24-bit product is exact in f64; one rounding to f32.
+        ((s as f64) * (scale as f64)) as f32
+    }
+
+    fn ref_f16_to_f64(h: u16) -> f64 {
+        let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+        let e = ((h >> 10) & 31) as i32;
+        let m = (h & 1023) as f64;
+        match e {
+            0 => sign * m * 2f64.powi(-24),
+            31 if m == 0.0 => sign * f64::INFINITY,
+            31 => f64::NAN,
+            _ => sign * (1.0 + m / 1024.0) * 2f64.powi(e - 15),
+        }
+    }
+
+    /// f32 -> f16 bits by the definition, via f64 (non-NaN inputs).
+    fn ref_f32_to_f16(x: f32) -> u16 {
+        assert!(!x.is_nan());
+        let sign: u16 = if x.is_sign_negative() { 0x8000 } else { 0 };
+        let ax = (x as f64).abs();
+        if ax.is_infinite() {
+            return sign | 0x7c00;
+        }
+        if ax < 2f64.powi(-14) {
+            let units = ref_round_half_even(ax / 2f64.powi(-24));
+            return sign | units as u16; // 1024 == smallest normal, correct
+        }
+        let mut e = ((ax.to_bits() >> 52) as i32) - 1023;
+        let mut mant = ref_round_half_even((ax / 2f64.powi(e) - 1.0) * 1024.0);
+        if mant == 1024.0 {
+            mant = 0.0;
+            e += 1;
+        }
+        if e + 15 >= 31 {
+            return sign | 0x7c00;
+        }
+        sign | (((e + 15) as u16) << 10) | mant as u16
+    }
+
+    // ----- helpers -----------------------------------------------------------
+
+    fn f32_bytes(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    fn read_q(ty: QuantType, b: &[u8]) -> Vec<i64> {
+        b.chunks_exact(ty.size())
+            .map(|c| match ty {
+                QuantType::U8 => c[0] as i64,
+                QuantType::I8 => c[0] as i8 as i64,
+                QuantType::U16 => u16::from_le_bytes([c[0], c[1]]) as i64,
+                QuantType::I16 => i16::from_le_bytes([c[0], c[1]]) as i64,
+                QuantType::U32 => u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as i64,
+                QuantType::I32 => i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as i64,
+            })
+            .collect()
+    }
+
+    fn write_q(ty: QuantType, q: &[i64]) -> Vec<u8> {
+        q.iter()
+            .flat_map(|&v| v.to_le_bytes()[..ty.size()].to_vec())
+            .collect()
+    }
+
+    fn read_f32(b: &[u8]) -> Vec<f32> {
+        b.chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    }
+
+    /// Quantizes `xs` with the slice kernel (from a deliberately misaligned
+    /// buffer) and checks every element against the reference and the
+    /// scalar form.
+    fn check_tensor(xs: &[f32], ty: QuantType, scale: f32, offset: i32, range: (i64, i64)) {
+        let mut src = vec![0u8];
+        src.extend(f32_bytes(xs));
+        let mut dst = vec![0xa5u8; xs.len() * ty.size() + 1];
+        quantize_per_tensor(&src[1..], &mut dst[1..], ty, scale, offset, range).unwrap();
+        let got = read_q(ty, &dst[1..]);
+        for (i, (&x, &q)) in xs.iter().zip(&got).enumerate() {
+            let want = ref_quant(x, scale, offset, range);
+            assert_eq!(
+                q,
+                want,
+                "elem {i}: x={x:e} ({:#x}) scale={scale:e} offset={offset} {ty:?} {range:?}",
+                x.to_bits()
+            );
+            assert_eq!(
+                quantize_scalar(x, scale, offset, range),
+                want,
+                "scalar x={x:e}"
+            );
+        }
+        // Dequantize the result and compare with the reference.
+        let qb = write_q(ty, &got);
+        let mut out = vec![0u8; xs.len() * 4];
+        dequantize_per_tensor(&qb, &mut out, ty, scale, offset).unwrap();
+        for (&q, y) in got.iter().zip(read_f32(&out)) {
+            let want = ref_dequant(q, scale, offset);
+            assert_eq!(y.to_bits(), want.to_bits(), "dequant q={q}");
+            assert_eq!(
+                dequantize_scalar(q, scale, offset).to_bits(),
+                want.to_bits()
+            );
+        }
+    }
+
+    /// A few interesting (offset, range) combinations per type.
+    fn configs(ty: QuantType) -> Vec<(i32, (i64, i64))> {
+        let (lo, hi) = ty.full_range();
+        let mid = -(((lo + hi) / 2) as i32);
+        let mut v = vec![
+            (0, (lo, hi)),
+            (mid, (lo, hi)),
+            ((lo as i32).wrapping_neg(), (lo, hi)),
+            (7, (lo, hi)),
+            (-3, (lo + 1, hi - 1)),
+        ];
+        if ty == QuantType::U8 {
+            v.push((-8, (0, 15))); // 4-bit in a u8 container
+            v.push((-100, (0, 15))); // zero point outside the narrow range
+        }
+        if ty == QuantType::I8 {
+            v.push((0, (-8, 7)));
+        }
+        // Large offsets exercise the f64 / i64 paths on small containers.
+        v.push((1 << 25, (lo, hi)));
+        v.push((-(1 << 25) - 1, (lo, hi)));
+        v.push((i32::MAX, (lo, hi)));
+        v.push((i32::MIN, (lo, hi)));
+        v
+    }
+
+    // ----- quantize / dequantize --------------------------------------------
+
+    #[test]
+    fn quantize_known_values() {
+        let r = QuantType::I8.full_range();
+        let cases = [
+            (0.5, 0),
+            (1.5, 2),
+            (2.5, 2),
+            (3.5, 4),
+            (-0.5, 0),
+            (-1.5, -2),
+            (-2.5, -2),
+            (0.49999997, 0),
+            (126.5, 126),
+            (127.5, 127),
+            (1000.0, 127),
+            (-1000.0, -128),
+            (f32::NAN, 0),
+            (f32::INFINITY, 127),
+            (f32::NEG_INFINITY, -128),
+            (-0.0, 0),
+        ];
+        for (x, want) in cases {
+            assert_eq!(quantize_scalar(x, 1.0, 0, r), want, "x={x}");
+            assert_eq!(ref_quant(x, 1.0, 0, r), want, "ref x={x}");
+            let mut d = [0u8];
+            quantize_per_tensor(&x.to_le_bytes(), &mut d, QuantType::I8, 1.0, 0, r).unwrap();
+            assert_eq!(d[0] as i8 as i64, want, "kernel x={x}");
+        }
+        // offset is the negated zero point.
+        assert_eq!(quantize_scalar(0.0, 0.5, -128, (0, 255)), 128);
+        assert_eq!(quantize_scalar(f32::NAN, 0.5, -128, (0, 255)), 128);
+        assert_eq!(quantize_scalar(f32::NAN, 0.5, -128, (0, 15)), 15);
+        assert_eq!(dequantize_scalar(128, 0.5, -128), 0.0);
+        assert_eq!(dequantize_scalar(130, 0.5, -128), 1.0);
+    }
+
+    #[test]
+    fn quantize_ties() {
+        for ty in ALL {
+            for (offset, range) in configs(ty) {
+                for scale in [1.0f32, 0.5, 0.25, 3.0, 0.375, 1024.0] {
+                    let xs: Vec<f32> = (-70_000i32..70_000)
+                        .step_by(7)
+                        .chain(-300..300)
+                        .map(|k| (k as f32 + 0.5) * scale)
+                        .collect();
+                    check_tensor(&xs, ty, scale, offset, range);
+                }
+            }
+        }
+        // Large integers around 2^23/2^24 (where f32 spacing becomes >= 1).
+        let big: Vec<f32> = (0..64u32)
+            .flat_map(|k| {
+                let a = f32::from_bits(0x4b00_0000 - 32 + k); // around 2^23
+                let b = f32::from_bits(0x4b80_0000 - 32 + k); // around 2^24
+                [a, -a, b, -b]
+            })
+            .collect();
+        for ty in ALL {
+            for (offset, range) in configs(ty) {
+                check_tensor(&big, ty, 1.0, offset, range);
+            }
+        }
+    }
+
+    #[test]
+    fn quantize_extremes_and_specials() {
+        for ty in ALL {
+            for (offset, (lo, hi)) in configs(ty) {
+                let zp = -(offset as i64);
+                let mut xs = vec![
+                    f32::MAX,
+                    -f32::MAX,
+                    f32::INFINITY,
+                    f32::NEG_INFINITY,
+                    f32::NAN,
+                    -f32::NAN,
+                    f32::from_bits(0x7fc1_2345),
+                    f32::from_bits(0x7f80_0001), // signalling NaN
+                    0.0,
+                    -0.0,
+                    f32::MIN_POSITIVE,
+                    -f32::MIN_POSITIVE,
+                    f32::from_bits(1),
+                    f32::from_bits(0x8000_0001),
+                    f32::from_bits(0x007f_ffff),
+                    1e30,
+                    -1e30,
+                    4294967296.0,
+                    -4294967296.0,
+                ];
+                // Just around qmin / qmax (in x units with scale 1): q = v - offset.
+                for edge in [lo, hi] {
+                    let v = (edge - zp) as f64;
+                    for d in [-1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 1.0, 1.5] {
+                        xs.push((v + d) as f32);
+                    }
+                }
+                check_tensor(&xs, ty, 1.0, offset, (lo, hi));
+                check_tensor(&xs, ty, 0.0625, offset, (lo, hi));
+                // Denormal scale: almost everything overflows to ±Inf.
+                check_tensor(&xs, ty, f32::from_bits(3), offset, (lo, hi));
+                check_tensor(&xs, ty, f32::MAX, offset, (lo, hi));
+            }
+        }
+    }
+
+    #[test]
+    fn quantize_random() {
+        let mut rng = Rng(0x5eed);
+        for ty in ALL {
+            for (offset, range) in configs(ty) {
+                let (lo, hi) = range;
+                let scale = rng.uniform(1e-4, 1.0);
+                let zp = -(offset as i64) as f64;
+                let span = (hi - lo) as f64 * scale as f64;
+                let xs: Vec<f32> = (0..12_000)
+                    .map(|i| match i % 8 {
+                        // Arbitrary bit patterns (NaN, Inf, denormals, huge).
+                        0 => f32::from_bits(rng.next() as u32),
+                        // Exact ties in range.
+                        1 => {
+                            let k = (lo as f64 + rng.below((hi - lo + 1) as u64) as f64) - zp;
+                            ((k + 0.5) * 0.5) as f32
+                        }
+                        // Dense around the representable range.
+                        _ => rng.uniform(
+                            (lo as f64 - zp) * scale as f64 - span * 0.1,
+                            (hi as f64 - zp) * scale as f64 + span * 0.1,
+                        ),
+                    })
+                    .collect();
+                check_tensor(&xs, ty, scale, offset, range);
+                // scale 0.5 makes category 1 exact ties.
+                check_tensor(&xs, ty, 0.5, offset, range);
+            }
+        }
+    }
+
+    #[test]
+    fn dequantize_all_values() {
+        let mut rng = Rng(7);
+        for ty in ALL {
+            let (lo, hi) = ty.full_range();
+            let mut qs: Vec<i64> = if ty.size() <= 2 {
+                (lo..=hi).collect()
+            } else {
+                (0..50_000)
+                    .map(|_| lo + rng.below((hi - lo + 1) as u64) as i64)
+                    .collect()
+            };
+            qs.extend([lo, hi, 0, 1, (-1i64).max(lo)]);
+            let qb = write_q(ty, &qs);
+            for (offset, _) in configs(ty) {
+                for scale in [1.0f32, 0.1, 3.3e-5, 1e30, f32::from_bits(1), f32::MAX] {
+                    let mut out = vec![0u8; qs.len() * 4 + 1];
+                    dequantize_per_tensor(&qb, &mut out[1..], ty, scale, offset).unwrap();
+                    for (&q, y) in qs.iter().zip(read_f32(&out[1..])) {
+                        let want = ref_dequant(q, scale, offset);
+                        assert_eq!(
+                            y.to_bits(),
+                            want.to_bits(),
+                            "{ty:?} q={q} s={scale} o={offset}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn round_even_magic_matches_round_ties_even() {
+        let check = |v: f32| {
+            let a = round_even_magic(v);
+            let b = v.round_ties_even();
+            // Only the sign of a zero may differ.
+            assert!(a == b || (a.is_nan() && b.is_nan()), "v={v:e}: {a} vs {b}");
+        };
+        for k in -100_000i32..100_000 {
+            check(k as f32 * 0.25);
+            check(k as f32 + 0.5);
+        }
+        // Every 251st bit pattern: covers all exponents, NaNs, Infs.
+        for bits in (0..=u32::MAX).step_by(251) {
+            check(f32::from_bits(bits));
+        }
+        for bits in 0x4afff000u32..0x4b801000 {
+            check(f32::from_bits(bits));
+            check(-f32::from_bits(bits));
+        }
+    }
+
+    // ----- per axis -----------------------------------------------------------
+
+    fn check_axis(dims: &[usize], axis: usize, ty: QuantType, seed: u64) {
+        let layout = AxisLayout::from_dims(dims, axis).unwrap();
+        let n = layout.len();
+        assert_eq!(n, dims.iter().product::<usize>());
+        let mut rng = Rng(seed);
+        let (lo, hi) = ty.full_range();
+        let range = if ty == QuantType::U8 {
+            (0, 15)
+        } else {
+            (lo, hi)
+        };
+        let scales: Vec<f32> = (0..layout.axis_len)
+            .map(|_| rng.uniform(1e-3, 2.0))
+            .collect();
+        let offsets: Vec<i32> = (0..layout.axis_len)
+            .map(|c| match c % 4 {
+                0 => 0,
+                1 => -(lo.max(-1000) as i32),
+                2 => -7,
+                _ => 11,
+            })
+            .collect();
+        let xs: Vec<f32> = (0..n)
+            .map(|i| match i % 13 {
+                0 => f32::NAN,
+                1 => f32::INFINITY,
+                2 => f32::NEG_INFINITY,
+                3 => {
+                    ((rng.below(2000) as f32 - 1000.0) + 0.5)
+                        * scales[(i / layout.inner) % layout.axis_len]
+                }
+                _ => rng.uniform(-300.0, 300.0),
+            })
+            .collect();
+        let src = f32_bytes(&xs);
+        let mut dst = vec![0u8; n * ty.size()];
+        quantize_per_axis(&src, &mut dst, ty, layout, &scales, &offsets, range).unwrap();
+        let got = read_q(ty, &dst);
+        for i in 0..n {
+            let c = (i / layout.inner) % layout.axis_len;
+            let want = ref_quant(xs[i], scales[c], offsets[c], range);
+            assert_eq!(
+                got[i], want,
+                "{dims:?} axis {axis} {ty:?} elem {i} chan {c}"
+            );
+        }
+        let mut out = vec![0u8; n * 4];
+        dequantize_per_axis(&dst, &mut out, ty, layout, &scales, &offsets).unwrap();
+        for (i, y) in read_f32(&out).into_iter().enumerate() {
+            let c = (i / layout.inner) % layout.axis_len;
+            let want = ref_dequant(got[i], scales[c], offsets[c]);
+            assert_eq!(
+                y.to_bits(),
+                want.to_bits(),
+                "dequant {dims:?} axis {axis} elem {i}"
+            );
+        }
+        // Large offsets force the f64 / i64 paths for every container.
+        let big: Vec<i32> = offsets.iter().map(|&o| o + (1 << 25)).collect();
+        quantize_per_axis(&src, &mut dst, ty, layout, &scales, &big, range).unwrap();
+        let got = read_q(ty, &dst);
+        dequantize_per_axis(&dst, &mut out, ty, layout, &scales, &big).unwrap();
+        let ys = read_f32(&out);
+        for i in 0..n {
+            let c = (i / layout.inner) % layout.axis_len;
+            assert_eq!(got[i], ref_quant(xs[i], scales[c], big[c], range));
+            assert_eq!(
+                ys[i].to_bits(),
+                ref_dequant(got[i], scales[c], big[c]).to_bits()
+            );
+        }
+    }
+
+    #[test]
+    fn per_axis_layouts() {
+        let shapes: &[(&[usize], usize)] = &[
+            (&[4, 6, 5], 0),  // axis first, inner 30 (runs)
+            (&[4, 6, 5], 1),  // axis middle, inner 5 (expanded rows)
+            (&[4, 6, 5], 2),  // axis last, inner 1
+            (&[2, 3, 40], 1), // middle, inner 40
+            (&[3, 7, 7], 0),  // channel-first, inner 49
+            (&[7, 7, 3], 2),  // channel-last, 3 channels
+            (&[16, 17], 0),   // inner 17
+            (&[17, 16], 0),   // inner 16 (threshold)
+            (&[17, 15], 0),   // inner 15
+            (&[5], 0),        // 1-D
+            (&[1, 1, 1], 1),  // single element
+            (&[33, 1, 2], 1), // axis of length 1
+            // Expanded rows shorter than the tensor, with a partial last row:
+            (&[200, 3], 1),    // channel-last, period 3
+            (&[100, 5, 2], 1), // inner 2, period 10
+            (&[300, 1], 1),    // period 1
+            (&[3, 130, 2], 2), // inner 1, axis 2, period 2
+            (&[2, 300], 1),    // period 300 > MIN_ROW
+        ];
+        for (k, &(dims, axis)) in shapes.iter().enumerate() {
+            for ty in ALL {
+                check_axis(dims, axis, ty, k as u64);
+            }
+        }
+    }
+
+    #[test]
+    fn per_axis_matches_per_tensor_with_uniform_params() {
+        let mut rng = Rng(99);
+        let xs: Vec<f32> = (0..3 * 50 * 21).map(|_| rng.uniform(-40.0, 40.0)).collect();
+        let src = f32_bytes(&xs);
+        for (dims, axis) in [([3usize, 50, 21], 0), ([3, 50, 21], 1), ([3, 50, 21], 2)] {
+            let layout = AxisLayout::from_dims(&dims, axis).unwrap();
+            let scales = vec![0.3f32; dims[axis]];
+            let offsets = vec![-128; dims[axis]];
+            let mut a = vec![0u8; xs.len()];
+            let mut b = vec![0u8; xs.len()];
+            quantize_per_axis(
+                &src,
+                &mut a,
+                QuantType::U8,
+                layout,
+                &scales,
+                &offsets,
+                (0, 255),
+            )
+            .unwrap();
+            quantize_per_tensor(&src, &mut b, QuantType::U8, 0.3, -128, (0, 255)).unwrap();
+            assert_eq!(a, b);
+        }
+    }
+
+    #[test]
+    fn axis_layout_from_dims() {
+        let l = AxisLayout::from_dims(&[2, 3, 4, 5], 2).unwrap();
+        assert_eq!(
+            l,
+            AxisLayout {
+                outer: 6,
+                axis_len: 4,
+                inner: 5
+            }
+        );
+        assert_eq!(l.len(), 120);
+        assert!(!l.is_empty());
+        let l = AxisLayout::from_dims(&[2, 0, 4], 0).unwrap();
+        assert_eq!((l.len(), l.is_empty()), (0, true));
+        assert_eq!(
+            AxisLayout::from_dims(&[2, 3], 2),
+            Err(QuantError::AxisOutOfBounds { axis: 2, rank: 2 })
+        );
+        assert!(matches!(
+            AxisLayout::from_dims(&[usize::MAX, 2], 1),
+            Err(QuantError::SizeOverflow { .. })
+        ));
+        assert!(matches!(
+            AxisLayout::from_dims(&[usize::MAX, 2, 1], 2),
+            Err(QuantError::SizeOverflow { .. })
+        ));
+        let huge = AxisLayout {
+            outer: usize::MAX,
+            axis_len: 2,
+            inner: 1,
+        };
+        assert_eq!(huge.len(), usize::MAX);
+    }
+
+    // ----- empty --------------------------------------------------------------
+
+    #[test]
+    fn empty_inputs() {
+        for ty in ALL {
+            let r = ty.full_range();
+            quantize_per_tensor(&[], &mut [], ty, 1.0, 0, r).unwrap();
+            dequantize_per_tensor(&[], &mut [], ty, 1.0, 0).unwrap();
+            for layout in [
+                AxisLayout {
+                    outer: 0,
+                    axis_len: 3,
+                    inner: 4,
+                },
+                AxisLayout {
+                    outer: 2,
+                    axis_len: 3,
+                    inner: 0,
+                },
+            ] {
+                let (s, o) = ([1.0f32; 3], [0i32; 3]);
+                quantize_per_axis(&[], &mut [], ty, layout, &s, &o, r).unwrap();
+                dequantize_per_axis(&[], &mut [], ty, layout, &s, &o).unwrap();
+            }
+            let layout = AxisLayout {
+                outer: 2,
+                axis_len: 0,
+                inner: 4,
+            };
+            quantize_per_axis(&[], &mut [], ty, layout, &[], &[], r).unwrap();
+            dequantize_per_axis(&[], &mut [], ty, layout, &[], &[]).unwrap();
+        }
+        f32_to_f16(&[], &mut []).unwrap();
+        f16_to_f32(&[], &mut []).unwrap();
+    }
+
+    // ----- f16 ----------------------------------------------------------------
+
+    #[test]
+    fn f16_all_patterns_roundtrip_and_widen_exactly() {
+        for h in 0..=u16::MAX {
+            let f = f16_bits_to_f32(h);
+            let r = ref_f16_to_f64(h);
+            let is_nan = (h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0;
+            if is_nan {
+                assert!(f.is_nan(), "{h:#06x}");
+                assert_eq!(f.is_sign_negative(), h & 0x8000 != 0, "NaN sign {h:#06x}");
+                let back = f32_to_f16_bits(f);
+                assert_eq!(back & 0x7c00, 0x7c00);
+                assert_ne!(back & 0x3ff, 0, "NaN stays NaN {h:#06x}");
+                assert_eq!(back & 0x0200, 0x0200, "quiet NaN {h:#06x}");
+                assert_eq!(back & 0x8000, h & 0x8000, "NaN sign {h:#06x}");
+                if h & 0x0200 != 0 {
+                    assert_eq!(back, h, "quiet NaN payload kept {h:#06x}");
+                }
+            } else {
+                assert_eq!(f as f64, r, "{h:#06x}");
+                assert_eq!(f.is_sign_negative(), h & 0x8000 != 0, "{h:#06x}");
+                assert_eq!(f32_to_f16_bits(f), h, "roundtrip {h:#06x}");
+            }
+        }
+        // The slice form over all patterns.
+        let src: Vec<u8> = (0..=u16::MAX).flat_map(|h| h.to_le_bytes()).collect();
+        let mut dst = vec![0u8; src.len() * 2];
+        f16_to_f32(&src, &mut dst).unwrap();
+        let mut back = vec![0u8; src.len()];
+        f32_to_f16(&dst, &mut back).unwrap();
+        for (h, (w, b)) in (0..=u16::MAX).zip(read_f32(&dst).iter().zip(back.chunks_exact(2))) {
+            assert_eq!(w.to_bits(), f16_bits_to_f32(h).to_bits());
+            let b = u16::from_le_bytes([b[0], b[1]]);
+            if !w.is_nan() {
+                assert_eq!(b, h);
+            }
+        }
+    }
+
+    fn check_narrow(x: f32) {
+        let got = f32_to_f16_bits(x);
+        if x.is_nan() {
+            assert!(got & 0x7c00 == 0x7c00 && got & 0x3ff != 0, "{x:e}");
+            assert_eq!(got & 0x8000 != 0, x.is_sign_negative());
+        } else {
+            assert_eq!(got, ref_f32_to_f16(x), "x={x:e} ({:#010x})", x.to_bits());
+        }
+    }
+
+    #[test]
+    fn f32_to_f16_known_values() {
+        let cases: [(f32, u16); 16] = [
+            (0.0, 0x0000),
+            (-0.0, 0x8000),
+            (1.0, 0x3c00),
+            (-2.0, 0xc000),
+            (65504.0, 0x7bff),
+            (65519.99, 0x7bff),
+            (65520.0, 0x7c00),
+            (-65520.0, 0xfc00),
+            (1e10, 0x7c00),
+            (f32::INFINITY, 0x7c00),
+            (f32::NEG_INFINITY, 0xfc00),
+            (5.960_464_5e-8, 0x0001), // 2^-24
+            (2.980_232_2e-8, 0x0000), // 2^-25: tie to even (0)
+            (8.940_697e-8, 0x0002),   // 3 * 2^-25: tie to even (2)
+            (2.980_232_5e-8, 0x0001), // just above 2^-25
+            (6.097_555e-5, 0x03ff),   // largest subnormal
+        ];
+        for (x, want) in cases {
+            assert_eq!(f32_to_f16_bits(x), want, "x={x:e}");
+            assert_eq!(ref_f32_to_f16(x), want, "ref x={x:e}");
+        }
+        // 1 + 2^-11 is a tie between 1 and 1 + 2^-10: even is 1.
+        assert_eq!(f32_to_f16_bits(1.0 + 2f32.powi(-11)), 0x3c00);
+        assert_eq!(f32_to_f16_bits(1.0 + 3.0 * 2f32.powi(-11)), 0x3c02);
+        // Tie between the largest subnormal and the smallest normal.
+        assert_eq!(f32_to_f16_bits(2f32.powi(-14) - 2f32.powi(-25)), 0x0400);
+        assert_eq!(f32_to_f16_bits(f32::MIN_POSITIVE), 0);
+        assert_eq!(f32_to_f16_bits(f32::NAN) & 0x7e00, 0x7e00);
+    }
+
+    #[test]
+    fn f32_to_f16_ties_and_neighbours() {
+        // Every midpoint between consecutive f16 values (exact in f32) and its
+        // f32 neighbours, both signs, including the overflow threshold.
+        for h in 0..0x7c00u16 {
+            let a = ref_f16_to_f64(h);
+            let b = if h == 0x7bff {
+                65536.0
+            } else {
+                ref_f16_to_f64(h + 1)
+            };
+            let mid = ((a + b) / 2.0) as f32;
+            assert_eq!(mid as f64, (a + b) / 2.0);
+            for x in [
+                a as f32,
+                mid,
+                f32::from_bits(mid.to_bits() - 1),
+                f32::from_bits(mid.to_bits() + 1),
+            ] {
+                check_narrow(x);
+                check_narrow(-x);
+            }
+        }
+    }
+
+    #[test]
+    fn f32_to_f16_sweep_and_random() {
+        for bits in (0..=u32::MAX).step_by(997) {
+            check_narrow(f32::from_bits(bits));
+        }
+        let mut rng = Rng(1234);
+        for _ in 0..100_000 {
+            check_narrow(f32::from_bits(rng.next() as u32));
+            check_narrow(rng.uniform(-70_000.0, 70_000.0));
+            check_narrow(rng.uniform(-1e-4, 1e-4));
+        }
+        // Slice form on random data.
+        let xs: Vec<f32> = (0..10_001)
+            .map(|_| f32::from_bits(rng.next() as u32))
+            .collect();
+        let src = f32_bytes(&xs);
+        let mut dst = vec![0u8; xs.len() * 2];
+        f32_to_f16(&src, &mut dst).unwrap();
+        for (x, d) in xs.iter().zip(dst.chunks_exact(2)) {
+            assert_eq!(u16::from_le_bytes([d[0], d[1]]), f32_to_f16_bits(*x));
+        }
+    }
+
+    // ----- errors -------------------------------------------------------------
+
+    #[test]
+    fn errors() {
+        use QuantError as E;
+        let u8r = (0, 255);
+        let l3 = AxisLayout {
+            outer: 1,
+            axis_len: 3,
+            inner: 1,
+        };
+        let s3 = [1.0f32; 3];
+        let o3 = [0i32; 3];
+        let src = [0u8; 12];
+
+        // ByteLength
+        let e = quantize_per_tensor(&[0u8; 5], &mut [0u8; 1], QuantType::U8, 1.0, 0, u8r);
+        assert_eq!(
+            e,
+            Err(E::ByteLength {
+                what: "src_f32",
+                elem_size: 4,
+                len: 5
+            })
+        );
+        let e = dequantize_per_tensor(&[0u8; 3], &mut [0u8; 4], QuantType::U16, 1.0, 0);
+        assert_eq!(
+            e,
+            Err(E::ByteLength {
+                what: "src",
+                elem_size: 2,
+                len: 3
+            })
+        );
+        assert!(matches!(
+            f32_to_f16(&[0u8; 4], &mut [0u8; 3]),
+            Err(E::ByteLength { .. })
+        ));
+        assert!(matches!(
+            f16_to_f32(&[0u8; 1], &mut []),
+            Err(E::ByteLength { .. })
+        ));
+
+        // LengthMismatch (buffers)
+        let e = quantize_per_tensor(&src, &mut [0u8; 2], QuantType::U8, 1.0, 0, u8r);
+        assert_eq!(
+            e,
+            Err(E::LengthMismatch {
+                what: "dst",
+                expected: 3,
+                got: 2
+            })
+        );
+        let e = dequantize_per_tensor(&[0u8; 3], &mut [0u8; 16], QuantType::U8, 1.0, 0);
+        assert_eq!(
+            e,
+            Err(E::LengthMismatch {
+                what: "dst_f32",
+                expected: 3,
+                got: 4
+            })
+        );
+        assert!(matches!(
+            f32_to_f16(&src, &mut [0u8; 4]),
+            Err(E::LengthMismatch { .. })
+        ));
+        assert!(matches!(
+            f16_to_f32(&[0u8; 4], &mut [0u8; 4]),
+            Err(E::LengthMismatch { .. })
+        ));
+
+        // LengthMismatch (layout)
+        let l4 = AxisLayout {
+            outer: 2,
+            axis_len: 3,
+            inner: 1,
+        };
+        let e = quantize_per_axis(&src, &mut [0u8; 3], QuantType::U8, l4, &s3, &o3, u8r);
+        assert!(
+            matches!(
+                e,
+                Err(E::LengthMismatch {
+                    expected: 6,
+                    got: 3,
+                    ..
+                })
+            ),
+            "{e:?}"
+        );
+        let e = dequantize_per_axis(&[0u8; 3], &mut [0u8; 12], QuantType::U8, l4, &s3, &o3);
+        assert!(
+            matches!(
+                e,
+                Err(E::LengthMismatch {
+                    expected: 6,
+                    got: 3,
+                    ..
+                })
+            ),
+            "{e:?}"
+        );
+
+        // SizeOverflow (layout product)
+        let lo = AxisLayout {
+            outer: usize::MAX,
+            axis_len: 3,
+            inner: 1,
+        };
+        let e = quantize_per_axis(&src, &mut [0u8; 3], QuantType::U8, lo, &s3, &o3, u8r);
+        assert!(matches!(e, Err(E::SizeOverflow { .. })), "{e:?}");
+
+        // InvalidScale
+        for bad in [
+            0.0f32,
+            -0.0,
+            -1.0,
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+        ] {
+            let e = quantize_per_tensor(&src, &mut [0u8; 3], QuantType::U8, bad, 0, u8r);
+            assert!(
+                matches!(e, Err(E::InvalidScale { channel: None, .. })),
+                "{bad}"
+            );
+            let e = dequantize_per_tensor(&[0u8; 3], &mut [0u8; 12], QuantType::U8, bad, 0);
+            assert!(
+                matches!(e, Err(E::InvalidScale { channel: None, .. })),
+                "{bad}"
+            );
+            let s = [1.0, bad, 1.0];
+            let e = quantize_per_axis(&src, &mut [0u8; 3], QuantType::U8, l3, &s, &o3, u8r);
+            assert!(
+                matches!(
+                    e,
+                    Err(E::InvalidScale {
+                        channel: Some(1),
+                        ..
+                    })
+                ),
+                "{bad}"
+            );
+            let e = dequantize_per_axis(&[0u8; 3], &mut [0u8; 12], QuantType::U8, l3, &s, &o3);
+            assert!(
+                matches!(
+                    e,
+                    Err(E::InvalidScale {
+                        channel: Some(1),
+                        ..
+                    })
+                ),
+                "{bad}"
+            );
+        }
+
+        // InvalidRange
+        let e = quantize_per_tensor(&src, &mut [0u8; 3], QuantType::U8, 1.0, 0, (10, 5));
+        assert_eq!(e, Err(E::InvalidRange { qmin: 10, qmax: 5 }));
+        let e = quantize_per_axis(&src, &mut [0u8; 3], QuantType::U8, l3, &s3, &o3, (10, 5));
+        assert_eq!(e, Err(E::InvalidRange { qmin: 10, qmax: 5 }));
+
+        // RangeOutsideType
+        for (ty, r) in [
+            (QuantType::U8, (-1, 255)),
+            (QuantType::U8, (0, 256)),
+            (QuantType::I8, (-129, 0)),
+            (QuantType::I16, (0, 32768)),
+            (QuantType::U32, (0, 1 << 32)),
+            (QuantType::I32, (i64::MIN, 0)),
+        ] {
+            let mut d = vec![0u8; 3 * ty.size()];
+            let e = quantize_per_tensor(&src, &mut d, ty, 1.0, 0, r);
+            let (type_min, type_max) = ty.full_range();
+            let want = E::RangeOutsideType {
+                ty,
+                qmin: r.0,
+                qmax: r.1,
+                type_min,
+                type_max,
+            };
+            assert_eq!(e, Err(want.clone()));
+            let e = quantize_per_axis(&src, &mut d, ty, l3, &s3, &o3, r);
+            assert_eq!(e, Err(want));
+        }
+
+        // AxisOutOfBounds
+        assert_eq!(
+            AxisLayout::from_dims(&[], 0),
+            Err(E::AxisOutOfBounds { axis: 0, rank: 0 })
+        );
+
+        // ParamCount
+        let e = quantize_per_axis(&src, &mut [0u8; 3], QuantType::U8, l3, &s3[..2], &o3, u8r);
+        assert_eq!(
+            e,
+            Err(E::ParamCount {
+                what: "scales",
+                expected: 3,
+                got: 2
+            })
+        );
+        let e = quantize_per_axis(&src, &mut [0u8; 3], QuantType::U8, l3, &s3, &[0; 4], u8r);
+        assert_eq!(
+            e,
+            Err(E::ParamCount {
+                what: "offsets",
+                expected: 3,
+                got: 4
+            })
+        );
+        let e = dequantize_per_axis(&[0u8; 3], &mut [0u8; 12], QuantType::U8, l3, &[1.0; 4], &o3);
+        assert_eq!(
+            e,
+            Err(E::ParamCount {
+                what: "scales",
+                expected: 3,
+                got: 4
+            })
+        );
+        let e = dequantize_per_axis(&[0u8; 3], &mut [0u8; 12], QuantType::U8, l3, &s3, &[]);
+        assert_eq!(
+            e,
+            Err(E::ParamCount {
+                what: "offsets",
+                expected: 3,
+                got: 0
+            })
+        );
+    }
+
+    #[test]
+    fn error_messages_say_expected_and_given() {
+        let msgs = [
+            QuantError::ByteLength {
+                what: "src_f32",
+                elem_size: 4,
+                len: 5,
+            }
+            .to_string(),
+            QuantError::LengthMismatch {
+                what: "dst",
+                expected: 3,
+                got: 2,
+            }
+            .to_string(),
+            QuantError::InvalidScale {
+                scale: -1.0,
+                channel: Some(2),
+            }
+            .to_string(),
+            QuantError::InvalidRange { qmin: 10, qmax: 5 }.to_string(),
+            QuantError::RangeOutsideType {
+                ty: QuantType::U8,
+                qmin: -1,
+                qmax: 255,
+                type_min: 0,
+                type_max: 255,
+            }
+            .to_string(),
+            QuantError::AxisOutOfBounds { axis: 2, rank: 2 }.to_string(),
+            QuantError::ParamCount {
+                what: "scales",
+                expected: 3,
+                got: 2,
+            }
+            .to_string(),
+        ];
+        for m in &msgs {
+            assert!(m.contains("expected"), "{m}");
+            assert!(m.contains("got"), "{m}");
+        }
+        assert_eq!(
+            msgs[2],
+            "invalid scale for channel 2: expected a finite value > 0, got -1"
+        );
+        assert_eq!(
+            QuantError::SizeOverflow {
+                what: "dims [1, 2]".into()
+            }
+            .to_string(),
+            "element count overflows usize: dims [1, 2]"
+        );
+    }
 }

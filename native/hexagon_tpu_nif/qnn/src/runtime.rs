@@ -176,23 +176,14 @@ impl Runtime {
             }
         }
 
-        let mut api = sys::Qnn_ApiVersion_t {
-            coreApiVersion: sys::Qnn_Version_t {
-                major: backend_lib.core_api.major,
-                minor: backend_lib.core_api.minor,
-                patch: backend_lib.core_api.patch,
-            },
-            backendApiVersion: sys::Qnn_Version_t {
-                major: backend_lib.backend_api.major,
-                minor: backend_lib.backend_api.minor,
-                patch: backend_lib.backend_api.patch,
-            },
-        };
+        // The core version is the negotiated provider's; the backend's own API version comes
+        // from backendGetApiVersion when the library implements it.
+        let mut backend_api = backend_lib.backend_api;
         if let Some(get_api_version) = fns.backend_get_api_version {
-            let mut reported = api;
+            let mut reported = sys::Qnn_ApiVersion_t::default();
             // SAFETY: the out-pointer is valid for a write of a `Qnn_ApiVersion_t`.
             if unsafe { get_api_version(&mut reported) } == 0 {
-                api = reported;
+                backend_api = reported.backendApiVersion.into();
             }
         }
         let mut build_id = String::new();
@@ -219,8 +210,8 @@ impl Runtime {
             backend_id: backend_lib.backend_id,
             provider_name: backend_lib.provider_name.clone(),
             build_id,
-            core_api: api.coreApiVersion.into(),
-            backend_api: api.backendApiVersion.into(),
+            core_api: backend_lib.core_api,
+            backend_api,
             system_api: system_lib.system_api,
             backend_lib: backend_lib.path.clone(),
             system_lib: system_lib.path.clone(),
