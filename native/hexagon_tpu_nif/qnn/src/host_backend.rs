@@ -2,23 +2,36 @@
 //!
 //! These calls open the library by path; when the runtime already opened the same path, the
 //! dynamic loader hands back that same instance, so the numbers describe the handles the runtime
-//! created. Nothing here is used on a device.
+//! created. Like the runtime's own loader, this keeps every library it opened loaded: closing
+//! it would unload the backend (and forget its knobs) before the runtime opens it. Nothing here
+//! is used on a device.
 
+use std::collections::HashMap;
 use std::ffi::CString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
 
 use crate::error::{Error, LibraryRole, Result};
 
-fn open(path: &Path) -> Result<Library> {
+static OPENED: LazyLock<Mutex<HashMap<PathBuf, Arc<Library>>>> = LazyLock::new(Default::default);
+
+fn open(path: &Path) -> Result<Arc<Library>> {
+    let mut opened = OPENED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(library) = opened.get(path) {
+        return Ok(Arc::clone(library));
+    }
     // SAFETY: opening the host backend runs no initializers beyond Rust's own statics.
-    unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL) }.map_err(|e| {
+    let library = unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL) }.map_err(|e| {
         Error::LibraryNotFound {
             role: LibraryRole::Backend,
-            tried: vec![(path.to_path_buf(), e.to_string())],
+            tried: vec![(path.to_path_buf(), crate::loader::describe(&e))],
         }
-    })
+    })?;
+    let library = Arc::new(library);
+    opened.insert(path.to_path_buf(), Arc::clone(&library));
+    Ok(library)
 }
 
 fn read_counter(path: &Path, symbol: &'static str) -> Result<u64> {
@@ -29,7 +42,7 @@ fn read_counter(path: &Path, symbol: &'static str) -> Result<u64> {
         .map_err(|e| Error::MissingSymbol {
             path: path.to_path_buf(),
             symbol,
-            detail: e.to_string(),
+            detail: crate::loader::describe(&e),
         })?;
     // SAFETY: the function takes no arguments and only reads atomics.
     Ok(unsafe { getter() })
@@ -66,7 +79,7 @@ pub fn configure(lib_path: &Path, key: &str, value: &str) -> Result<()> {
     .map_err(|e| Error::MissingSymbol {
         path: lib_path.to_path_buf(),
         symbol: "QnnSim_configure",
-        detail: e.to_string(),
+        detail: crate::loader::describe(&e),
     })?;
     // SAFETY: both strings are NUL-terminated and outlive the call.
     match unsafe { configure(key_c.as_ptr(), value_c.as_ptr()) } {

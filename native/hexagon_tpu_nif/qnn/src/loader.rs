@@ -104,9 +104,18 @@ fn open(path: &Path, role: LibraryRole) -> Result<Library> {
     unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL) }.map_err(|e| {
         Error::LibraryNotFound {
             role,
-            tried: vec![(path.to_path_buf(), e.to_string())],
+            tried: vec![(path.to_path_buf(), describe(&e))],
         }
     })
+}
+
+/// libloading's error says only "dlopen failed"; the `dlerror` text is its source.
+pub(crate) fn describe(error: &libloading::Error) -> String {
+    use std::error::Error as _;
+    match error.source() {
+        Some(source) => source.to_string(),
+        None => error.to_string(),
+    }
 }
 
 /// Reads the provider array a `getProviders` call returned.
@@ -170,7 +179,7 @@ fn open_backend(path: &Path) -> Result<BackendLibrary> {
             .map_err(|e| Error::MissingSymbol {
             path: path.to_path_buf(),
             symbol: SYMBOL,
-            detail: e.to_string(),
+            detail: describe(&e),
         })?;
 
     let mut list: *const *const QnnInterface_t = std::ptr::null();
@@ -266,7 +275,7 @@ fn open_system(path: &Path) -> Result<SystemLibrary> {
     .map_err(|e| Error::MissingSymbol {
         path: path.to_path_buf(),
         symbol: SYMBOL,
-        detail: e.to_string(),
+        detail: describe(&e),
     })?;
 
     let mut list: *const *const QnnSystemInterface_t = std::ptr::null();

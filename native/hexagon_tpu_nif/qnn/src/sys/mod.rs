@@ -3,8 +3,8 @@
 //! Only what the runtime calls (and what the host backend implements) is declared. Layouts follow
 //! the QAIRT 2.43 headers (core API 2.32, System API 1.7) as measured in
 //! `shared/reference/qnn-abi.md`; `layout.rs` asserts every size, alignment and field offset at
-//! compile time, and `tests/sdk_layout.rs` compares them with bindgen's view of real headers when
-//! `QNN_SDK_ROOT` is set.
+//! compile time and lists them in [`DECLARED`], which the maintainer tool `qnn/sdk_layout/`
+//! compares with bindgen's view of real headers (see the crate README).
 //!
 //! Conventions:
 //! - every C enum is a `u32` (libraries may return values newer than our lists);
@@ -16,12 +16,13 @@
 
 mod consts;
 mod interface;
-mod layout;
+pub mod layout;
 mod system;
 mod tensor;
 
 pub use consts::*;
 pub use interface::*;
+pub use layout::{DECLARED, FieldLayout, StructLayout};
 pub use system::*;
 pub use tensor::*;
 

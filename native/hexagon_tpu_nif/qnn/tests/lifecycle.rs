@@ -1,0 +1,215 @@
+//! Lifetimes, close semantics and concurrency.
+
+mod common;
+
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::*;
+use qnn::{Context, Graph, Runtime};
+use qnn_sim::builder::ModelBuilder;
+use qnn_sim::model::{DType, Quant, TensorSpec};
+
+fn byte_spec(n: u32) -> TensorSpec {
+    TensorSpec::new(DType::UFixed8, [n]).quant(Quant::per_tensor(1.0, 0))
+}
+
+/// An `add` graph (`y = a + b`, u8, saturating) that sleeps `sleep_ms` in every execute.
+fn slow_add_model(graphs: &[&str], sleep_ms: u32) -> Vec<u8> {
+    let mut builder = ModelBuilder::new();
+    for name in graphs {
+        builder = builder.graph(name, |g| {
+            let a = g.input("a", byte_spec(4));
+            let b = g.input("b", byte_spec(4));
+            let y = g.add("y", a, b, byte_spec(4));
+            g.output(y);
+        });
+    }
+    builder.sleep_ms(sleep_ms).build().unwrap()
+}
+
+fn run_add(graph: &Graph, a: u8, b: u8) -> qnn::Result<[u8; 4]> {
+    let mut y = [0u8; 4];
+    graph.execute(&[&[a; 4], &[b; 4]], &mut [&mut y])?;
+    Ok(y)
+}
+
+#[test]
+fn closed_objects_report_closed() {
+    let (lib, runtime) = runtime();
+    let (context, graph) = load(&runtime, &slow_add_model(&["g"], 0));
+    assert_eq!(run_add(&graph, 1, 2).unwrap(), [3; 4]);
+
+    graph.close().unwrap();
+    assert!(graph.is_closed());
+    let err = run_add(&graph, 1, 2).unwrap_err();
+    assert_eq!(err.reason(), "closed");
+    assert_eq!(err.to_string(), "the graph is closed");
+    assert_eq!(graph.close().unwrap_err().reason(), "closed");
+
+    let graph = Graph::retrieve(&context, "g").unwrap();
+    context.close().unwrap();
+    let err = run_add(&graph, 1, 2).unwrap_err();
+    assert_eq!(err.to_string(), "the context is closed");
+    assert_eq!(
+        Graph::retrieve(&context, "g").unwrap_err().reason(),
+        "closed"
+    );
+    assert_eq!(context.close().unwrap_err().reason(), "closed");
+    // Metadata stays readable after close.
+    assert_eq!(context.graphs()[0].name, "g");
+
+    runtime.close().unwrap();
+    assert_eq!(
+        Context::from_bytes(&runtime, &slow_add_model(&["g"], 0))
+            .unwrap_err()
+            .to_string(),
+        "the runtime is closed"
+    );
+    assert_eq!(runtime.close().unwrap_err().reason(), "closed");
+    drop(graph);
+    assert_all_freed(&lib);
+}
+
+#[test]
+fn a_closed_runtime_lives_until_its_last_context_goes() {
+    let (lib, runtime) = runtime();
+    let (context, graph) = load(&runtime, &slow_add_model(&["g"], 0));
+    runtime.close().unwrap();
+    // log + backend + device + context stay alive; the context keeps working.
+    assert_eq!(live_handles(&lib), 4);
+    assert_eq!(run_add(&graph, 2, 2).unwrap(), [4; 4]);
+    drop(context);
+    assert_eq!(run_add(&graph, 2, 3).unwrap(), [5; 4]);
+    drop(graph);
+    assert_all_freed(&lib);
+}
+
+#[test]
+fn dropping_everything_frees_everything() {
+    let (lib, runtime) = runtime();
+    for _ in 0..20 {
+        let (_context, graph) = load(&runtime, &slow_add_model(&["a", "b"], 0));
+        run_add(&graph, 1, 1).unwrap();
+    }
+    drop(runtime);
+    assert_all_freed(&lib);
+}
+
+#[test]
+fn graph_not_found_lists_the_graphs() {
+    let (_lib, runtime) = runtime();
+    let context = Context::from_bytes(&runtime, &slow_add_model(&["alpha", "beta"], 0)).unwrap();
+    let err = Graph::retrieve(&context, "gamma").unwrap_err();
+    assert_eq!(err.reason(), "graph_not_found");
+    assert_eq!(
+        err.to_string(),
+        "graph \"gamma\" does not exist; the context has \"alpha\", \"beta\""
+    );
+}
+
+#[test]
+fn concurrent_executes_on_one_graph_never_overlap() {
+    let (lib, runtime) = runtime();
+    let (_context, graph) = load(&runtime, &slow_add_model(&["g"], 2));
+    let threads: Vec<_> = (0..6u8)
+        .map(|t| {
+            let graph = Arc::clone(&graph);
+            thread::spawn(move || {
+                for i in 0..10u8 {
+                    assert_eq!(run_add(&graph, t, i).unwrap(), [t + i; 4]);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(qnn::host_backend::execute_overlaps(&lib).unwrap(), 0);
+    assert_eq!(
+        qnn::host_backend::peak_concurrent_executes(&lib).unwrap(),
+        1
+    );
+}
+
+#[test]
+fn executes_on_different_graphs_run_in_parallel() {
+    let (lib, runtime) = runtime();
+    let context = Context::from_bytes(&runtime, &slow_add_model(&["left", "right"], 200)).unwrap();
+    let barrier = Arc::new(Barrier::new(2));
+    let threads: Vec<_> = ["left", "right"]
+        .into_iter()
+        .map(|name| {
+            let graph = Graph::retrieve(&context, name).unwrap();
+            let barrier = Arc::clone(&barrier);
+            thread::spawn(move || {
+                barrier.wait();
+                run_add(&graph, 1, 1).unwrap()
+            })
+        })
+        .collect();
+    for t in threads {
+        assert_eq!(t.join().unwrap(), [2; 4]);
+    }
+    // Both 200 ms executes were in flight at once.
+    assert_eq!(
+        qnn::host_backend::peak_concurrent_executes(&lib).unwrap(),
+        2
+    );
+    assert_eq!(qnn::host_backend::execute_overlaps(&lib).unwrap(), 0);
+}
+
+#[test]
+fn closing_a_context_waits_for_a_running_execute() {
+    let (lib, runtime) = runtime();
+    let (context, graph) = load(&runtime, &slow_add_model(&["g"], 300));
+    let executor = {
+        let graph = Arc::clone(&graph);
+        thread::spawn(move || {
+            let result = run_add(&graph, 1, 2);
+            (result, Instant::now())
+        })
+    };
+    thread::sleep(Duration::from_millis(50));
+    context.close().unwrap();
+    let closed_at = Instant::now();
+    let (result, finished_at) = executor.join().unwrap();
+    assert_eq!(result.unwrap(), [3; 4], "the running execute completes");
+    assert!(
+        closed_at >= finished_at,
+        "close returned before the execute finished"
+    );
+    assert_eq!(run_add(&graph, 1, 2).unwrap_err().reason(), "closed");
+    drop((graph, runtime));
+    assert_all_freed(&lib);
+}
+
+#[test]
+fn closing_a_graph_waits_for_its_running_execute() {
+    let (_lib, runtime) = runtime();
+    let (_context, graph) = load(&runtime, &slow_add_model(&["g"], 300));
+    let executor = {
+        let graph = Arc::clone(&graph);
+        thread::spawn(move || (run_add(&graph, 4, 4), Instant::now()))
+    };
+    thread::sleep(Duration::from_millis(50));
+    graph.close().unwrap();
+    let closed_at = Instant::now();
+    let (result, finished_at) = executor.join().unwrap();
+    assert_eq!(result.unwrap(), [8; 4]);
+    assert!(closed_at >= finished_at);
+}
+
+#[test]
+fn runtimes_share_a_library_and_stay_independent() {
+    let lib = fresh_library();
+    let first = Runtime::new(&config(&lib)).unwrap();
+    let second = Runtime::new(&config(&lib)).unwrap();
+    let (_c1, g1) = load(&first, &slow_add_model(&["g"], 0));
+    first.close().unwrap();
+    second.close().unwrap();
+    assert_eq!(run_add(&g1, 7, 1).unwrap(), [8; 4]);
+    drop((_c1, g1));
+    assert_all_freed(&lib);
+}
