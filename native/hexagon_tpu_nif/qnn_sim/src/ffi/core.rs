@@ -1,0 +1,668 @@
+//! Core QNN entry points (the `QnnInterface_t` table), exported under their QNN names too.
+
+use std::ffi::{CStr, c_char, c_void};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
+
+use qnn::sys::*;
+
+use super::state::*;
+use crate::format::{self, FormatError};
+use crate::model::{FaultScope, GraphDef};
+use crate::numerics;
+
+/// Writes `value` through an out-pointer the caller passed, if it is not NULL.
+///
+/// # Safety
+/// `out` must be NULL or valid for a write of `T` (QNN's contract for out-parameters).
+unsafe fn put<T>(out: *mut T, value: T) -> bool {
+    if out.is_null() {
+        return false;
+    }
+    // SAFETY: non-NULL, and the caller guarantees it points to writable storage for a T.
+    unsafe { out.write(value) };
+    true
+}
+
+/// `QnnInterface_getProviders`: the one bootstrap symbol of a backend library.
+///
+/// # Safety
+/// `provider_list` and `num_providers` must be NULL or valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn QnnInterface_getProviders(
+    provider_list: *mut *const *const QnnInterface_t,
+    num_providers: *mut u32,
+) -> Qnn_ErrorHandle_t {
+    guard(|| {
+        if provider_list.is_null() || num_providers.is_null() {
+            return err(QNN_COMMON_ERROR_INVALID_ARGUMENT);
+        }
+        let (addr, n) = super::providers::core_providers();
+        // SAFETY: both checked non-NULL; the caller passes writable out-parameters.
+        unsafe {
+            put(provider_list, addr as *const *const QnnInterface_t);
+            put(num_providers, n);
+        }
+        0
+    })
+}
+
+/// `QnnProperty_hasCapability`: every capability is reported as not supported.
+///
+/// # Safety
+/// None (takes a value); `unsafe` only to match the table's function type.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn QnnProperty_hasCapability(_key: u32) -> Qnn_ErrorHandle_t {
+    guard(|| err(QNN_COMMON_ERROR_NOT_SUPPORTED))
+}
+
+/// `QnnLog_create`. The callback is stored but never called (it takes a `va_list`).
+///
+/// # Safety
+/// `out` must be NULL or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn QnnLog_create(
+    _callback: *const c_void,
+    max_level: u32,
+    out: *mut Qnn_LogHandle_t,
+) -> Qnn_ErrorHandle_t {
+    guard(|| {
+        if out.is_null() || !(QNN_LOG_LEVEL_ERROR..=QNN_LOG_LEVEL_DEBUG).contains(&max_level) {
+            return err(QNN_LOG_ERROR_INVALID_ARGUMENT);
+        }
+        let h = registry().insert(Obj::Log);
+        // SAFETY: checked non-NULL; caller's out-parameter.
+        unsafe { put(out, handle_ptr(h)) };
+        0
+    })
+}
+
+/// `QnnLog_setLogLevel`.
+///
+/// # Safety
+/// None beyond passing a handle value.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn QnnLog_setLogLevel(log: Qnn_LogHandle_t, level: u32) -> Qnn_ErrorHandle_t {
+    guard(|| {
+        if !registry().has(handle_id(log), Kind::Log) {
+            return err(QNN_LOG_ERROR_INVALID_HANDLE);
+        }
+        if !(QNN_LOG_LEVEL_ERROR..=QNN_LOG_LEVEL_DEBUG).contains(&level) {
+            return err(QNN_LOG_ERROR_INVALID_ARGUMENT);
+        }
+        0
+    })
+}
+
+/// `QnnLog_free`. Refused (1005) while a backend or device created with it is alive.
+///
+/// # Safety
+/// None beyond passing a handle value.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn QnnLog_free(log: Qnn_LogHandle_t) -> Qnn_ErrorHandle_t {
+    guard(|| {
+        let h = handle_id(log);
+        let mut reg = registry();
+        if !reg.has(h, Kind::Log) {
+            return err(QNN_LOG_ERROR_INVALID_HANDLE);
+        }
+        let in_use = reg
+            .objects
+            .values()
+            .any(|o| matches!(o, Obj::Backend { log } | Obj::Device { log } if *log == h));
+        if in_use {
+            LIFETIME_VIOLATIONS.fetch_add(1, Ordering::SeqCst);
+            return err(QNN_COMMON_ERROR_OPERATION_NOT_PERMITTED);
+        }
+        reg.objects.remove(&h);
+        0
+    })
+}
+
+fn check_log(reg: &Registry, log: Qnn_LogHandle_t) -> Result<u64, Qnn_ErrorHandle_t> {
+    let h = handle_id(log);
+    if h == 0 || reg.has(h, Kind::Log) {
+        Ok(h)
+    } else {
+        Err(err(QNN_LOG_ERROR_INVALID_HANDLE))
+    }
+}
+
+/// `QnnBackend_create`. Fails with the `fail_backend_create` knob's code when set.
+///
+/// # Safety
+/// `out` must be NULL or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn QnnBackend_create(
+    log: Qnn_LogHandle_t,
+    _config: *const *const c_void,
+    out: *mut Qnn_BackendHandle_t,
+) -> Qnn_ErrorHandle_t {
+    guard(|| {
+        if out.is_null() {
+            return err(QNN_COMMON_ERROR_INVALID_ARGUMENT);
+        }
+        if let Some(code) = knobs().fail_backend_create {
+            return err(code);
+        }
+        let mut reg = registry();
+        let log = match check_log(&reg, log) {
+            Ok(l) => l,
+            Err(e) => return e,
+        };
+        let h = reg.insert(Obj::Backend { log });
+        // SAFETY: checked non-NULL; caller's out-parameter.
+        unsafe { put(out, handle_ptr(h)) };
+        0
+    })
+}
+
+/// `QnnBackend_getApiVersion`: the highest offered 2.x core version and the `backend_api` knob.
+///
+/// # Safety
+/// `out` must be NULL or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn QnnBackend_getApiVersion(out: *mut Qnn_ApiVersion_t) -> Qnn_ErrorHandle_t {
+    guard(|| {
+        let k = knobs();
+        let v = Qnn_ApiVersion_t {
+            coreApiVersion: k.core_api(),
+            backendApiVersion: k.backend_api,
+        };
+        // SAFETY: `put` checks NULL; caller's out-parameter.
+        if unsafe { put(out, v) } {
+            0
+        } else {
+            err(QNN_COMMON_ERROR_INVALID_ARGUMENT)
+        }
+    })
+}
+
+/// `QnnBackend_getBuildId`: a static string valid until unload.
+///
+/// # Safety
+/// `out` must be NULL or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn QnnBackend_getBuildId(out: *mut *const c_char) -> Qnn_ErrorHandle_t {
+    guard(|| {
+        let s = intern(&knobs().build_id);
+        // SAFETY: `put` checks NULL; caller's out-parameter.
+        if unsafe { put(out, s) } {
+            0
+        } else {
+            err(QNN_COMMON_ERROR_INVALID_ARGUMENT)
+        }
+    })
+}
+
+/// `QnnBackend_free`. Refused (1005) while a context created on it is alive.
+///
+/// # Safety
+/// None beyond passing a handle value.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn QnnBackend_free(backend: Qnn_BackendHandle_t) -> Qnn_ErrorHandle_t {
+    guard(|| {
+        let h = handle_id(backend);
+        let mut reg = registry();
+        if !reg.has(h, Kind::Backend) {
+            return err(QNN_BACKEND_ERROR_INVALID_HANDLE);
+        }
+        if reg
+            .objects
+            .values()
+            .any(|o| matches!(o, Obj::Context(c) if c.backend == h))
+        {
+            LIFETIME_VIOLATIONS.fetch_add(1, Ordering::SeqCst);
+            return err(QNN_COMMON_ERROR_OPERATION_NOT_PERMITTED);
+        }
+        reg.objects.remove(&h);
+        0
+    })
+}
+
+/// `QnnDevice_create`. Fails with the `fail_device_create` knob's code when set (1000 =
+/// NOT_SUPPORTED, which a runtime should treat as "no device").
+///
+/// # Safety
+/// `out` must be NULL or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn QnnDevice_create(
+    log: Qnn_LogHandle_t,
+    _config: *const *const c_void,
+    out: *mut Qnn_DeviceHandle_t,
+) -> Qnn_ErrorHandle_t {
+    guard(|| {
+        if out.is_null() {
+            return err(QNN_COMMON_ERROR_INVALID_ARGUMENT);
+        }
+        if let Some(code) = knobs().fail_device_create {
+            return err(code);
+        }
+        let mut reg = registry();
+        let log = match check_log(&reg, log) {
+            Ok(l) => l,
+            Err(e) => return e,
+        };
+        let h = reg.insert(Obj::Device { log });
+        // SAFETY: checked non-NULL; caller's out-parameter.
+        unsafe { put(out, handle_ptr(h)) };
+        0
+    })
+}
+
+/// `QnnDevice_free`. Refused (1005) while a context created on it is alive.
+///
+/// # Safety
+/// None beyond passing a handle value.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn QnnDevice_free(device: Qnn_DeviceHandle_t) -> Qnn_ErrorHandle_t {
+    guard(|| {
+        let h = handle_id(device);
+        let mut reg = registry();
+        if !reg.has(h, Kind::Device) {
+            return err(QNN_DEVICE_ERROR_INVALID_HANDLE);
+        }
+        if reg
+            .objects
+            .values()
+            .any(|o| matches!(o, Obj::Context(c) if c.device == h))
+        {
+            LIFETIME_VIOLATIONS.fetch_add(1, Ordering::SeqCst);
+            return err(QNN_COMMON_ERROR_OPERATION_NOT_PERMITTED);
+        }
+        reg.objects.remove(&h);
+        0
+    })
+}
+
+/// Fault kinds counted with library scope.
+const FAULT_CONTEXT_CREATE: u8 = 0;
+const FAULT_EXECUTE: u8 = 1;
+
+/// `QnnContext_createFromBinary`: parses the binary (5005 if malformed, 5004 for an unknown
+/// format version), applies context-creation faults, registers the context and its graphs.
+///
+/// # Safety
+/// `binary` must be NULL or readable for `binary_size` bytes; `out` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn QnnContext_createFromBinary(
+    backend: Qnn_BackendHandle_t,
+    device: Qnn_DeviceHandle_t,
+    _config: *const *const c_void,
+    binary: *const c_void,
+    binary_size: u64,
+    out: *mut Qnn_ContextHandle_t,
+    _profile: Qnn_ProfileHandle_t,
+) -> Qnn_ErrorHandle_t {
+    guard(|| {
+        let (b, d) = (handle_id(backend), handle_id(device));
+        {
+            let reg = registry();
+            if !reg.has(b, Kind::Backend) {
+                return err(QNN_BACKEND_ERROR_INVALID_HANDLE);
+            }
+            if d != 0 && !reg.has(d, Kind::Device) {
+                return err(QNN_DEVICE_ERROR_INVALID_HANDLE);
+            }
+        }
+        if binary.is_null() || binary_size == 0 || binary_size > isize::MAX as u64 || out.is_null()
+        {
+            return err(QNN_CONTEXT_ERROR_INVALID_ARGUMENT);
+        }
+        if let Some(code) = knobs().fail_context_create {
+            return err(code);
+        }
+        // SAFETY: non-NULL, and the caller guarantees `binary_size` readable bytes that stay
+        // unchanged for the duration of the call; nothing keeps the slice after it.
+        let bytes =
+            unsafe { std::slice::from_raw_parts(binary.cast::<u8>(), binary_size as usize) };
+        let model = match format::decode(bytes) {
+            Ok(m) => m,
+            Err(FormatError::UnsupportedVersion(_)) => {
+                return err(QNN_CONTEXT_ERROR_BINARY_VERSION);
+            }
+            Err(FormatError::Malformed(_)) => return err(QNN_CONTEXT_ERROR_CREATE_FROM_BINARY),
+        };
+        let checksum = format::read_header(bytes).unwrap_or(0);
+        if let Some(f) = &model.behaviour.fail_context_create
+            && f.fires(next_fault_call(checksum, FAULT_CONTEXT_CREATE, ""))
+        {
+            return err(f.code);
+        }
+        let model = Arc::new(model);
+        let mut reg = registry();
+        // Re-check under the same lock as the insertion: the backend may have been freed.
+        if !reg.has(b, Kind::Backend) {
+            return err(QNN_BACKEND_ERROR_INVALID_HANDLE);
+        }
+        if d != 0 && !reg.has(d, Kind::Device) {
+            return err(QNN_DEVICE_ERROR_INVALID_HANDLE);
+        }
+        let ctx_id = reg.reserve();
+        let graphs = (0..model.graphs.len())
+            .map(|index| {
+                let g = GraphObj {
+                    context: ctx_id,
+                    model: Arc::clone(&model),
+                    index,
+                    checksum,
+                    running: AtomicU32::new(0),
+                    calls: AtomicU64::new(0),
+                };
+                (
+                    model.graphs[index].name.clone(),
+                    reg.insert(Obj::Graph(Arc::new(g))),
+                )
+            })
+            .collect();
+        reg.objects.insert(
+            ctx_id,
+            Obj::Context(Arc::new(ContextObj {
+                backend: b,
+                device: d,
+                graphs,
+            })),
+        );
+        // SAFETY: checked non-NULL; caller's out-parameter.
+        unsafe { put(out, handle_ptr(ctx_id)) };
+        0
+    })
+}
+
+/// `QnnContext_free`: frees the context and its graph handles. Refused (1005) while an
+/// execute on one of its graphs is running.
+///
+/// # Safety
+/// None beyond passing a handle value.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn QnnContext_free(
+    context: Qnn_ContextHandle_t,
+    _profile: Qnn_ProfileHandle_t,
+) -> Qnn_ErrorHandle_t {
+    guard(|| {
+        let h = handle_id(context);
+        let mut reg = registry();
+        let Some(Obj::Context(ctx)) = reg.get(h, Kind::Context) else {
+            return err(QNN_CONTEXT_ERROR_INVALID_HANDLE);
+        };
+        let ctx = Arc::clone(ctx);
+        let busy = ctx.graphs.iter().any(|(_, g)| {
+            matches!(reg.get(*g, Kind::Graph), Some(Obj::Graph(g)) if g.running.load(Ordering::SeqCst) > 0)
+        });
+        if busy {
+            LIFETIME_VIOLATIONS.fetch_add(1, Ordering::SeqCst);
+            return err(QNN_COMMON_ERROR_OPERATION_NOT_PERMITTED);
+        }
+        for (_, g) in &ctx.graphs {
+            reg.objects.remove(g);
+        }
+        reg.objects.remove(&h);
+        0
+    })
+}
+
+/// `QnnGraph_retrieve`: the same handle for the same name, until the context is freed.
+///
+/// # Safety
+/// `name` must be NULL or a NUL-terminated string; `out` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn QnnGraph_retrieve(
+    context: Qnn_ContextHandle_t,
+    name: *const c_char,
+    out: *mut Qnn_GraphHandle_t,
+) -> Qnn_ErrorHandle_t {
+    guard(|| {
+        let reg = registry();
+        let Some(Obj::Context(ctx)) = reg.get(handle_id(context), Kind::Context) else {
+            return err(QNN_GRAPH_ERROR_INVALID_CONTEXT);
+        };
+        if name.is_null() || out.is_null() {
+            return err(QNN_GRAPH_ERROR_INVALID_ARGUMENT);
+        }
+        // SAFETY: non-NULL; the caller passes a NUL-terminated string.
+        let name = unsafe { CStr::from_ptr(name) };
+        let Some((_, g)) = ctx
+            .graphs
+            .iter()
+            .find(|(n, _)| n.as_bytes() == name.to_bytes())
+        else {
+            return err(QNN_GRAPH_ERROR_GRAPH_DOES_NOT_EXIST);
+        };
+        // SAFETY: checked non-NULL; caller's out-parameter.
+        unsafe { put(out, handle_ptr(*g)) };
+        0
+    })
+}
+
+/// Marks one execute in flight (for the peak counter) until dropped.
+struct InFlight<'a>(&'a GraphObj);
+
+impl<'a> InFlight<'a> {
+    fn enter(g: &'a GraphObj) -> InFlight<'a> {
+        let now = EXECUTES_IN_FLIGHT.fetch_add(1, Ordering::SeqCst) + 1;
+        PEAK_CONCURRENT_EXECUTES.fetch_max(now, Ordering::SeqCst);
+        InFlight(g)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        EXECUTES_IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
+        self.0.running.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A caller tensor's fields, whatever its version.
+struct CallerTensor {
+    id: u32,
+    name: *const c_char,
+    data_type: u32,
+    rank: u32,
+    dims: *const u32,
+    mem_type: u32,
+    data: *mut c_void,
+    size: u32,
+}
+
+/// # Safety
+/// `t` must point to a readable `Qnn_Tensor_t`.
+unsafe fn read_tensor(t: *const Qnn_Tensor_t) -> Option<CallerTensor> {
+    // SAFETY: the caller guarantees a readable tensor; the union member read matches `version`
+    // (both versions share the first 112 bytes, and only those are read).
+    unsafe {
+        let t = &*t;
+        let v1 = match t.version {
+            QNN_TENSOR_VERSION_1 => t.tensor.v1,
+            QNN_TENSOR_VERSION_2 => {
+                let v2 = t.tensor.v2;
+                Qnn_TensorV1_t {
+                    id: v2.id,
+                    name: v2.name,
+                    type_: v2.type_,
+                    dataFormat: v2.dataFormat,
+                    dataType: v2.dataType,
+                    quantizeParams: v2.quantizeParams,
+                    rank: v2.rank,
+                    dimensions: v2.dimensions,
+                    memType: v2.memType,
+                    memory: v2.memory,
+                }
+            }
+            _ => return None,
+        };
+        let (data, size) = if v1.memType == QNN_TENSORMEMTYPE_RAW {
+            (v1.memory.clientBuf.data, v1.memory.clientBuf.dataSize)
+        } else {
+            (std::ptr::null_mut(), 0)
+        };
+        Some(CallerTensor {
+            id: v1.id,
+            name: v1.name,
+            data_type: v1.dataType,
+            rank: v1.rank,
+            dims: v1.dimensions,
+            mem_type: v1.memType,
+            data,
+            size,
+        })
+    }
+}
+
+/// Matches the caller's tensors to the graph's (by id; name, type, shape and buffer checked)
+/// and returns, per graph tensor in graph order, the caller's (pointer, size).
+///
+/// # Safety
+/// `tensors` must be NULL or point to `n` readable tensors whose name/dims pointers are NULL
+/// or valid for what they describe.
+unsafe fn match_tensors(
+    g: &GraphDef,
+    list: &[u32],
+    tensors: *const Qnn_Tensor_t,
+    n: u32,
+) -> Option<Vec<(*mut c_void, usize)>> {
+    if n as usize != list.len() || (n > 0 && tensors.is_null()) {
+        return None;
+    }
+    let mut found: Vec<Option<(*mut c_void, usize)>> = vec![None; list.len()];
+    for k in 0..n as usize {
+        // SAFETY: `k < n` and the caller guarantees `n` readable tensors.
+        let t = unsafe { read_tensor(tensors.add(k)) }?;
+        let pos = list.iter().position(|&i| g.tensor(i).id == t.id)?;
+        let def = g.tensor(list[pos]);
+        if found[pos].is_some() {
+            return None; // the same tensor twice
+        }
+        if !t.name.is_null() {
+            // SAFETY: non-NULL; the caller's tensor names are NUL-terminated strings.
+            let name = unsafe { CStr::from_ptr(t.name) };
+            if name.to_bytes() != def.name.as_bytes() {
+                return None;
+            }
+        }
+        if t.data_type != def.spec.dtype.code() || t.rank as usize != def.spec.dims.len() {
+            return None;
+        }
+        if t.rank > 0 {
+            if t.dims.is_null() {
+                return None;
+            }
+            // SAFETY: non-NULL and the caller's dims array has `rank` entries.
+            let dims = unsafe { std::slice::from_raw_parts(t.dims, t.rank as usize) };
+            if dims != def.spec.dims.as_slice() {
+                return None;
+            }
+        }
+        let expected = def.spec.byte_size()?;
+        if t.mem_type != QNN_TENSORMEMTYPE_RAW || t.data.is_null() || t.size as usize != expected {
+            return None;
+        }
+        found[pos] = Some((t.data, expected));
+    }
+    found.into_iter().collect()
+}
+
+/// `QnnGraph_execute`. Validates the tensors (6004), detects a concurrent execute on the same
+/// graph (6000, counted by `QnnSim_executeOverlaps`), sleeps and fails as the model's behaviour
+/// says, computes, and writes outputs into the caller's buffers.
+///
+/// # Safety
+/// `inputs`/`outputs` must be NULL or point to `num_inputs`/`num_outputs` tensors whose RAW
+/// client buffers are valid for `dataSize` bytes (inputs readable, outputs writable).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn QnnGraph_execute(
+    graph: Qnn_GraphHandle_t,
+    inputs: *const Qnn_Tensor_t,
+    num_inputs: u32,
+    outputs: *mut Qnn_Tensor_t,
+    num_outputs: u32,
+    _profile: Qnn_ProfileHandle_t,
+    signal: Qnn_SignalHandle_t,
+) -> Qnn_ErrorHandle_t {
+    guard(|| {
+        let g = {
+            let reg = registry();
+            match reg.get(handle_id(graph), Kind::Graph) {
+                Some(Obj::Graph(g)) => Arc::clone(g),
+                _ => return err(QNN_GRAPH_ERROR_INVALID_HANDLE),
+            }
+        };
+        EXECUTE_COUNT.fetch_add(1, Ordering::SeqCst);
+        if g.running.fetch_add(1, Ordering::SeqCst) > 0 {
+            g.running.fetch_sub(1, Ordering::SeqCst);
+            EXECUTE_OVERLAPS.fetch_add(1, Ordering::SeqCst);
+            return err(QNN_GRAPH_ERROR_INVALID_ARGUMENT);
+        }
+        let _in_flight = InFlight::enter(&g);
+        if !signal.is_null() {
+            return err(QNN_COMMON_ERROR_NOT_SUPPORTED);
+        }
+        let def = &g.model.graphs[g.index];
+        // SAFETY: forwarded caller contract for `inputs`.
+        let Some(ins) = (unsafe { match_tensors(def, &def.inputs, inputs, num_inputs) }) else {
+            return err(QNN_GRAPH_ERROR_INVALID_TENSOR);
+        };
+        // SAFETY: forwarded caller contract for `outputs`.
+        let Some(outs) = (unsafe { match_tensors(def, &def.outputs, outputs, num_outputs) }) else {
+            return err(QNN_GRAPH_ERROR_INVALID_TENSOR);
+        };
+        let b = &g.model.behaviour;
+        if b.sleep_ms > 0 {
+            std::thread::sleep(Duration::from_millis(u64::from(b.sleep_ms)));
+        }
+        if let Some(f) = &b.fail_execute
+            && f.graph.as_ref().is_none_or(|name| *name == def.name)
+        {
+            let n = match f.scope {
+                FaultScope::Library => next_fault_call(g.checksum, FAULT_EXECUTE, &def.name),
+                FaultScope::Context => g.calls.fetch_add(1, Ordering::SeqCst),
+            };
+            if f.fires(n) {
+                return err(f.code);
+            }
+        }
+        // Inputs are copied before outputs are written, so overlapping caller buffers cannot
+        // alias a live Rust reference.
+        let in_bytes: Vec<Vec<u8>> = ins
+            .iter()
+            // SAFETY: each pointer is non-NULL with exactly `len` readable bytes (checked
+            // against the caller's dataSize).
+            .map(|&(p, len)| unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) }.to_vec())
+            .collect();
+        let refs: Vec<&[u8]> = in_bytes.iter().map(Vec::as_slice).collect();
+        let results = numerics::run_graph(def, &refs);
+        for ((p, len), r) in outs.iter().zip(&results) {
+            let n = (*len).min(r.len());
+            // SAFETY: the caller's output buffer is writable for `len` bytes; `r` is our own
+            // vector, so the ranges cannot overlap.
+            unsafe { std::ptr::copy_nonoverlapping(r.as_ptr(), p.cast::<u8>(), n) };
+        }
+        0
+    })
+}
+
+/// `QnnError_getMessage`: a static message for any code (the handle's low 16 bits).
+///
+/// # Safety
+/// `out` must be NULL or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn QnnError_getMessage(
+    code: Qnn_ErrorHandle_t,
+    out: *mut *const c_char,
+) -> Qnn_ErrorHandle_t {
+    guard(|| {
+        let c = error_code(code);
+        let name = error_name(c);
+        let msg = if name == "QNN_UNKNOWN_ERROR" {
+            format!("unknown QNN error code {c} (qnn_sim)")
+        } else {
+            format!("{name} ({c}) reported by qnn_sim")
+        };
+        // SAFETY: `put` checks NULL; caller's out-parameter.
+        if unsafe { put(out, intern(&msg)) } {
+            0
+        } else {
+            err(QNN_COMMON_ERROR_INVALID_ARGUMENT)
+        }
+    })
+}

@@ -1,0 +1,82 @@
+//! The C side: QNN entry points, the handle registry, and the `QnnSim_*` test exports.
+//!
+//! Every export runs inside `catch_unwind` (a panic becomes `QNN_COMMON_ERROR_GENERAL`), and
+//! every handle is an id looked up in a registry, so stale, double-freed or wrong-kind handles
+//! get the matching `*_INVALID_HANDLE` code instead of undefined behaviour.
+
+#![allow(non_snake_case)]
+
+pub mod core;
+mod metadata;
+mod providers;
+pub mod state;
+pub mod system;
+
+use std::ffi::{CStr, c_char};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::Ordering;
+
+use state::*;
+
+/// Sets a library-wide knob. Returns 0 on success, 1 for an unknown key, 2 for a bad value,
+/// 3 for a NULL or non-UTF-8 argument. Keys are listed in the crate README.
+///
+/// # Safety
+/// `key` and `value` must be NULL or NUL-terminated strings.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn QnnSim_configure(key: *const c_char, value: *const c_char) -> i32 {
+    catch_unwind(AssertUnwindSafe(|| {
+        if key.is_null() {
+            return CONFIGURE_BAD_ARGUMENT;
+        }
+        // SAFETY: non-NULL; the caller passes NUL-terminated strings.
+        let key = unsafe { CStr::from_ptr(key) };
+        let value = if value.is_null() {
+            c""
+        } else {
+            // SAFETY: as above.
+            unsafe { CStr::from_ptr(value) }
+        };
+        match (key.to_str(), value.to_str()) {
+            (Ok(k), Ok(v)) => configure(k, v),
+            _ => CONFIGURE_BAD_ARGUMENT,
+        }
+    }))
+    .unwrap_or(CONFIGURE_BAD_ARGUMENT)
+}
+
+fn counter(f: impl FnOnce() -> u64) -> u64 {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(u64::MAX)
+}
+
+/// Log, backend, device, context and System-context handles currently alive.
+#[unsafe(no_mangle)]
+pub extern "C" fn QnnSim_liveHandles() -> u64 {
+    counter(|| registry().live_handles())
+}
+
+/// Times `graphExecute` was entered on a graph while another execute on the same graph
+/// handle was running (each such call returned `QNN_GRAPH_ERROR_INVALID_ARGUMENT`).
+#[unsafe(no_mangle)]
+pub extern "C" fn QnnSim_executeOverlaps() -> u64 {
+    counter(|| EXECUTE_OVERLAPS.load(Ordering::SeqCst))
+}
+
+/// Largest number of executes in flight at once, across all graphs.
+#[unsafe(no_mangle)]
+pub extern "C" fn QnnSim_peakConcurrentExecutes() -> u64 {
+    counter(|| PEAK_CONCURRENT_EXECUTES.load(Ordering::SeqCst))
+}
+
+/// `graphExecute` calls on a valid graph handle (successful or not).
+#[unsafe(no_mangle)]
+pub extern "C" fn QnnSim_executeCount() -> u64 {
+    counter(|| EXECUTE_COUNT.load(Ordering::SeqCst))
+}
+
+/// Frees refused because of the caller's ordering (a log before its backend, a backend or
+/// device before its contexts, a context during an execute); each returned 1005.
+#[unsafe(no_mangle)]
+pub extern "C" fn QnnSim_lifetimeViolations() -> u64 {
+    counter(|| LIFETIME_VIOLATIONS.load(Ordering::SeqCst))
+}

@@ -1,0 +1,258 @@
+//! Provider structs for `QnnInterface_getProviders` / `QnnSystemInterface_getProviders`.
+//!
+//! Providers are rebuilt when the knobs change and the old ones are leaked, so every pointer
+//! ever handed out stays valid until the library is unloaded.
+
+use std::sync::atomic::Ordering;
+use std::sync::{LazyLock, Mutex};
+
+use qnn::sys::*;
+
+use super::core::*;
+use super::state::*;
+use super::system::*;
+
+/// Table entries that `null_entries` may name (the ones this backend implements).
+const ENTRY_NAMES: [&str; 19] = [
+    "propertyHasCapability",
+    "backendCreate",
+    "backendGetApiVersion",
+    "backendGetBuildId",
+    "backendFree",
+    "contextCreateFromBinary",
+    "contextFree",
+    "graphRetrieve",
+    "graphExecute",
+    "logCreate",
+    "logSetLogLevel",
+    "logFree",
+    "deviceCreate",
+    "deviceFree",
+    "errorGetMessage",
+    "systemContextCreate",
+    "systemContextGetBinaryInfo",
+    "systemContextGetMetaData",
+    "systemContextFree",
+];
+
+pub fn is_entry_name(name: &str) -> bool {
+    ENTRY_NAMES.contains(&name)
+}
+
+fn empty_core_table() -> QnnInterface_ImplementationV2_32_t {
+    QnnInterface_ImplementationV2_32_t {
+        propertyHasCapability: None,
+        backendCreate: None,
+        backendSetConfig: None,
+        backendGetApiVersion: None,
+        backendGetBuildId: None,
+        backendRegisterOpPackage: None,
+        backendGetSupportedOperations: None,
+        backendValidateOpConfig: None,
+        backendFree: None,
+        contextCreate: None,
+        contextSetConfig: None,
+        contextGetBinarySize: None,
+        contextGetBinary: None,
+        contextCreateFromBinary: None,
+        contextFree: None,
+        graphCreate: None,
+        graphCreateSubgraph: None,
+        graphSetConfig: None,
+        graphAddNode: None,
+        graphFinalize: None,
+        graphRetrieve: None,
+        graphExecute: None,
+        graphExecuteAsync: None,
+        tensorCreateContextTensor: None,
+        tensorCreateGraphTensor: None,
+        logCreate: None,
+        logSetLogLevel: None,
+        logFree: None,
+        profileCreate: None,
+        profileSetConfig: None,
+        profileGetEvents: None,
+        profileGetSubEvents: None,
+        profileGetEventData: None,
+        profileGetExtendedEventData: None,
+        profileFree: None,
+        memRegister: None,
+        memDeRegister: None,
+        deviceGetPlatformInfo: None,
+        deviceFreePlatformInfo: None,
+        deviceGetInfrastructure: None,
+        deviceCreate: None,
+        deviceSetConfig: None,
+        deviceGetInfo: None,
+        deviceFree: None,
+        signalCreate: None,
+        signalSetConfig: None,
+        signalTrigger: None,
+        signalFree: None,
+        errorGetMessage: None,
+        errorGetVerboseMessage: None,
+        errorFreeVerboseMessage: None,
+        graphPrepareExecutionEnvironment: None,
+        graphReleaseExecutionEnvironment: None,
+        graphGetProperty: None,
+        contextValidateBinary: None,
+        contextCreateFromBinaryWithSignal: None,
+        contextCreateFromBinaryListAsync: None,
+        tensorUpdateGraphTensors: None,
+        tensorUpdateContextTensors: None,
+        contextGetBinarySectionSize: None,
+        contextGetBinarySection: None,
+        contextApplyBinarySection: None,
+        backendGetProperty: None,
+        contextGetProperty: None,
+        contextGetIncrementalBinary: None,
+        contextReleaseIncrementalBinary: None,
+        contextFinalize: None,
+        globalConfigSet: None,
+        contextCreateFromBinaryWithCallback: None,
+        contextGetBinarySectionUpdate: None,
+        contextFreeBinarySectionUpdate: None,
+    }
+}
+
+fn core_table(nulls: &[String]) -> QnnInterface_ImplementationV2_32_t {
+    let on = |name: &str| !nulls.iter().any(|n| n == name);
+    let mut t = empty_core_table();
+    macro_rules! set {
+        ($field:ident, $f:expr) => {
+            if on(stringify!($field)) {
+                t.$field = Some($f);
+            }
+        };
+    }
+    set!(propertyHasCapability, QnnProperty_hasCapability);
+    set!(backendCreate, QnnBackend_create);
+    set!(backendGetApiVersion, QnnBackend_getApiVersion);
+    set!(backendGetBuildId, QnnBackend_getBuildId);
+    set!(backendFree, QnnBackend_free);
+    set!(contextCreateFromBinary, QnnContext_createFromBinary);
+    set!(contextFree, QnnContext_free);
+    set!(graphRetrieve, QnnGraph_retrieve);
+    set!(graphExecute, QnnGraph_execute);
+    set!(logCreate, QnnLog_create);
+    set!(logSetLogLevel, QnnLog_setLogLevel);
+    set!(logFree, QnnLog_free);
+    set!(deviceCreate, QnnDevice_create);
+    set!(deviceFree, QnnDevice_free);
+    set!(errorGetMessage, QnnError_getMessage);
+    t
+}
+
+fn system_table(nulls: &[String], minor: u32) -> QnnSystemInterface_ImplementationV1_7_t {
+    let on = |name: &str| !nulls.iter().any(|n| n == name);
+    let mut t = QnnSystemInterface_ImplementationV1_7_t {
+        systemContextCreate: None,
+        systemContextGetBinaryInfo: None,
+        systemContextGetMetaData: None,
+        systemContextFree: None,
+        systemTensorGetMemoryFootprint: None,
+        systemLogCreate: None,
+        systemLogSetLogLevel: None,
+        systemLogFree: None,
+        systemDlcCreateFromFile: None,
+        systemDlcCreateFromBinary: None,
+        systemDlcComposeGraphs: None,
+        systemDlcGetOpMappings: None,
+        systemDlcFree: None,
+        systemProfileCreateSerializationTarget: None,
+        systemProfileSerializeEventData: None,
+        systemProfileFreeSerializationTarget: None,
+    };
+    if on("systemContextCreate") {
+        // The create function decides the GraphInfo stride of every answer given through the
+        // handle it makes, so each provider hands out the layout its own version implies.
+        t.systemContextCreate = Some(if minor < 4 {
+            QnnSimSystemContext_create_v1_1
+        } else {
+            QnnSystemContext_create
+        });
+    }
+    if on("systemContextGetBinaryInfo") {
+        t.systemContextGetBinaryInfo = Some(QnnSystemContext_getBinaryInfo);
+    }
+    if on("systemContextGetMetaData") {
+        t.systemContextGetMetaData = Some(QnnSystemContext_getMetaData);
+    }
+    if on("systemContextFree") {
+        t.systemContextFree = Some(QnnSystemContext_free);
+    }
+    t
+}
+
+/// (generation, address of the leaked pointer array, length).
+type Cached = Mutex<Option<(u64, usize, u32)>>;
+static CORE: LazyLock<Cached> = LazyLock::new(Default::default);
+static SYSTEM: LazyLock<Cached> = LazyLock::new(Default::default);
+
+/// The current core provider list (address of `[*const QnnInterface_t; n]`, n).
+pub fn core_providers() -> (usize, u32) {
+    let generation = KNOBS_GENERATION.load(Ordering::SeqCst);
+    let mut cache = lock(&CORE);
+    if let Some((g, addr, n)) = *cache
+        && g == generation
+    {
+        return (addr, n);
+    }
+    let k = knobs();
+    let name = intern(&k.provider_name);
+    let list: Vec<*const QnnInterface_t> = k
+        .core_providers
+        .iter()
+        .map(|&ver| {
+            let mut table = core_table(&k.null_entries);
+            if ver.major == 2 && core_table_entries(ver.minor) <= CORE_TABLE_LAST_USED_INDEX {
+                // A pre-2.18 table has another layout: offer nothing usable in it.
+                table = empty_core_table();
+            }
+            let p = QnnInterface_t {
+                backendId: k.backend_id,
+                providerName: name,
+                apiVersion: Qnn_ApiVersion_t {
+                    coreApiVersion: ver,
+                    backendApiVersion: k.backend_api,
+                },
+                table,
+            };
+            Box::leak(Box::new(p)) as *const QnnInterface_t
+        })
+        .collect();
+    let n = list.len() as u32;
+    let addr = Box::leak(list.into_boxed_slice()).as_ptr() as usize;
+    *cache = Some((generation, addr, n));
+    (addr, n)
+}
+
+/// The current System provider list (address of `[*const QnnSystemInterface_t; n]`, n).
+pub fn system_providers() -> (usize, u32) {
+    let generation = KNOBS_GENERATION.load(Ordering::SeqCst);
+    let mut cache = lock(&SYSTEM);
+    if let Some((g, addr, n)) = *cache
+        && g == generation
+    {
+        return (addr, n);
+    }
+    let k = knobs();
+    let name = intern(&k.system_provider_name);
+    let list: Vec<*const QnnSystemInterface_t> = k
+        .system_providers
+        .iter()
+        .map(|&ver| {
+            let p = QnnSystemInterface_t {
+                backendId: k.backend_id,
+                providerName: name,
+                systemApiVersion: ver,
+                table: system_table(&k.null_entries, ver.minor),
+            };
+            Box::leak(Box::new(p)) as *const QnnSystemInterface_t
+        })
+        .collect();
+    let n = list.len() as u32;
+    let addr = Box::leak(list.into_boxed_slice()).as_ptr() as usize;
+    *cache = Some((generation, addr, n));
+    (addr, n)
+}
