@@ -33,7 +33,10 @@ fn main() {
         "{:<12} {:>10} {:>12} {:>14} {:>12} {:>12} {:>12}",
         "shape", "bytes", "execute µs", "graphExec µs", "overhead µs", "f32 path µs", "memcpy µs"
     );
-    for (label, dims) in [("224x224x3", [1u32, 224, 224, 3]), ("640x640x3", [1, 640, 640, 3])] {
+    for (label, dims) in [
+        ("224x224x3", [1u32, 224, 224, 3]),
+        ("640x640x3", [1, 640, 640, 3]),
+    ] {
         let spec = TensorSpec::new(DType::UFixed8, dims).quant(Quant::per_tensor(1.0 / 255.0, 0));
         let model = ModelBuilder::new()
             .graph("identity", |g| {
@@ -49,7 +52,9 @@ fn main() {
         let bytes = info.inputs[0].byte_size;
         let input = vec![7u8; bytes];
         let mut output = vec![0u8; bytes];
-        let features: Vec<u8> = (0..bytes).flat_map(|i| ((i % 255) as f32 / 255.0).to_le_bytes()).collect();
+        let features: Vec<u8> = (0..bytes)
+            .flat_map(|i| ((i % 255) as f32 / 255.0).to_le_bytes())
+            .collect();
         let mut scratch = vec![0u8; bytes];
         let mut result = vec![0u8; bytes * 4];
 
@@ -57,7 +62,9 @@ fn main() {
         let (mut wall, mut pure, mut f32_path, mut copy) = (vec![], vec![], vec![], vec![]);
         for _ in 0..iterations {
             let started = Instant::now();
-            let report = graph.execute(&[&input], &mut [&mut output]).expect("execute");
+            let report = graph
+                .execute(&[&input], &mut [&mut output])
+                .expect("execute");
             wall.push(started.elapsed());
             pure.push(Duration::from_nanos(report.execute_ns));
 
@@ -72,7 +79,11 @@ fn main() {
             black_box(&output);
             copy.push(started.elapsed());
         }
-        let overheads: Vec<Duration> = wall.iter().zip(&pure).map(|(w, p)| w.saturating_sub(*p)).collect();
+        let overheads: Vec<Duration> = wall
+            .iter()
+            .zip(&pure)
+            .map(|(w, p)| w.saturating_sub(*p))
+            .collect();
         let us = |d: Duration| d.as_secs_f64() * 1e6;
         println!(
             "{:<12} {:>10} {:>12.1} {:>14.1} {:>12.2} {:>12.1} {:>12.1}",
