@@ -3,6 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
+use crate::closable::Closable;
+
 use crate::counters::{self, Alive, Kind};
 use crate::error::{Error, Result};
 use crate::metadata::{self, GraphInfo, GraphMetadata};
@@ -60,7 +62,7 @@ impl Drop for ContextCore {
 pub struct Context {
     graphs: Vec<GraphInfo>,
     source: Option<PathBuf>,
-    core: Mutex<Option<Arc<ContextCore>>>,
+    core: Closable<ContextCore>,
 }
 
 impl Context {
@@ -122,7 +124,7 @@ impl Context {
         Ok(Arc::new(Context {
             graphs: infos,
             source: None,
-            core: Mutex::new(Some(Arc::new(core))),
+            core: Closable::new("context", core),
         }))
     }
 
@@ -139,29 +141,16 @@ impl Context {
     /// Frees the QNN context now, after any execute running on one of its graphs returns.
     /// Its graphs report `Closed` afterwards. Closing twice is an error.
     pub fn close(&self) -> Result<()> {
-        let core = self
-            .core
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .ok_or(Error::Closed { what: "context" })?;
-        core.free()
+        self.core.close()?.free()
     }
 
     /// Whether `close` was called.
     pub fn is_closed(&self) -> bool {
-        self.core
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_none()
+        self.core.is_closed()
     }
 
     pub(crate) fn core(&self) -> Result<Arc<ContextCore>> {
-        self.core
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-            .ok_or(Error::Closed { what: "context" })
+        self.core.get()
     }
 }
 

@@ -6,6 +6,7 @@
 //! Threading: a `Graph` runs one `graphExecute` at a time; different graphs run in parallel;
 //! closing waits for a running execute.
 
+mod closable;
 pub mod context;
 pub mod convert;
 pub mod counters;

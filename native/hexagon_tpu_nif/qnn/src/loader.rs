@@ -169,33 +169,47 @@ unsafe fn lossy_string(s: *const c_char) -> String {
     unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
 }
 
-fn open_backend(path: &Path) -> Result<BackendLibrary> {
-    let library = open(path, LibraryRole::Backend)?;
-    const SYMBOL: &str = "QnnInterface_getProviders";
-    // SAFETY: the symbol's C signature is `QnnInterface_getProviders` from QnnInterface.h,
-    // declared identically as `QnnInterfaceGetProvidersFn`.
-    let get_providers =
-        unsafe { library.get::<sys::QnnInterfaceGetProvidersFn>(b"QnnInterface_getProviders\0") }
-            .map_err(|e| Error::MissingSymbol {
-            path: path.to_path_buf(),
-            symbol: SYMBOL,
-            detail: describe(&e),
-        })?;
-
-    let mut list: *const *const QnnInterface_t = std::ptr::null();
+/// Calls a library's `getProviders` entry point and returns its provider pointers.
+fn list_providers<T>(
+    library: &Library,
+    path: &Path,
+    symbol: &'static str,
+    min: Version,
+) -> Result<Vec<*const T>> {
+    let name = format!("{symbol}\0");
+    // SAFETY: both QNN bootstrap symbols (`QnnInterface_getProviders`,
+    // `QnnSystemInterface_getProviders`) have this C signature, with `T` the provider struct.
+    let get_providers = unsafe {
+        library
+            .get::<unsafe extern "C" fn(*mut *const *const T, *mut u32) -> sys::Qnn_ErrorHandle_t>(
+                name.as_bytes(),
+            )
+    }
+    .map_err(|e| Error::MissingSymbol {
+        path: path.to_path_buf(),
+        symbol,
+        detail: describe(&e),
+    })?;
+    let mut list: *const *const T = std::ptr::null();
     let mut count = 0u32;
     // SAFETY: both out-pointers are valid for writes; the function is the library's entry point.
     let status = unsafe { get_providers(&mut list, &mut count) };
     if status != 0 {
-        return Err(Error::qnn(SYMBOL, status));
+        return Err(Error::qnn(symbol, status));
     }
-    let corrupt = |why: String| Error::IncompatibleApi {
+    // SAFETY: `list`/`count` come from a successful getProviders call; the library stays loaded
+    // for the life of the process.
+    unsafe { provider_pointers(list, count) }.map_err(|why| Error::IncompatibleApi {
         path: path.to_path_buf(),
         offered: vec![],
-        required: format!(">= {MIN_CORE_API} (the provider list is unusable: {why})"),
-    };
-    // SAFETY: `list`/`count` come from a successful getProviders call; the library stays loaded.
-    let providers = unsafe { provider_pointers(list, count) }.map_err(corrupt)?;
+        required: format!(">= {min} (the provider list is unusable: {why})"),
+    })
+}
+
+fn open_backend(path: &Path) -> Result<BackendLibrary> {
+    let library = open(path, LibraryRole::Backend)?;
+    let providers: Vec<*const QnnInterface_t> =
+        list_providers(&library, path, "QnnInterface_getProviders", MIN_CORE_API)?;
     // SAFETY: each pointer is a non-NULL provider struct inside the loaded library; the version
     // fields precede the table and exist in every core API version.
     let offered: Vec<Version> = providers
@@ -266,32 +280,12 @@ fn open_backend(path: &Path) -> Result<BackendLibrary> {
 
 fn open_system(path: &Path) -> Result<SystemLibrary> {
     let library = open(path, LibraryRole::System)?;
-    const SYMBOL: &str = "QnnSystemInterface_getProviders";
-    // SAFETY: the symbol's C signature is `QnnSystemInterface_getProviders` from
-    // QnnSystemInterface.h, declared identically as `QnnSystemInterfaceGetProvidersFn`.
-    let get_providers = unsafe {
-        library.get::<sys::QnnSystemInterfaceGetProvidersFn>(b"QnnSystemInterface_getProviders\0")
-    }
-    .map_err(|e| Error::MissingSymbol {
-        path: path.to_path_buf(),
-        symbol: SYMBOL,
-        detail: describe(&e),
-    })?;
-
-    let mut list: *const *const QnnSystemInterface_t = std::ptr::null();
-    let mut count = 0u32;
-    // SAFETY: both out-pointers are valid for writes; the function is the library's entry point.
-    let status = unsafe { get_providers(&mut list, &mut count) };
-    if status != 0 {
-        return Err(Error::qnn(SYMBOL, status));
-    }
-    let corrupt = |why: String| Error::IncompatibleApi {
-        path: path.to_path_buf(),
-        offered: vec![],
-        required: format!(">= {MIN_SYSTEM_API} (the provider list is unusable: {why})"),
-    };
-    // SAFETY: `list`/`count` come from a successful getProviders call; the library stays loaded.
-    let providers = unsafe { provider_pointers(list, count) }.map_err(corrupt)?;
+    let providers: Vec<*const QnnSystemInterface_t> = list_providers(
+        &library,
+        path,
+        "QnnSystemInterface_getProviders",
+        MIN_SYSTEM_API,
+    )?;
     // SAFETY: each pointer is a non-NULL provider struct; the version precedes the table.
     let offered: Vec<Version> = providers
         .iter()

@@ -4,6 +4,7 @@ use std::ffi::{CStr, c_char};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use crate::closable::Closable;
 use crate::counters::{self, Alive, Kind};
 use crate::error::{Error, Result};
 use crate::loader::{self, BackendLibrary, SystemLibrary};
@@ -133,7 +134,7 @@ impl Drop for RuntimeCore {
 /// A QNN backend, ready to load context binaries.
 pub struct Runtime {
     info: RuntimeInfo,
-    core: Mutex<Option<Arc<RuntimeCore>>>,
+    core: Closable<RuntimeCore>,
 }
 
 impl Runtime {
@@ -218,7 +219,7 @@ impl Runtime {
         };
         Ok(Arc::new(Runtime {
             info,
-            core: Mutex::new(Some(Arc::new(core))),
+            core: Closable::new("runtime", core),
         }))
     }
 
@@ -230,13 +231,7 @@ impl Runtime {
     /// Closes the runtime: no new contexts can be created from it. Its QNN handles are freed
     /// now if no context holds them, or when the last context goes. Closing twice is an error.
     pub fn close(&self) -> Result<()> {
-        let core = self
-            .core
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .ok_or(Error::Closed { what: "runtime" })?;
-        match Arc::try_unwrap(core) {
+        match Arc::try_unwrap(self.core.close()?) {
             Ok(core) => core.free(),
             // Contexts still hold the handles; the last one frees them.
             Err(_shared) => Ok(()),
@@ -245,18 +240,11 @@ impl Runtime {
 
     /// Whether `close` was called.
     pub fn is_closed(&self) -> bool {
-        self.core
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_none()
+        self.core.is_closed()
     }
 
     pub(crate) fn core(&self) -> Result<Arc<RuntimeCore>> {
-        self.core
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-            .ok_or(Error::Closed { what: "runtime" })
+        self.core.get()
     }
 }
 
