@@ -1,0 +1,185 @@
+defmodule HexagonTpu do
+  @moduledoc """
+  Inference on the Qualcomm Hexagon NPU (HTP) through QNN, for Elixir and Nerves.
+
+  Models are pre-compiled QNN context binaries: loading one only deserializes it, and each
+  graph's tensor metadata (names, shapes, types, quantization) comes from the binary itself.
+  Nx tensors in, Nx tensors out, quantized and dequantized with the model's own parameters.
+
+      {:ok, model} = HexagonTpu.load_model("/data/mobilenet_v2.bin")
+      {:ok, [scores]} = HexagonTpu.predict(model, [image])
+
+  This module is the one-call API. Underneath is QNN's own object model:
+  `HexagonTpu.Runtime` (the backend libraries) -> `HexagonTpu.Context` (a loaded binary) ->
+  `HexagonTpu.Graph` (execute). A model is a `HexagonTpu.Graph`.
+
+  Observability: `HexagonTpu.Stats`, `HexagonTpu.Monitor` and the telemetry events listed
+  in `HexagonTpu.Telemetry`. Errors: `HexagonTpu.Error`.
+  """
+
+  alias HexagonTpu.{Context, Error, Graph, Native, Runtime}
+
+  @runtime_opts [:lib_path, :system_lib_path, :log_level]
+
+  @type model :: Graph.t()
+
+  @type load_option ::
+          {:graph, String.t()}
+          | {:runtime, Runtime.t()}
+          | {:lib_path, Path.t()}
+          | {:system_lib_path, Path.t()}
+          | {:log_level, Runtime.log_level()}
+
+  @doc """
+  Loads a context binary and picks one of its graphs: the model.
+
+  Options:
+
+    * `:graph` - the graph name; may be left out when the context holds a single graph
+      (otherwise the error lists the names)
+    * `:runtime` - a `HexagonTpu.Runtime` to load into. Without it, a runtime is opened for
+      `:lib_path`, `:system_lib_path` and `:log_level` (see `HexagonTpu.Runtime.create/1`
+      for the defaults) and shared by every model loaded with the same ones
+
+  The model lives until it is garbage collected; `HexagonTpu.Context.close(model.context)`
+  frees it now.
+
+  ## Examples
+
+      {:ok, model} = HexagonTpu.load_model("/data/mobilenet_v2.bin")
+      {:ok, model} = HexagonTpu.load_model("/data/detector.bin", graph: "detector_int8")
+  """
+  @spec load_model(Path.t(), [load_option()]) :: {:ok, model()} | {:error, Error.t()}
+  def load_model(path, opts \\ []) do
+    opts = Keyword.validate!(opts, [:graph, :runtime | @runtime_opts])
+
+    with {:ok, runtime} <- runtime(opts),
+         {:ok, context} <- Context.from_file(runtime, path) do
+      case pick_graph(context, opts[:graph]) do
+        {:ok, graph} ->
+          {:ok, graph}
+
+        {:error, _} = error ->
+          Context.close(context)
+          error
+      end
+    end
+  end
+
+  @doc "Like `load_model/2`, but raises `HexagonTpu.Error`."
+  @spec load_model!(Path.t(), [load_option()]) :: model()
+  def load_model!(path, opts \\ []), do: path |> load_model(opts) |> Error.unwrap!()
+
+  @doc """
+  Runs the model once: inputs as a list in the model's input order or a map by input name,
+  outputs as a list in the model's output order.
+
+  Float inputs are quantized and quantized outputs dequantized with the model's parameters;
+  `quantize: :none` / `dequantize: :none` pass the model's own types through. See
+  `HexagonTpu.Graph.execute/3` for the accepted values and every option.
+
+  ## Examples
+
+      {:ok, [scores]} = HexagonTpu.predict(model, [image])
+      {:ok, [boxes, classes]} = HexagonTpu.predict(model, %{"image" => image})
+  """
+  @spec predict(model(), [Graph.input()] | map(), [Graph.execute_option()]) ::
+          {:ok, [Graph.output()]} | {:error, Error.t()}
+  def predict(%Graph{} = model, inputs, opts \\ []), do: Graph.execute(model, inputs, opts)
+
+  @doc "Like `predict/3`, but raises `HexagonTpu.Error`."
+  @spec predict!(model(), [Graph.input()] | map(), [Graph.execute_option()]) :: [Graph.output()]
+  def predict!(model, inputs, opts \\ []), do: model |> predict(inputs, opts) |> Error.unwrap!()
+
+  @doc """
+  Whether inference can run here: the NIF is loaded and the backend libraries open.
+  `availability/1` says why not.
+  """
+  @spec available?([Runtime.option()]) :: boolean()
+  def available?(opts \\ []), do: availability(opts) == :ok
+
+  @doc """
+  `:ok` when the NIF is loaded and the backend libraries open (with `opts` as for
+  `HexagonTpu.Runtime.create/1`), or the error saying why not: `:nif_not_loaded` (with the
+  loader's reason), `:library_not_found` (every path tried, with the `dlerror`),
+  `:missing_symbol`, `:incompatible_api`, or a QNN error while creating the backend.
+
+  Opens and closes a runtime to find out; call it at start-up, not per request.
+  """
+  @spec availability([Runtime.option()]) :: :ok | {:error, Error.t()}
+  def availability(opts \\ []) do
+    cond do
+      # With RustlerPrecompiled a NIF that fails to load leaves the module unloaded.
+      not Code.ensure_loaded?(Native) ->
+        {:error,
+         Error.new(
+           :nif_not_loaded,
+           "HexagonTpu.Native could not be loaded (its NIF failed to load)"
+         )}
+
+      not Native.nif_loaded() ->
+        {:error,
+         Error.new(
+           :nif_not_loaded,
+           "the hexagon_tpu NIF is not loaded: #{inspect(Native.load_error())}"
+         )}
+
+      true ->
+        with {:ok, runtime} <- Runtime.create(opts) do
+          _ = Runtime.close(runtime)
+          :ok
+        end
+    end
+  end
+
+  defp runtime(opts) do
+    case opts[:runtime] do
+      %Runtime{} = runtime -> {:ok, runtime}
+      nil -> shared_runtime(Keyword.take(opts, @runtime_opts))
+    end
+  end
+
+  # One runtime per set of library options, kept in :persistent_term (written once per set,
+  # so the global GC a :persistent_term update causes is not a concern). A racing second
+  # creation is harmless: the loser is garbage collected.
+  defp shared_runtime(runtime_opts) do
+    key = {__MODULE__, :runtime, Enum.sort(runtime_opts)}
+
+    case :persistent_term.get(key, nil) do
+      %Runtime{} = runtime ->
+        if Runtime.closed?(runtime),
+          do: new_shared_runtime(key, runtime_opts),
+          else: {:ok, runtime}
+
+      nil ->
+        new_shared_runtime(key, runtime_opts)
+    end
+  end
+
+  defp new_shared_runtime(key, runtime_opts) do
+    with {:ok, runtime} <- Runtime.create(runtime_opts) do
+      :persistent_term.put(key, runtime)
+      {:ok, runtime}
+    end
+  end
+
+  defp pick_graph(context, nil) do
+    case Context.graphs(context) do
+      [name] ->
+        Graph.retrieve(context, name)
+
+      [] ->
+        {:error, Error.new(:invalid_model, "context #{inspect(context.source)} holds no graph")}
+
+      names ->
+        {:error,
+         Error.new(
+           :ambiguous_graph,
+           "context #{inspect(context.source)} holds #{length(names)} graphs " <>
+             "(#{Enum.map_join(names, ", ", &"`#{&1}`")}); pick one with graph: name"
+         )}
+    end
+  end
+
+  defp pick_graph(context, name) when is_binary(name), do: Graph.retrieve(context, name)
+end

@@ -1,0 +1,139 @@
+defmodule HexagonTpu.Context do
+  @moduledoc """
+  A pre-compiled QNN context binary, loaded into a `HexagonTpu.Runtime`.
+
+  Context binaries are produced ahead of time with the QAIRT SDK tools (see the guide in
+  `docs/models.md`); loading one only deserializes it (`QnnContext_createFromBinary`), it
+  never prepares a graph on the device. Each graph's tensor metadata is read from the binary
+  through QnnSystem at load time and cached here: `graphs/1`, `HexagonTpu.Graph.inputs/1`
+  and `HexagonTpu.Graph.outputs/1` never call into QNN.
+
+  ## Lifetime
+
+  A context holds its runtime, and a graph holds its context: the garbage collector frees
+  them in that order, whichever reference goes first. `close/1` frees the context now: it
+  waits for an execute running on one of its graphs to finish, then releases the QNN
+  context; later calls on it or its graphs return
+  `{:error, %HexagonTpu.Error{reason: :closed}}`.
+  """
+
+  alias HexagonTpu.{Error, Native, Runtime, Telemetry, TensorInfo}
+
+  defstruct [:ref, :runtime, :source, graphs: []]
+
+  @typedoc "Where the context was loaded from: a path, or `{:binary, byte_size}`."
+  @type source :: String.t() | {:binary, non_neg_integer()}
+
+  @typedoc "One graph's metadata, in the binary's order."
+  @type graph_info :: %{name: String.t(), inputs: [TensorInfo.t()], outputs: [TensorInfo.t()]}
+
+  @type t :: %__MODULE__{
+          ref: reference(),
+          runtime: Runtime.t(),
+          source: source(),
+          graphs: [graph_info()]
+        }
+
+  @doc """
+  Loads a context binary from a file.
+
+  No options are defined yet; the argument is reserved.
+
+  ## Examples
+
+      {:ok, runtime} = HexagonTpu.Runtime.htp()
+      {:ok, context} = HexagonTpu.Context.from_file(runtime, "/data/mobilenet_v2.bin")
+      HexagonTpu.Context.graphs(context)
+      #=> ["mobilenet_v2"]
+  """
+  @spec from_file(Runtime.t(), Path.t(), keyword()) :: {:ok, t()} | {:error, Error.t()}
+  def from_file(%Runtime{} = runtime, path, opts \\ []) do
+    Keyword.validate!(opts, [])
+    path = to_string(path)
+    load(runtime, path, fn -> Native.context_from_file(runtime.ref, path) end)
+  end
+
+  @doc """
+  Loads a context binary already in memory. QNN reads the binary in place; it is not copied.
+  """
+  @spec from_binary(Runtime.t(), binary(), keyword()) :: {:ok, t()} | {:error, Error.t()}
+  def from_binary(%Runtime{} = runtime, binary, opts \\ []) when is_binary(binary) do
+    Keyword.validate!(opts, [])
+
+    load(runtime, {:binary, byte_size(binary)}, fn ->
+      Native.context_from_binary(runtime.ref, binary)
+    end)
+  end
+
+  @doc "Like `from_file/3`, but raises `HexagonTpu.Error`."
+  @spec from_file!(Runtime.t(), Path.t(), keyword()) :: t()
+  def from_file!(runtime, path, opts \\ []),
+    do: runtime |> from_file(path, opts) |> Error.unwrap!()
+
+  @doc "Like `from_binary/3`, but raises `HexagonTpu.Error`."
+  @spec from_binary!(Runtime.t(), binary(), keyword()) :: t()
+  def from_binary!(runtime, binary, opts \\ []),
+    do: runtime |> from_binary(binary, opts) |> Error.unwrap!()
+
+  defp load(runtime, source, load_fun) do
+    Telemetry.span(
+      [:hexagon_tpu, :context, :load],
+      %{source: source, backend: runtime.backend_lib},
+      fn ->
+        case load_fun.() do
+          {:ok, {ref, graphs}} ->
+            graphs = Enum.map(graphs, &graph_info/1)
+            context = %__MODULE__{ref: ref, runtime: runtime, source: source, graphs: graphs}
+            {{:ok, context}, %{}, %{status: :ok, graphs: Enum.map(graphs, & &1.name)}}
+
+          {:error, %Error{reason: reason}} = error ->
+            {error, %{}, %{status: :error, error: reason, graphs: []}}
+        end
+      end
+    )
+  end
+
+  @doc false
+  @spec graph_info(map()) :: graph_info()
+  def graph_info(%{name: name, inputs: inputs, outputs: outputs}) do
+    %{
+      name: name,
+      inputs: Enum.map(inputs, &TensorInfo.from_native/1),
+      outputs: Enum.map(outputs, &TensorInfo.from_native/1)
+    }
+  end
+
+  @doc """
+  The names of the graphs in the context, in the binary's order. Read from the cached
+  metadata: this works after `close/1` too.
+  """
+  @spec graphs(t()) :: [String.t()]
+  def graphs(%__MODULE__{graphs: graphs}), do: Enum.map(graphs, & &1.name)
+
+  @doc "Whether `close/1` was called on this context."
+  @spec closed?(t()) :: boolean()
+  def closed?(%__MODULE__{ref: ref}), do: Native.context_closed(ref)
+
+  @doc """
+  Frees the context now instead of at garbage collection.
+
+  Waits for an execute running on one of its graphs, then releases the QNN context (and
+  the runtime, if it was closed and this was its last context). Later calls on the context
+  or its graphs return `{:error, %HexagonTpu.Error{reason: :closed}}`, and so does a second
+  `close/1`.
+  """
+  @spec close(t()) :: :ok | {:error, Error.t()}
+  def close(%__MODULE__{ref: ref}), do: Native.context_close(ref)
+
+  defimpl Inspect do
+    def inspect(context, _opts) do
+      source =
+        case context.source do
+          {:binary, size} -> "<<#{size} bytes>>"
+          path -> inspect(path)
+        end
+
+      "#HexagonTpu.Context<#{source} graphs: #{inspect(HexagonTpu.Context.graphs(context))}>"
+    end
+  end
+end

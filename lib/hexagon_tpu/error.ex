@@ -1,0 +1,71 @@
+defmodule HexagonTpu.Error do
+  @moduledoc """
+  The error every `hexagon_tpu` function returns as `{:error, %HexagonTpu.Error{}}` (and the
+  bang variants raise).
+
+  `reason` is a stable atom to match on, `message` says what happened in words (naming the
+  tensor, handle or path, what was expected and what was given), and `qnn_code` carries QNN's
+  own error code (the low 16 bits of the `Qnn_ErrorHandle_t`) when QNN reported the failure.
+
+  Reasons:
+
+    * `:invalid_input` - wrong input count, unknown or missing input name, wrong byte size,
+      dtype or shape, or a term that is not a tensor; rejected before QNN is called
+    * `:closed` - the runtime, context or graph was closed with `close/1`
+    * `:library_not_found` - a QNN library could not be opened (the message lists every path
+      tried and the `dlerror`)
+    * `:missing_symbol` - a library lacks the QNN bootstrap symbol
+    * `:incompatible_api` - no provider in the library offers a QNN API version we support
+    * `:missing_entry` - the library's function table lacks a function the runtime needs
+    * `:qnn_error` - a QNN call failed; see `qnn_code`
+    * `:invalid_model` - the context binary or its metadata is empty, truncated or corrupt
+    * `:io` - a file could not be read
+    * `:graph_not_found` - no graph of that name (the message lists the names)
+    * `:ambiguous_graph` - the context holds several graphs and no `graph:` was given
+    * `:nif_not_loaded` - the native library is not loaded (see `HexagonTpu.availability/1`)
+    * `:internal` - a bug in `hexagon_tpu`; please report it
+  """
+
+  defexception [:reason, :message, :qnn_code]
+
+  @type reason ::
+          :invalid_input
+          | :closed
+          | :library_not_found
+          | :missing_symbol
+          | :incompatible_api
+          | :missing_entry
+          | :qnn_error
+          | :invalid_model
+          | :io
+          | :graph_not_found
+          | :ambiguous_graph
+          | :nif_not_loaded
+          | :internal
+          | atom()
+
+  @type t :: %__MODULE__{
+          reason: reason(),
+          message: String.t(),
+          qnn_code: non_neg_integer() | nil
+        }
+
+  @impl true
+  def message(%__MODULE__{reason: reason, message: message, qnn_code: nil}),
+    do: "(#{reason}) #{message}"
+
+  def message(%__MODULE__{reason: reason, message: message, qnn_code: code}),
+    do: "(#{reason}, QNN error #{code}) #{message}"
+
+  @doc false
+  @spec new(reason(), String.t(), non_neg_integer() | nil) :: t()
+  def new(reason, message, qnn_code \\ nil) when is_atom(reason) and is_binary(message) do
+    %__MODULE__{reason: reason, message: message, qnn_code: qnn_code}
+  end
+
+  @doc false
+  # Unwraps `{:ok, value}` for the bang variants.
+  @spec unwrap!({:ok, value} | {:error, t()}) :: value when value: term()
+  def unwrap!({:ok, value}), do: value
+  def unwrap!({:error, %__MODULE__{} = error}), do: raise(error)
+end

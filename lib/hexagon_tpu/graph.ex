@@ -1,0 +1,358 @@
+defmodule HexagonTpu.Graph do
+  @moduledoc """
+  One graph of a loaded `HexagonTpu.Context`: its tensors, and `execute/3`.
+
+  ## Inputs and outputs
+
+  `execute/3` takes the inputs as a list in the graph's input order, or as a map from input
+  name (string or atom) to value. Each value is:
+
+    * an `Nx.Tensor` (where Nx is available) with the input's shape, either in the model's
+      own type (passed through untouched) or in a float type (`{:f, 32}`, `{:f, 16}`,
+      `{:f, 64}`, `{:bf, 16}`), which is cast to f32 and quantized with the tensor's own
+      parameters;
+    * `{type, binary}`, a binary tagged with its Nx-style type: the model's own type (passed
+      through untouched), or `{:f, 32}` for a quantized or f16 input (quantized);
+    * a plain binary: f32 data when the input is quantized or f16 and `quantize: :auto`,
+      otherwise (and always with `quantize: :none`) data in the model's own type.
+
+  Binaries are little-endian, in row-major order, exactly the tensor's size.
+
+  Outputs come back in the graph's output order: dequantized to f32 where the output is
+  quantized or f16 (`dequantize: :auto`), or in the model's own type (`dequantize: :none`,
+  and for outputs that have no f32 conversion, see `HexagonTpu.TensorInfo`). They are
+  `Nx.Tensor`s where Nx is available and binaries otherwise (`output: :binary` asks for
+  binaries either way).
+
+  Data in the model's own type is never copied on the host: QNN reads the input binary
+  where it is and writes each output straight into the binary that is returned. The only
+  host-side pass over the data is the (de)quantization itself.
+
+  ## Quantization
+
+  Quantizing follows the conventions of ONNX Runtime's `QuantizeLinear`:
+  `q = saturate(round_half_to_even(x / scale) + zero_point)`. Values beyond the type's range
+  saturate to its minimum or maximum, NaN becomes the zero point (so it dequantizes to 0.0),
+  and infinities saturate. Dequantizing is `(q - zero_point) * scale` in f32. Per-axis
+  tensors use the scale and zero point of each index along their axis.
+
+  ## Concurrency
+
+  Any number of processes may execute the same graph: QNN promises nothing about concurrent
+  `graphExecute` calls on one graph handle, so they run one at a time (each waits on a dirty
+  CPU scheduler). Different graphs and different contexts run in parallel.
+  """
+
+  alias HexagonTpu.{Context, Error, Native, Telemetry, TensorInfo}
+
+  @nx? Code.ensure_loaded?(Nx)
+  @accepted if @nx?,
+              do: "an Nx tensor, a binary or {type, binary}",
+              else: "a binary or {type, binary}"
+
+  defstruct [:ref, :name, :context, inputs: [], outputs: []]
+
+  @type t :: %__MODULE__{
+          ref: reference(),
+          name: String.t(),
+          context: Context.t(),
+          inputs: [TensorInfo.t()],
+          outputs: [TensorInfo.t()]
+        }
+
+  @typedoc "An input value: an `Nx.Tensor` (where Nx is available), a binary, or a typed binary."
+  @type input :: binary() | {TensorInfo.type(), binary()} | struct()
+
+  @typedoc "An output value: an `Nx.Tensor` (where Nx is available) or a binary."
+  @type output :: binary() | struct()
+
+  @type execute_option ::
+          {:quantize, :auto | :none}
+          | {:dequantize, :auto | :none}
+          | {:output, :tensor | :binary}
+
+  @doc """
+  Retrieves the graph called `name` from a context.
+
+  Fails with `:graph_not_found` (the message lists the graphs there are) or `:closed`.
+  """
+  @spec retrieve(Context.t(), String.t()) :: {:ok, t()} | {:error, Error.t()}
+  def retrieve(%Context{} = context, name) when is_binary(name) do
+    case Native.graph_retrieve(context.ref, name) do
+      {:ok, {ref, info}} ->
+        info = Context.graph_info(info)
+
+        {:ok,
+         %__MODULE__{
+           ref: ref,
+           name: info.name,
+           context: context,
+           inputs: info.inputs,
+           outputs: info.outputs
+         }}
+
+      {:error, %Error{}} = error ->
+        error
+    end
+  end
+
+  @doc "Like `retrieve/2`, but raises `HexagonTpu.Error`."
+  @spec retrieve!(Context.t(), String.t()) :: t()
+  def retrieve!(context, name), do: context |> retrieve(name) |> Error.unwrap!()
+
+  @doc "The graph's inputs, in order (cached metadata; never calls QNN)."
+  @spec inputs(t()) :: [TensorInfo.t()]
+  def inputs(%__MODULE__{inputs: inputs}), do: inputs
+
+  @doc "The graph's outputs, in order (cached metadata; never calls QNN)."
+  @spec outputs(t()) :: [TensorInfo.t()]
+  def outputs(%__MODULE__{outputs: outputs}), do: outputs
+
+  @doc """
+  Runs the graph once.
+
+  Options:
+
+    * `:quantize` - `:auto` (default) quantizes float inputs with each tensor's parameters;
+      `:none` requires every input in the model's own type and passes it through
+    * `:dequantize` - `:auto` (default) returns quantized and f16 outputs as f32; `:none`
+      returns the model's own type
+    * `:output` - `:tensor` (the default where Nx is available) or `:binary`
+
+  Every input is checked (count, names, type, shape, byte size) before QNN is called; a
+  mismatch returns `{:error, %HexagonTpu.Error{reason: :invalid_input}}` naming the tensor,
+  what was expected and what was given.
+
+  Runs on a dirty CPU scheduler and emits `[:hexagon_tpu, :execute, :start | :stop |
+  :exception]` (see `HexagonTpu.Telemetry`).
+
+  ## Examples
+
+      {:ok, [scores]} = HexagonTpu.Graph.execute(graph, [image])
+      {:ok, [scores]} = HexagonTpu.Graph.execute(graph, %{"image" => image})
+
+      # pre-quantized in, raw out: no conversion at all
+      {:ok, [raw]} = HexagonTpu.Graph.execute(graph, [u8_image], quantize: :none, dequantize: :none)
+  """
+  @spec execute(t(), [input()] | %{optional(String.t() | atom()) => input()}, [execute_option()]) ::
+          {:ok, [output()]} | {:error, Error.t()}
+  def execute(%__MODULE__{} = graph, inputs, opts \\ []) do
+    opts = Keyword.validate!(opts, quantize: :auto, dequantize: :auto, output: default_output())
+    quantize = option!(opts, :quantize, [:auto, :none])
+    dequantize = option!(opts, :dequantize, [:auto, :none])
+    output = option!(opts, :output, output_kinds())
+
+    Telemetry.span(
+      [:hexagon_tpu, :execute],
+      %{graph: graph.name, context: graph.context.source},
+      fn ->
+        case run(graph, inputs, quantize, dequantize, output) do
+          {:ok, outputs, execute_ns} ->
+            {{:ok, outputs}, %{execute_ns: execute_ns}, %{status: :ok}}
+
+          {:error, %Error{reason: reason}} = error ->
+            {error, %{execute_ns: 0}, %{status: :error, error: reason}}
+        end
+      end
+    )
+  end
+
+  @doc "Like `execute/3`, but raises `HexagonTpu.Error`."
+  @spec execute!(t(), [input()] | map(), [execute_option()]) :: [output()]
+  def execute!(graph, inputs, opts \\ []), do: graph |> execute(inputs, opts) |> Error.unwrap!()
+
+  @doc """
+  Frees the graph handle now instead of at garbage collection. Waits for a running execute.
+  Later calls return `{:error, %HexagonTpu.Error{reason: :closed}}`. The context stays
+  loaded; close it with `HexagonTpu.Context.close/1`.
+  """
+  @spec close(t()) :: :ok | {:error, Error.t()}
+  def close(%__MODULE__{ref: ref}), do: Native.graph_close(ref)
+
+  defp run(graph, inputs, quantize, dequantize, output) do
+    with {:ok, ordered} <- order_inputs(graph, inputs),
+         {:ok, binaries, input_modes} <- prepare_inputs(graph.inputs, ordered, quantize) do
+      output_modes = Enum.map(graph.outputs, &output_mode(&1, dequantize))
+
+      case Native.graph_execute(graph.ref, binaries, input_modes, output_modes) do
+        {:ok, {binaries, execute_ns}} ->
+          {:ok, build_outputs(binaries, graph.outputs, output_modes, output), execute_ns}
+
+        {:error, %Error{}} = error ->
+          error
+      end
+    end
+  end
+
+  defp order_inputs(graph, inputs) when is_list(inputs) do
+    if length(inputs) == length(graph.inputs) do
+      {:ok, inputs}
+    else
+      invalid(
+        "graph `#{graph.name}` takes #{length(graph.inputs)} input(s) " <>
+          "(#{names(graph.inputs)}), given #{length(inputs)}"
+      )
+    end
+  end
+
+  defp order_inputs(graph, inputs) when is_map(inputs) and not is_struct(inputs) do
+    by_name = Map.new(inputs, fn {key, value} -> {to_string(key), value} end)
+    expected = Enum.map(graph.inputs, & &1.name)
+
+    case Enum.reject(Map.keys(by_name), &(&1 in expected)) do
+      [] ->
+        case Enum.reject(expected, &Map.has_key?(by_name, &1)) do
+          [] ->
+            {:ok, Enum.map(expected, &Map.fetch!(by_name, &1))}
+
+          missing ->
+            invalid(
+              "graph `#{graph.name}`: missing input(s) #{quote_names(missing)}; " <>
+                "its inputs are #{names(graph.inputs)}"
+            )
+        end
+
+      unknown ->
+        invalid(
+          "graph `#{graph.name}` has no input(s) named #{quote_names(unknown)}; " <>
+            "its inputs are #{names(graph.inputs)}"
+        )
+    end
+  end
+
+  defp order_inputs(graph, other) do
+    invalid(
+      "graph `#{graph.name}`: inputs must be a list (in input order) or a map by input name, " <>
+        "given #{inspect(other, limit: 5, printable_limit: 32)}"
+    )
+  end
+
+  defp prepare_inputs(infos, values, quantize) do
+    infos
+    |> Enum.zip(values)
+    |> Enum.reduce_while({:ok, [], []}, fn {info, value}, {:ok, binaries, modes} ->
+      case prepare_input(value, info, quantize) do
+        {:ok, binary, mode} -> {:cont, {:ok, [binary | binaries], [mode | modes]}}
+        {:error, _} = error -> {:halt, error}
+      end
+    end)
+    |> case do
+      {:ok, binaries, modes} -> {:ok, Enum.reverse(binaries), Enum.reverse(modes)}
+      error -> error
+    end
+  end
+
+  defp prepare_input(binary, info, quantize) when is_binary(binary) do
+    mode = binary_input_mode(info, quantize)
+
+    {expected, as} =
+      case mode do
+        :model -> {info.byte_size, model_type_name(info)}
+        :f32 -> {TensorInfo.size(info) * 4, "f32"}
+      end
+
+    if byte_size(binary) == expected do
+      {:ok, binary, mode}
+    else
+      hint =
+        if mode == :f32,
+          do:
+            " (a binary for a quantized input is read as f32; pass quantize: :none for data in the model's type)",
+          else: ""
+
+      invalid(
+        "input `#{info.name}`: expected #{expected} bytes (#{TensorInfo.size(info)} elements " <>
+          "of #{as}, shape #{inspect(info.shape)}), given #{byte_size(binary)} bytes#{hint}"
+      )
+    end
+  end
+
+  defp prepare_input({{kind, bits} = type, binary}, info, quantize)
+       when kind in [:u, :s, :f, :bf] and is_integer(bits) and is_binary(binary) do
+    cond do
+      type == info.type ->
+        prepare_input(binary, info, :none)
+
+      type == {:f, 32} and quantize == :auto and info.f32_conversion ->
+        prepare_input(binary, info, :auto)
+
+      true ->
+        invalid(
+          "input `#{info.name}`: expected #{expected_types(info, quantize)}, given #{inspect(type)}"
+        )
+    end
+  end
+
+  if @nx? do
+    defp prepare_input(%Nx.Tensor{} = tensor, info, quantize),
+      do: HexagonTpu.Tensor.to_input(tensor, info, quantize)
+  end
+
+  defp prepare_input(other, info, _quantize) do
+    invalid(
+      "input `#{info.name}`: expected #{@accepted}, " <>
+        "given #{inspect(other, limit: 5, printable_limit: 32)}"
+    )
+  end
+
+  defp expected_types(info, quantize) do
+    model = "#{inspect(info.type || info.data_type)} (the model's type)"
+
+    if quantize == :auto and info.f32_conversion and info.type != {:f, 32},
+      do: "#{model} or {:f, 32} (quantized with the tensor's parameters)",
+      else: model
+  end
+
+  defp binary_input_mode(info, quantize) do
+    if quantize == :auto and info.f32_conversion and info.type != {:f, 32}, do: :f32, else: :model
+  end
+
+  defp output_mode(info, dequantize) do
+    if dequantize == :auto and info.f32_conversion and info.type != {:f, 32},
+      do: :f32,
+      else: :model
+  end
+
+  defp build_outputs(binaries, _infos, _modes, :binary), do: binaries
+
+  if @nx? do
+    defp build_outputs(binaries, infos, modes, :tensor) do
+      [binaries, infos, modes]
+      |> Enum.zip()
+      |> Enum.map(fn {binary, info, mode} -> HexagonTpu.Tensor.from_output(binary, info, mode) end)
+    end
+
+    defp default_output, do: :tensor
+    defp output_kinds, do: [:tensor, :binary]
+  else
+    defp default_output, do: :binary
+    defp output_kinds, do: [:binary]
+  end
+
+  defp option!(opts, key, allowed) do
+    value = Keyword.fetch!(opts, key)
+
+    if value in allowed do
+      value
+    else
+      raise ArgumentError,
+            "invalid #{inspect(key)} #{inspect(value)}, expected one of #{inspect(allowed)}"
+    end
+  end
+
+  defp model_type_name(%TensorInfo{type: {kind, bits}}), do: "#{kind}#{bits}"
+  defp model_type_name(%TensorInfo{data_type: data_type}), do: Atom.to_string(data_type)
+
+  defp names(infos), do: infos |> Enum.map(& &1.name) |> quote_names()
+  defp quote_names(names), do: Enum.map_join(names, ", ", &"`#{&1}`")
+
+  defp invalid(message), do: {:error, Error.new(:invalid_input, message)}
+
+  defimpl Inspect do
+    def inspect(graph, _opts) do
+      ins = Enum.map_join(graph.inputs, ", ", &HexagonTpu.TensorInfo.describe/1)
+      outs = Enum.map_join(graph.outputs, ", ", &HexagonTpu.TensorInfo.describe/1)
+      "#HexagonTpu.Graph<#{inspect(graph.name)} (#{ins}) -> (#{outs})>"
+    end
+  end
+end

@@ -1,0 +1,208 @@
+defmodule HexagonTpu.Monitor do
+  @moduledoc """
+  Samples `HexagonTpu.Stats` periodically, emits `[:hexagon_tpu, :stats]` and logs warnings
+  on sustained growth of live QNN resources (leak suspicion) and on sustained dirty CPU
+  scheduler saturation.
+
+  Add it to your supervision tree, once per node:
+
+      children = [
+        {HexagonTpu.Monitor, interval_ms: 30_000}
+      ]
+
+  Each sample reads `HexagonTpu.Stats.native/0` and `HexagonTpu.Stats.memory/0`, and the
+  dirty scheduler utilization over the whole interval since the previous sample (microstate
+  accounting is switched on while the Monitor runs and never reset by it; it is switched off
+  again when the Monitor stops, if it was off when it started). Sampling never blocks the
+  Monitor or anyone else. The event's measurements and metadata are listed in
+  `HexagonTpu.Telemetry`.
+
+  ## Options
+
+    * `:interval_ms` - time between samples (default `30_000`)
+    * `:growth_samples` - warn when `runtimes_alive`, `contexts_alive` or `graphs_alive` has
+      risen in this many consecutive samples (default `5`)
+    * `:saturation` - dirty CPU utilization (`0.0..1.0`) counted as saturated (default `0.9`)
+    * `:saturation_samples` - warn when this many consecutive samples are saturated
+      (default `3`)
+    * `:metadata` - a map merged into the event metadata (default `%{}`)
+    * `:name` - a name to register the process under
+
+  A warning repeats every further `:growth_samples` (or `:saturation_samples`) samples while
+  the condition lasts.
+  """
+
+  use GenServer
+
+  require Logger
+
+  alias HexagonTpu.{Stats, Telemetry}
+
+  @alive [:runtimes_alive, :contexts_alive, :graphs_alive]
+
+  @defaults [
+    interval_ms: 30_000,
+    growth_samples: 5,
+    saturation: 0.9,
+    saturation_samples: 3,
+    metadata: %{},
+    name: nil
+  ]
+
+  @type option ::
+          {:interval_ms, pos_integer()}
+          | {:growth_samples, pos_integer()}
+          | {:saturation, float()}
+          | {:saturation_samples, pos_integer()}
+          | {:metadata, map()}
+          | {:name, GenServer.name()}
+
+  @doc "Starts a Monitor (see the module documentation for the options)."
+  @spec start_link([option()]) :: GenServer.on_start()
+  def start_link(opts \\ []) do
+    opts = Keyword.validate!(opts, @defaults)
+    validate!(opts)
+    gen_opts = if opts[:name], do: [name: opts[:name]], else: []
+    GenServer.start_link(__MODULE__, opts, gen_opts)
+  end
+
+  @doc """
+  Takes a sample now (as a tick does: event, warnings) and returns its measurements. The
+  utilization covers the time since the previous sample.
+  """
+  @spec sample(GenServer.server()) :: map()
+  def sample(server), do: GenServer.call(server, :sample)
+
+  @impl true
+  def init(opts) do
+    Process.flag(:trap_exit, true)
+    was_on = :erlang.system_flag(:microstate_accounting, true)
+
+    state = %{
+      opts: Map.new(opts),
+      msacc_was_on: was_on,
+      msacc: Stats.msacc_snapshot(),
+      last: nil,
+      growth: Map.new(@alive, &{&1, 0}),
+      saturated: 0,
+      timer: nil
+    }
+
+    {:ok, schedule(state)}
+  end
+
+  @impl true
+  def handle_info(:tick, state) do
+    {_measurements, state} = take_sample(state)
+    {:noreply, schedule(state)}
+  end
+
+  def handle_info(_other, state), do: {:noreply, state}
+
+  @impl true
+  def handle_call(:sample, _from, state) do
+    {measurements, state} = take_sample(state)
+    {:reply, measurements, state}
+  end
+
+  @impl true
+  def terminate(_reason, %{msacc_was_on: false}) do
+    :erlang.system_flag(:microstate_accounting, false)
+    :ok
+  end
+
+  def terminate(_reason, _state), do: :ok
+
+  defp schedule(state) do
+    if state.timer, do: Process.cancel_timer(state.timer)
+    %{state | timer: Process.send_after(self(), :tick, state.opts.interval_ms)}
+  end
+
+  defp take_sample(state) do
+    native = Stats.native()
+    memory = Stats.memory()
+    msacc = Stats.msacc_snapshot()
+    utilization = Stats.utilization(state.msacc, msacc)
+
+    measurements =
+      native
+      |> Map.merge(utilization)
+      |> Map.merge(%{memory_binary: memory.binary, memory_total: memory.total})
+
+    Telemetry.execute(
+      [:hexagon_tpu, :stats],
+      measurements,
+      Map.merge(%{node: node()}, state.opts.metadata)
+    )
+
+    state =
+      state
+      |> check_growth(native)
+      |> check_saturation(utilization)
+      |> Map.merge(%{msacc: msacc, last: native})
+
+    {measurements, state}
+  end
+
+  defp check_growth(%{last: nil} = state, _native), do: state
+
+  defp check_growth(%{last: previous} = state, native) do
+    n = state.opts.growth_samples
+
+    growth =
+      Map.new(@alive, fn key ->
+        streak = if native[key] > previous[key], do: state.growth[key] + 1, else: 0
+
+        if streak > 0 and rem(streak, n) == 0 do
+          Logger.warning(
+            "hexagon_tpu: #{key} rose in #{streak} consecutive samples (now #{native[key]}): " <>
+              "QNN resources may be leaking (references kept alive, or close/1 never called). " <>
+              "See HexagonTpu.Stats.native/0."
+          )
+        end
+
+        {key, streak}
+      end)
+
+    %{state | growth: growth}
+  end
+
+  defp check_saturation(state, %{dirty_cpu: dirty_cpu}) do
+    threshold = state.opts.saturation
+    n = state.opts.saturation_samples
+    streak = if dirty_cpu >= threshold, do: state.saturated + 1, else: 0
+
+    if streak > 0 and rem(streak, n) == 0 do
+      Logger.warning(
+        "hexagon_tpu: dirty CPU schedulers #{round(dirty_cpu * 100)}% busy, at or above " <>
+          "#{round(threshold * 100)}% for #{streak} consecutive samples: inference is " <>
+          "saturating them, which delays every other dirty NIF (+SDcpu sets their number)"
+      )
+    end
+
+    %{state | saturated: streak}
+  end
+
+  defp validate!(opts) do
+    for key <- [:interval_ms, :growth_samples, :saturation_samples] do
+      value = opts[key]
+
+      unless is_integer(value) and value > 0,
+        do:
+          raise(
+            ArgumentError,
+            "#{inspect(key)} must be a positive integer, got: #{inspect(value)}"
+          )
+    end
+
+    saturation = opts[:saturation]
+
+    unless is_number(saturation) and saturation > 0 and saturation <= 1,
+      do: raise(ArgumentError, ":saturation must be in (0.0, 1.0], got: #{inspect(saturation)}")
+
+    unless is_map(opts[:metadata]),
+      do: raise(ArgumentError, ":metadata must be a map, got: #{inspect(opts[:metadata])}")
+
+    :ok
+  end
+end

@@ -1,0 +1,230 @@
+defmodule HexagonTpu.Stats do
+  @moduledoc """
+  Observability for the NIF layer: native resource accounting (the leak guard),
+  dirty-scheduler utilization and memory snapshots.
+
+  The three signals to watch in production:
+
+    * `native/0` - `runtimes_alive`, `contexts_alive` and `graphs_alive` must stay bounded.
+      Growth without end means QNN resources are leaking: references held forever (in a
+      process state, an ETS table, `:persistent_term`), or destructors that never run.
+    * `dirty_utilization/1` - inference runs on dirty CPU schedulers, library and context
+      loading on dirty IO ones. Sustained saturation there starves other NIFs and file I/O.
+    * `memory/0` - output tensors are refc binaries: growth in `:binary` without a matching
+      growth in workload points at tensors being retained.
+
+  `HexagonTpu.Monitor` samples all of them periodically, emits `[:hexagon_tpu, :stats]` and
+  logs warnings.
+  """
+
+  alias HexagonTpu.Native
+
+  @alive [:runtimes_alive, :contexts_alive, :graphs_alive]
+
+  @typedoc "The native counters; see `native/0`."
+  @type counters :: %{
+          required(:runtimes_alive) => non_neg_integer(),
+          required(:contexts_alive) => non_neg_integer(),
+          required(:graphs_alive) => non_neg_integer(),
+          required(:runtimes_created) => non_neg_integer(),
+          required(:contexts_created) => non_neg_integer(),
+          required(:graphs_created) => non_neg_integer(),
+          required(:executes) => non_neg_integer(),
+          required(:execute_errors) => non_neg_integer(),
+          required(:execute_ns_total) => non_neg_integer(),
+          required(:execute_ns_last) => non_neg_integer(),
+          optional(atom()) => non_neg_integer()
+        }
+
+  @type utilization :: %{dirty_cpu: float(), dirty_io: float(), scheduler: float()}
+
+  @doc """
+  Native counters from the NIF.
+
+    * `runtimes_alive` / `contexts_alive` / `graphs_alive` - QNN objects not yet freed (the
+      leak guard: these return to their baseline after `sweep/0` once the references are
+      dropped, or at once after `close/1`)
+    * `runtimes_created` / `contexts_created` / `graphs_created` - lifetime totals
+    * `executes` / `execute_errors` - calls that reached QNN's `graphExecute`, and those of
+      them QNN failed (inputs rejected before QNN is called count in neither)
+    * `execute_ns_total` / `execute_ns_last` - time spent in QNN's `graphExecute` alone, in
+      nanoseconds (the whole call, conversions and scheduling included, is the telemetry
+      `duration`)
+    * `release_errors` - QNN free calls that reported an error (the handle is gone either way)
+
+  Reading them costs a few atomic loads; it runs on a normal scheduler.
+  """
+  @spec native() :: counters()
+  def native, do: Native.counters()
+
+  @doc """
+  Samples dirty CPU / dirty IO scheduler utilization over `sample_ms` (default 1000) using
+  microstate accounting.
+
+  Returns `%{dirty_cpu: float, dirty_io: float, scheduler: float}`, each the busy share
+  (`0.0..1.0`) of that scheduler class over the window: time not spent sleeping, averaged
+  over the class's threads. A dirty scheduler running a NIF counts as busy, including a
+  NIF that is waiting on the NPU.
+
+  Blocks the caller for `sample_ms`.
+
+  Microstate accounting is a VM-global flag. This function switches it on for the window
+  (and off again if it was off) and computes differences, so it never resets the counters;
+  but a concurrent sampler that resets them (`:msacc.start/0,1`, for example
+  `prometheus.erl`'s msacc collector) corrupts the other samplers' windows, and one that
+  switches it off ends them. Run one sampler per node - `HexagonTpu.Monitor` is the
+  intended one.
+  """
+  @spec dirty_utilization(pos_integer()) :: utilization()
+  def dirty_utilization(sample_ms \\ 1000) when is_integer(sample_ms) and sample_ms > 0 do
+    was_on = :erlang.system_flag(:microstate_accounting, true)
+
+    try do
+      before = msacc_snapshot()
+      Process.sleep(sample_ms)
+      utilization(before, msacc_snapshot())
+    after
+      unless was_on, do: :erlang.system_flag(:microstate_accounting, false)
+    end
+  end
+
+  @doc """
+  Memory snapshot relevant to the NIF, in bytes: `:binary` (refc binaries, where output
+  tensors live), `:processes` and `:total` BEAM memory.
+  """
+  @spec memory() :: %{
+          binary: non_neg_integer(),
+          processes: non_neg_integer(),
+          total: non_neg_integer()
+        }
+  def memory do
+    %{
+      binary: :erlang.memory(:binary),
+      processes: :erlang.memory(:processes),
+      total: :erlang.memory(:total)
+    }
+  end
+
+  @doc """
+  Forces a garbage collection of every process (twice), so the destructors of dropped NIF
+  resources run (a resource is freed when the last process holding a reference to it
+  collects it).
+
+  Resources referenced from ETS tables, `:persistent_term` or live process state stay
+  alive, as they should. Expensive on a busy node: meant for tests, diagnostics and leak
+  hunts, not for a hot path.
+  """
+  @spec sweep() :: :ok
+  def sweep do
+    # Two passes: a resource term can outlive the first pass in a process collected before
+    # the term's last other holder was (observed in practice with terms that had just been
+    # passed to dirty NIFs).
+    gc_all()
+    gc_all()
+    :ok
+  end
+
+  defp gc_all do
+    for pid <- Process.list(), do: :erlang.garbage_collect(pid)
+  end
+
+  @doc """
+  Runs `fun`, forces a full GC sweep, and returns `{result, before_stats, after_stats}` of
+  the native counters.
+
+  Each snapshot is taken once the alive counters have settled: the sweep is repeated (for
+  at most about 50 ms) until two in a row agree.
+
+  Useful in tests to assert no resources leaked across an operation:
+
+      {_, before, after_} = HexagonTpu.Stats.with_leak_check(fn -> run_inference() end)
+      assert HexagonTpu.Stats.alive_diff(before, after_) == %{
+               runtimes_alive: 0, contexts_alive: 0, graphs_alive: 0}
+
+  The sweep runs before the first snapshot too, so garbage from earlier work does not
+  count. `fun` runs in the calling process: what it returns is still referenced by the
+  result, so return plain data, not the resources themselves.
+  """
+  @spec with_leak_check((() -> result)) :: {result, counters(), counters()} when result: term()
+  def with_leak_check(fun) when is_function(fun, 0) do
+    before = settle()
+    result = fun.()
+    {result, before, settle()}
+  end
+
+  # Sweeps until the alive counters stop changing (a resource can also be held for a moment
+  # by a process that is exiting or about to be scheduled), for at most ~50 ms.
+  defp settle(rounds \\ 10, last \\ nil) do
+    sweep()
+    counters = native()
+    alive = Map.take(counters, @alive)
+
+    cond do
+      alive == last or rounds == 0 ->
+        counters
+
+      true ->
+        Process.sleep(5)
+        settle(rounds - 1, alive)
+    end
+  end
+
+  @doc """
+  The change in each `*_alive` counter between two `native/0` snapshots: all zero when
+  nothing leaked.
+  """
+  @spec alive_diff(counters(), counters()) :: %{atom() => integer()}
+  def alive_diff(before, after_) do
+    Map.new(@alive, fn key -> {key, Map.fetch!(after_, key) - Map.fetch!(before, key)} end)
+  end
+
+  @doc false
+  # Microstate accounting counters per scheduler thread: %{{type, id} => {busy, total}}.
+  # Empty when accounting is off.
+  @spec msacc_snapshot() :: %{{atom(), non_neg_integer()} => {integer(), integer()}}
+  def msacc_snapshot do
+    case :erlang.statistics(:microstate_accounting) do
+      threads when is_list(threads) ->
+        for %{type: type, id: id, counters: counters} <- threads,
+            type in [:scheduler, :dirty_cpu_scheduler, :dirty_io_scheduler],
+            into: %{} do
+          total = counters |> Map.values() |> Enum.sum()
+          {{type, id}, {total - Map.get(counters, :sleep, 0), total}}
+        end
+
+      _ ->
+        %{}
+    end
+  end
+
+  @doc false
+  # Busy shares per scheduler class between two snapshots. Threads whose counters went
+  # backwards (someone reset them) are left out of the window.
+  @spec utilization(map(), map()) :: utilization()
+  def utilization(before, after_) do
+    deltas =
+      Enum.flat_map(after_, fn {{type, _id} = key, {busy, total}} ->
+        {busy0, total0} = Map.get(before, key, {0, 0})
+
+        if total > total0 and busy >= busy0,
+          do: [{type, {busy - busy0, total - total0}}],
+          else: []
+      end)
+
+    %{
+      dirty_cpu: share(deltas, :dirty_cpu_scheduler),
+      dirty_io: share(deltas, :dirty_io_scheduler),
+      scheduler: share(deltas, :scheduler)
+    }
+  end
+
+  defp share(deltas, type) do
+    {busy, total} =
+      Enum.reduce(deltas, {0, 0}, fn
+        {^type, {b, t}}, {busy, total} -> {busy + b, total + t}
+        _, acc -> acc
+      end)
+
+    if total > 0, do: min(busy / total, 1.0), else: 0.0
+  end
+end

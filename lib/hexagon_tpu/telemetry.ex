@@ -1,0 +1,138 @@
+defmodule HexagonTpu.Telemetry do
+  @moduledoc """
+  Telemetry events emitted by `hexagon_tpu`.
+
+  Events are sent with [`:telemetry`](https://hexdocs.pm/telemetry) when it is loaded (it is
+  a dependency of the Hex package); where it is absent (offline builds) they are not emitted
+  and cost nothing. Durations are in `:native` time units: convert them with
+  `System.convert_time_unit/3`. Stop metadata repeats the start metadata, so a handler can
+  work from the stop event alone.
+
+  ## Inference
+
+    * `[:hexagon_tpu, :execute, :start]` - before `HexagonTpu.Graph.execute/3` (and so
+      `HexagonTpu.predict/3`) validates and converts its inputs.
+      * Measurements: `:system_time`, `:monotonic_time`.
+      * Metadata: `:graph` (the graph name), `:context` (the context's source: a path or
+        `{:binary, byte_size}`).
+
+    * `[:hexagon_tpu, :execute, :stop]` - after the call returned, successfully or with an
+      error tuple.
+      * Measurements: `:duration` (the whole call: input conversion, waiting for a dirty
+        scheduler and for the graph, QNN's `graphExecute`, output conversion),
+        `:execute_ns` (QNN's `graphExecute` alone, in nanoseconds; `0` when QNN was not
+        reached or failed), `:monotonic_time`.
+      * Metadata: `:graph`, `:context`, `:status` (`:ok` or `:error`), and on error `:error`
+        (the `HexagonTpu.Error` reason atom).
+
+    * `[:hexagon_tpu, :execute, :exception]` - when the call raised (a bug, or a NIF that is
+      not loaded).
+      * Measurements: `:duration`, `:monotonic_time`.
+      * Metadata: `:graph`, `:context`, `:kind`, `:reason`, `:stacktrace`.
+
+  ## Context loading
+
+    * `[:hexagon_tpu, :context, :load, :start]` - before `HexagonTpu.Context.from_file/3` or
+      `HexagonTpu.Context.from_binary/3` (and so `HexagonTpu.load_model/2`) deserializes a
+      context binary.
+      * Measurements: `:system_time`, `:monotonic_time`.
+      * Metadata: `:source` (the path, or `{:binary, byte_size}`), `:backend` (the backend
+        library path).
+
+    * `[:hexagon_tpu, :context, :load, :stop]`
+      * Measurements: `:duration`, `:monotonic_time`.
+      * Metadata: `:source`, `:backend`, `:status` (`:ok` or `:error`), `:graphs` (the graph
+        names, `[]` on error), and on error `:error` (the reason atom).
+
+    * `[:hexagon_tpu, :context, :load, :exception]`
+      * Measurements: `:duration`, `:monotonic_time`.
+      * Metadata: `:source`, `:backend`, `:kind`, `:reason`, `:stacktrace`.
+
+  ## Periodic statistics
+
+    * `[:hexagon_tpu, :stats]` - every `interval_ms` from each running `HexagonTpu.Monitor`.
+      * Measurements: every counter of `HexagonTpu.Stats.native/0` (`:runtimes_alive`,
+        `:contexts_alive`, `:graphs_alive`, `:runtimes_created`, `:contexts_created`,
+        `:graphs_created`, `:executes`, `:execute_errors`, `:execute_ns_total`,
+        `:execute_ns_last`, ...), the dirty scheduler utilization since the previous sample
+        (`:dirty_cpu`, `:dirty_io`, `:scheduler`, each `0.0..1.0`), and memory
+        (`:memory_binary`, `:memory_total`, in bytes).
+      * Metadata: `:node`, plus the Monitor's `:metadata` option.
+
+  ## Example
+
+      :telemetry.attach(
+        "log-slow-inference",
+        [:hexagon_tpu, :execute, :stop],
+        &MyApp.Metrics.handle_event/4,
+        nil
+      )
+  """
+
+  @compile {:no_warn_undefined, :telemetry}
+
+  @doc false
+  # Emits an event when :telemetry is loaded.
+  @spec execute([atom()], map(), map()) :: :ok
+  def execute(event, measurements, metadata) do
+    if enabled?(), do: :telemetry.execute(event, measurements, metadata)
+    :ok
+  end
+
+  @doc false
+  # A span over `fun`, which returns `{result, extra_stop_measurements, extra_stop_metadata}`.
+  # Hand-rolled rather than :telemetry.span/3 so that it needs only telemetry ~> 1.0 and adds
+  # nothing when telemetry is absent.
+  @spec span([atom()], map(), (() -> {result, map(), map()})) :: result when result: term()
+  def span(prefix, start_metadata, fun) do
+    if enabled?() do
+      start = System.monotonic_time()
+
+      :telemetry.execute(
+        prefix ++ [:start],
+        %{system_time: System.system_time(), monotonic_time: start},
+        start_metadata
+      )
+
+      try do
+        {result, measurements, metadata} = fun.()
+        stop = System.monotonic_time()
+
+        :telemetry.execute(
+          prefix ++ [:stop],
+          Map.merge(measurements, %{duration: stop - start, monotonic_time: stop}),
+          Map.merge(start_metadata, metadata)
+        )
+
+        result
+      catch
+        kind, reason ->
+          stop = System.monotonic_time()
+
+          :telemetry.execute(
+            prefix ++ [:exception],
+            %{duration: stop - start, monotonic_time: stop},
+            Map.merge(start_metadata, %{kind: kind, reason: reason, stacktrace: __STACKTRACE__})
+          )
+
+          :erlang.raise(kind, reason, __STACKTRACE__)
+      end
+    else
+      {result, _measurements, _metadata} = fun.()
+      result
+    end
+  end
+
+  # Whether :telemetry can be called, decided once per VM.
+  defp enabled? do
+    case :persistent_term.get({__MODULE__, :enabled?}, nil) do
+      nil ->
+        enabled? = Code.ensure_loaded?(:telemetry)
+        :persistent_term.put({__MODULE__, :enabled?}, enabled?)
+        enabled?
+
+      enabled? ->
+        enabled?
+    end
+  end
+end

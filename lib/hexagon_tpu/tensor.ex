@@ -1,0 +1,81 @@
+if Code.ensure_loaded?(Nx) do
+  defmodule HexagonTpu.Tensor do
+    @moduledoc """
+    Conversion between `Nx.Tensor`s and the bytes a graph reads and writes.
+
+    Compiled only where Nx is available. `HexagonTpu.Graph.execute/3` uses it for tensor
+    inputs and outputs; it is public for pipelines that prepare data themselves.
+
+    A tensor in the model's own type is passed as its bytes, untouched. A float tensor
+    (`{:f, 16 | 32 | 64}`, `{:bf, 16}`) for a quantized or f16 input is cast to f32 here and
+    quantized by the NIF with the tensor's own parameters (see `HexagonTpu.Graph`,
+    "Quantization"). Anything else is refused with the expected and given type.
+    """
+
+    alias HexagonTpu.{Error, TensorInfo}
+
+    @doc """
+    The bytes and conversion mode for `tensor` as input `info`.
+
+    Returns `{:ok, binary, :model | :f32}`, where `:model` means the bytes are in the
+    model's type and `:f32` that the NIF quantizes them, or an `:invalid_input` error.
+    """
+    @spec to_input(Nx.Tensor.t(), TensorInfo.t(), :auto | :none) ::
+            {:ok, binary(), :model | :f32} | {:error, Error.t()}
+    def to_input(%Nx.Tensor{} = tensor, %TensorInfo{} = info, quantize) do
+      given = Nx.type(tensor)
+
+      cond do
+        Nx.shape(tensor) != info.shape ->
+          invalid(
+            "input `#{info.name}`: expected shape #{inspect(info.shape)}, " <>
+              "given #{inspect(Nx.shape(tensor))}"
+          )
+
+        given == info.type ->
+          {:ok, Nx.to_binary(tensor), :model}
+
+        quantize == :none ->
+          invalid(
+            "input `#{info.name}`: expected type #{inspect(info.type)} (the model's type, " <>
+              "as quantize: :none requires), given #{inspect(given)}"
+          )
+
+        float?(given) and info.type == {:f, 32} ->
+          {:ok, tensor |> Nx.as_type({:f, 32}) |> Nx.to_binary(), :model}
+
+        float?(given) and info.f32_conversion ->
+          {:ok, tensor |> Nx.as_type({:f, 32}) |> Nx.to_binary(), :f32}
+
+        info.f32_conversion ->
+          invalid(
+            "input `#{info.name}`: expected type #{inspect(info.type)} (the model's type) " <>
+              "or a float type to quantize, given #{inspect(given)}"
+          )
+
+        true ->
+          invalid(
+            "input `#{info.name}`: expected type #{inspect(info.type || info.data_type)} " <>
+              "(#{info.data_type}, which has no f32 conversion), given #{inspect(given)}"
+          )
+      end
+    end
+
+    @doc """
+    The tensor for output `info` from the bytes the NIF returned: f32 when `mode` is `:f32`
+    (dequantized), the model's type otherwise. Types Nx cannot represent (4-bit) stay a
+    binary.
+    """
+    @spec from_output(binary(), TensorInfo.t(), :model | :f32) :: Nx.Tensor.t() | binary()
+    def from_output(binary, %TensorInfo{} = info, mode) when is_binary(binary) do
+      case if(mode == :f32, do: {:f, 32}, else: info.type) do
+        nil -> binary
+        type -> binary |> Nx.from_binary(type) |> Nx.reshape(info.shape)
+      end
+    end
+
+    defp float?({kind, _bits}), do: kind in [:f, :bf]
+
+    defp invalid(message), do: {:error, Error.new(:invalid_input, message)}
+  end
+end

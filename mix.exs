@@ -1,0 +1,92 @@
+defmodule HexagonTpu.MixProject do
+  use Mix.Project
+
+  @version "0.2.0"
+  @source_url "https://github.com/monoflow-ayvu/hexagon_tpu"
+
+  def project do
+    [
+      app: :hexagon_tpu,
+      version: @version,
+      elixir: "~> 1.14",
+      start_permanent: Mix.env() == :prod,
+      elixirc_paths: elixirc_paths(Mix.env()),
+      deps: deps(),
+      description:
+        "Qualcomm Hexagon NPU (QNN HTP) inference for Elixir and Nerves: " <>
+          "pre-compiled QNN context binaries, Nx tensors in and out",
+      package: package(),
+      docs: docs(),
+      source_url: @source_url
+    ]
+  end
+
+  def application do
+    [extra_applications: [:logger]]
+  end
+
+  defp elixirc_paths(:test), do: ["lib", "test/support"]
+  defp elixirc_paths(_), do: ["lib"]
+
+  # HEXAGON_TPU_OFFLINE=1 builds without any Hex package (machines without hex.pm, air-gapped
+  # Nerves builds): the NIF comes from priv/native/ (built with cargo), Nx integration is left
+  # out and telemetry calls are no-ops. See README, "Developing on a host".
+  defp deps do
+    if offline?() do
+      []
+    else
+      [
+        {:rustler_precompiled, "~> 0.8"},
+        {:rustler, ">= 0.36.2", optional: true},
+        {:telemetry, "~> 1.0"},
+        {:nx, "~> 0.7", optional: true},
+        {:ex_doc, "~> 0.34", only: :dev, runtime: false}
+      ]
+    end
+  end
+
+  defp offline?, do: System.get_env("HEXAGON_TPU_OFFLINE") in ["1", "true"]
+
+  defp package do
+    [
+      licenses: ["Apache-2.0"],
+      links: %{"GitHub" => @source_url},
+      files: [
+        "lib",
+        "native/hexagon_tpu_nif/src",
+        "native/hexagon_tpu_nif/qnn/src",
+        "native/hexagon_tpu_nif/qnn/Cargo.toml",
+        "native/hexagon_tpu_nif/qnn_sim/src",
+        "native/hexagon_tpu_nif/qnn_sim/Cargo.toml",
+        "native/hexagon_tpu_nif/Cargo.toml",
+        "native/hexagon_tpu_nif/Cargo.lock",
+        "checksum-*.exs",
+        "mix.exs",
+        "README.md",
+        "CHANGELOG.md",
+        "LICENSE",
+        "NOTICE"
+      ]
+    ]
+  end
+
+  defp docs do
+    [
+      main: "readme",
+      source_ref: "v#{@version}",
+      extras: ["README.md", "CHANGELOG.md", "docs/models.md"],
+      groups_for_modules: [
+        Core: [
+          HexagonTpu,
+          HexagonTpu.Runtime,
+          HexagonTpu.Context,
+          HexagonTpu.Graph,
+          HexagonTpu.TensorInfo,
+          HexagonTpu.Tensor
+        ],
+        Observability: [HexagonTpu.Stats, HexagonTpu.Monitor, HexagonTpu.Telemetry],
+        Errors: [HexagonTpu.Error]
+      ]
+    ]
+  end
+end

@@ -1,0 +1,29 @@
+//! The NIF side of `hexagon_tpu`: resources, term encoding and dirty-scheduled entry points.
+//!
+//! All QNN work lives in the `qnn` crate; this crate only moves terms in and out of it.
+//! Loading the NIF does nothing that can fail (a failing `on_load` takes a Nerves VM down at
+//! boot): libraries are opened by `runtime_create`, on a dirty IO scheduler.
+//!
+//! Scheduling: library loading, context loading and every `close` run on dirty IO schedulers
+//! (they block on `dlopen`, file reads or a running execute); `graph_execute` runs on a dirty
+//! CPU scheduler (it quantizes, executes and dequantizes).
+//!
+//! Unsafe code is forbidden here: all of it lives in `qnn`.
+
+#![forbid(unsafe_code)]
+
+mod atoms;
+mod context;
+mod error;
+mod graph;
+mod resources;
+mod runtime;
+mod stats;
+mod terms;
+
+/// Nothing here may fail: no QNN library is touched until `runtime_create`.
+fn load(_env: rustler::Env, _info: rustler::Term) -> bool {
+    true
+}
+
+rustler::init!("Elixir.HexagonTpu.Native", load = load);

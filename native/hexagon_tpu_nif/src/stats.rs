@@ -1,0 +1,59 @@
+//! Native counters and the host backend's live-handle probe.
+
+use std::path::Path;
+
+use rustler::{Env, NifMap, Term};
+
+use crate::error::{Failure, ok_or_error};
+
+/// Every counter `qnn::counters()` keeps, as a map with the names `HexagonTpu.Stats` documents.
+#[derive(NifMap)]
+#[rustler(encode)]
+struct CountersTerm {
+    runtimes_alive: u64,
+    contexts_alive: u64,
+    graphs_alive: u64,
+    runtimes_created: u64,
+    contexts_created: u64,
+    graphs_created: u64,
+    executes: u64,
+    execute_errors: u64,
+    execute_ns_total: u64,
+    execute_ns_last: u64,
+    release_errors: u64,
+}
+
+/// Reads a few atomics: cheap enough for a normal scheduler.
+#[rustler::nif]
+fn counters() -> CountersTerm {
+    let c = qnn::counters();
+    CountersTerm {
+        runtimes_alive: c.runtimes_alive,
+        contexts_alive: c.contexts_alive,
+        graphs_alive: c.graphs_alive,
+        runtimes_created: c.runtimes_created,
+        contexts_created: c.contexts_created,
+        graphs_created: c.graphs_created,
+        executes: c.executes,
+        execute_errors: c.execute_errors,
+        execute_ns_total: c.execute_ns_total,
+        execute_ns_last: c.execute_ns_last,
+        release_errors: c.release_errors,
+    }
+}
+
+/// Live QNN handles inside the host backend at `path` (test support; the real QNN libraries
+/// have no such export). `{:ok, count} | {:error, %HexagonTpu.Error{}}`
+#[rustler::nif(schedule = "DirtyIo")]
+fn host_backend_live_handles<'a>(env: Env<'a>, path: String) -> Term<'a> {
+    ok_or_error(
+        env,
+        qnn::host_backend::live_handles(Path::new(&path)).map_err(Failure::from),
+    )
+}
+
+/// Always `true` once the library is loaded; the Elixir stub answers `false`.
+#[rustler::nif]
+fn nif_loaded() -> bool {
+    true
+}

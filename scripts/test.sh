@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The whole test suite, on a host without QNN, an NPU or Hex:
+#   1. builds the cargo workspace (the NIF, the qnn crate, the host QNN backend and its
+#      model builder) and runs its Rust tests;
+#   2. puts the NIF, the host backend and the builder in priv/native/;
+#   3. runs ExUnit offline (HEXAGON_TPU_OFFLINE=1: no Hex packages) against the host backend.
+#
+# Needs cargo (Rust >= 1.91, e.g. from rustup) and Elixir >= 1.14 (Debian 12: apt-get
+# install elixir erlang-dev). Extra arguments go to `mix test`, e.g.
+#   bash scripts/test.sh test/stats_test.exs --trace
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+crate="$root/native/hexagon_tpu_nif"
+target="${CARGO_TARGET_DIR:-$crate/target}"
+
+for tool in cargo mix; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    echo "scripts/test.sh: '$tool' not found; install Rust (rustup) and Elixir (apt-get install elixir erlang-dev)" >&2
+    exit 1
+  fi
+done
+
+echo "==> cargo build (workspace)"
+(cd "$crate" && cargo build --workspace)
+
+# The NIF crate itself cannot link a test binary (the enif_* symbols exist only inside the
+# VM); its logic lives in the qnn crate, and ExUnit below tests it through the VM.
+echo "==> cargo test (workspace)"
+(cd "$crate" && cargo test --workspace)
+
+echo "==> priv/native"
+"$root/scripts/install-native.sh" "$target/debug"
+
+echo "==> mix test (offline, host QNN backend)"
+cd "$root"
+export HEXAGON_TPU_OFFLINE=1 MIX_ENV=test
+mix test "$@"

@@ -1,0 +1,48 @@
+defmodule HexagonTpu.HardwareTest do
+  # On the Radxa Dragon Q6A itself (QCS6490 HTP), with the QNN runtime in /usr/lib:
+  #   HEXAGON_TPU_TEST_MODEL=/data/model.bin mix test --include hardware
+  use ExUnit.Case, async: false
+
+  @moduletag :hardware
+
+  alias HexagonTpu.{Graph, Runtime, Stats}
+
+  test "the HTP backend opens" do
+    assert {:ok, runtime} = Runtime.htp()
+    assert {:ok, %{core_api: "2." <> _}} = Runtime.info(runtime)
+    assert :ok = Runtime.close(runtime)
+    assert HexagonTpu.available?(lib_path: "/usr/lib/libQnnHtp.so")
+  end
+
+  test "a model loads, predicts and is freed" do
+    path = System.get_env("HEXAGON_TPU_TEST_MODEL") || flunk("set HEXAGON_TPU_TEST_MODEL")
+
+    {_, before, after_} =
+      Stats.with_leak_check(fn ->
+        {:ok, runtime} = Runtime.htp()
+        {:ok, model} = HexagonTpu.load_model(path, runtime: runtime)
+
+        inputs =
+          for info <- Graph.inputs(model) do
+            if info.f32_conversion,
+              do: :binary.copy(<<0.0::float-32-little>>, HexagonTpu.TensorInfo.size(info)),
+              else: :binary.copy(<<0>>, info.byte_size)
+          end
+
+        for _ <- 1..10 do
+          assert {:ok, outputs} = HexagonTpu.predict(model, inputs, output: :binary)
+          assert length(outputs) == length(Graph.outputs(model))
+        end
+
+        assert Stats.native().execute_ns_last > 0
+        :ok = HexagonTpu.Context.close(model.context)
+        :ok = Runtime.close(runtime)
+      end)
+
+    assert Stats.alive_diff(before, after_) == %{
+             runtimes_alive: 0,
+             contexts_alive: 0,
+             graphs_alive: 0
+           }
+  end
+end

@@ -1,0 +1,118 @@
+defmodule HexagonTpu.MonitorTest do
+  # Reads VM-global counters and scheduler accounting: runs alone.
+  use ExUnit.Case, async: false
+
+  import ExUnit.CaptureLog
+  import HexagonTpu.Test.Numerics, only: [f32: 1]
+
+  alias HexagonTpu.{Graph, Monitor, Runtime}
+  alias HexagonTpu.Test.{Models, Support}
+
+  @hour 3_600_000
+
+  setup do
+    Support.quiesce()
+  end
+
+  test "runs under a supervisor and emits [:hexagon_tpu, :stats] every interval" do
+    Support.attach_events([[:hexagon_tpu, :stats]])
+    start_supervised!({Monitor, interval_ms: 20, metadata: %{site: "test"}})
+
+    assert_receive {:event, [:hexagon_tpu, :stats], measurements, metadata}, 1_000
+    assert_receive {:event, [:hexagon_tpu, :stats], _, _}, 1_000
+
+    for key <-
+          [:runtimes_alive, :contexts_alive, :graphs_alive, :executes, :execute_errors] ++
+            [:execute_ns_total, :execute_ns_last, :memory_binary, :memory_total] do
+      assert is_integer(measurements[key]), "#{key} missing from #{inspect(measurements)}"
+    end
+
+    for key <- [:dirty_cpu, :dirty_io, :scheduler] do
+      assert measurements[key] >= 0.0 and measurements[key] <= 1.0
+    end
+
+    assert metadata.node == node()
+    assert metadata.site == "test"
+  end
+
+  test "sample/1 takes a sample on demand" do
+    pid = start_supervised!({Monitor, interval_ms: @hour})
+    measurements = Monitor.sample(pid)
+    assert is_integer(measurements.graphs_alive)
+  end
+
+  test "warns on sustained growth of live resources" do
+    pid = start_supervised!({Monitor, interval_ms: @hour, growth_samples: 3})
+    Monitor.sample(pid)
+
+    log =
+      capture_log(fn ->
+        kept =
+          for _ <- 1..3 do
+            runtime = Support.runtime!()
+            Monitor.sample(pid)
+            runtime
+          end
+
+        Enum.each(kept, &Runtime.close/1)
+      end)
+
+    assert log =~ "runtimes_alive rose in 3 consecutive samples"
+    assert log =~ "leaking"
+  end
+
+  test "no warning when resources come and go" do
+    pid = start_supervised!({Monitor, interval_ms: @hour, growth_samples: 2})
+    Monitor.sample(pid)
+
+    log =
+      capture_log(fn ->
+        for _ <- 1..4 do
+          runtime = Support.runtime!()
+          Monitor.sample(pid)
+          Runtime.close(runtime)
+          Monitor.sample(pid)
+        end
+      end)
+
+    refute log =~ "rose in"
+  end
+
+  test "warns on sustained dirty CPU saturation" do
+    pid = start_supervised!({Monitor, interval_ms: @hour, saturation: 0.6, saturation_samples: 2})
+    t = Models.t(:float_32, [2])
+    runtime = Support.runtime!()
+
+    workers =
+      for i <- 1..:erlang.system_info(:dirty_cpu_schedulers_online) do
+        graph =
+          Support.load!(Models.identity(t, t, sleep_ms: 20, name: "busy#{i}"), runtime: runtime)
+
+        spawn(fn -> busy_loop(graph) end)
+      end
+
+    log =
+      capture_log(fn ->
+        Monitor.sample(pid)
+        Process.sleep(300)
+        Monitor.sample(pid)
+        Process.sleep(300)
+        Monitor.sample(pid)
+      end)
+
+    Enum.each(workers, &Process.exit(&1, :kill))
+    assert log =~ "dirty CPU schedulers"
+    assert log =~ "consecutive samples"
+  end
+
+  test "rejects bad options" do
+    assert_raise ArgumentError, fn -> Monitor.start_link(interval_ms: 0) end
+    assert_raise ArgumentError, fn -> Monitor.start_link(saturation: 2.0) end
+    assert_raise ArgumentError, fn -> Monitor.start_link(bogus: 1) end
+  end
+
+  defp busy_loop(graph) do
+    {:ok, _} = Graph.execute(graph, [f32([1, 2])])
+    busy_loop(graph)
+  end
+end

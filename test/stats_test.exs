@@ -1,0 +1,248 @@
+defmodule HexagonTpu.StatsTest do
+  # The leak guard and the counters. Counters are VM-global, so this module runs alone.
+  use ExUnit.Case, async: false
+
+  import HexagonTpu.Test.Numerics, only: [f32: 1]
+
+  alias HexagonTpu.{Context, Graph, Runtime, Stats}
+  alias HexagonTpu.Test.{Models, Support}
+
+  @alive [:runtimes_alive, :contexts_alive, :graphs_alive]
+  @zero %{runtimes_alive: 0, contexts_alive: 0, graphs_alive: 0}
+
+  setup_all do
+    t = Models.t(:ufixed_point_8, [1, 4], {:per_tensor, 0.05, -128})
+    %{path: Models.build!(Models.identity(t, t))}
+  end
+
+  # A private copy of the host backend: its live-handle count belongs to this test alone.
+  @moduletag :tmp_dir
+  setup %{tmp_dir: dir} do
+    Support.quiesce()
+    %{lib: Support.private_sim_lib!(dir)}
+  end
+
+  test "native/0 has every counter the docs name" do
+    counters = Stats.native()
+
+    for key <-
+          @alive ++
+            [:runtimes_created, :contexts_created, :graphs_created] ++
+            [:executes, :execute_errors, :execute_ns_total, :execute_ns_last] do
+      assert is_integer(Map.fetch!(counters, key)) and counters[key] >= 0
+    end
+  end
+
+  test "alive counts return to baseline across create/close cycles", %{lib: lib, path: path} do
+    {_, before, after_} =
+      Stats.with_leak_check(fn ->
+        for _ <- 1..25 do
+          runtime = Support.runtime!(lib)
+          context = Context.from_file!(runtime, path)
+          graph = Graph.retrieve!(context, "identity")
+          {:ok, [_]} = Graph.execute(graph, [f32([0.1, 0.2, 0.3, 0.4])])
+
+          during = Stats.native()
+          assert during.graphs_alive >= 1 and during.contexts_alive >= 1
+
+          :ok = Graph.close(graph)
+          :ok = Context.close(context)
+          :ok = Runtime.close(runtime)
+        end
+
+        :done
+      end)
+
+    assert Stats.alive_diff(before, after_) == @zero
+    assert after_.runtimes_created - before.runtimes_created == 25
+    assert after_.contexts_created - before.contexts_created == 25
+    assert after_.graphs_created - before.graphs_created == 25
+    assert Support.live_handles(lib) == 0
+  end
+
+  test "closing in the wrong order frees everything when the last child goes",
+       %{lib: lib, path: path} do
+    {_, before, after_} =
+      Stats.with_leak_check(fn ->
+        runtime = Support.runtime!(lib)
+        context = Context.from_file!(runtime, path)
+        graph = Graph.retrieve!(context, "identity")
+        during = Stats.native()
+
+        # parent first: it stays alive for its children, which keep working
+        :ok = Runtime.close(runtime)
+        assert Stats.native().runtimes_alive == during.runtimes_alive
+        assert {:ok, [_]} = Graph.execute(graph, [f32([0.1, 0.2, 0.3, 0.4])])
+        :ok = Context.close(context)
+        :ok = Graph.close(graph)
+        :done
+      end)
+
+    assert Stats.alive_diff(before, after_) == @zero
+    assert Support.live_handles(lib) == 0
+  end
+
+  test "alive counts return to baseline across GC-only cycles", %{lib: lib, path: path} do
+    baseline = Stats.native()
+
+    {_, before, after_} =
+      Stats.with_leak_check(fn ->
+        for _ <- 1..25 do
+          # nothing is closed: dropping the references is all
+          runtime = Support.runtime!(lib)
+          context = Context.from_file!(runtime, path)
+          graph = Graph.retrieve!(context, "identity")
+          {:ok, [_]} = Graph.execute(graph, [f32([0.1, 0.2, 0.3, 0.4])])
+        end
+
+        :done
+      end)
+
+    assert Stats.alive_diff(before, after_) == @zero
+    assert Stats.alive_diff(baseline, after_) == @zero
+    assert Support.live_handles(lib) == 0
+  end
+
+  test "resources held by another process are freed when that process goes",
+       %{lib: lib, path: path} do
+    before = Stats.native()
+    parent = self()
+
+    pid =
+      spawn(fn ->
+        runtime = Support.runtime!(lib)
+        context = Context.from_file!(runtime, path)
+        graph = Graph.retrieve!(context, "identity")
+        send(parent, {:loaded, Stats.native()})
+
+        receive do
+          :stop -> graph
+        end
+      end)
+
+    assert_receive {:loaded, during}, 5_000
+
+    assert Stats.alive_diff(before, during) == %{
+             runtimes_alive: 1,
+             contexts_alive: 1,
+             graphs_alive: 1
+           }
+
+    assert Support.live_handles(lib) > 0
+
+    ref = Process.monitor(pid)
+    send(pid, :stop)
+    assert_receive {:DOWN, ^ref, :process, ^pid, _}
+    assert Support.eventually(fn -> Stats.alive_diff(before, Stats.native()) == @zero end)
+    assert Support.live_handles(lib) == 0
+  end
+
+  test "with_leak_check/1 reports a leak", %{lib: lib} do
+    {runtime, before, after_} = Stats.with_leak_check(fn -> Support.runtime!(lib) end)
+
+    assert Stats.alive_diff(before, after_) == %{
+             runtimes_alive: 1,
+             contexts_alive: 0,
+             graphs_alive: 0
+           }
+
+    :ok = Runtime.close(runtime)
+    assert Support.live_handles(lib) == 0
+  end
+
+  test "counters stay consistent across bad input and failures", %{lib: lib, path: path} do
+    t = Models.t(:float_32, [2])
+    bad_create = Models.build!(Models.identity(t, t, fail_context_create: {5002, :always}))
+
+    {_, before, after_} =
+      Stats.with_leak_check(fn ->
+        runtime = Support.runtime!(lib)
+        {:error, _} = Runtime.create(lib_path: "/nonexistent.so", system_lib_path: lib)
+        {:error, _} = Context.from_file(runtime, "/nonexistent.bin")
+        {:error, _} = Context.from_binary(runtime, "garbage")
+        {:error, _} = Context.from_file(runtime, bad_create)
+        context = Context.from_file!(runtime, path)
+        {:error, _} = Graph.retrieve(context, "nope")
+        graph = Graph.retrieve!(context, "identity")
+        {:error, _} = Graph.execute(graph, [<<1, 2>>])
+        {:error, _} = Graph.execute(graph, [:atom])
+
+        failing_graph =
+          Support.load!(Models.identity(t, t, fail_execute: {1007, :always}), runtime: runtime)
+
+        {:error, _} = Graph.execute(failing_graph, [f32([1, 2])])
+        :ok = Context.close(context)
+        {:error, _} = Graph.execute(graph, [f32([0.1, 0.2, 0.3, 0.4])])
+        :done
+      end)
+
+    assert Stats.alive_diff(before, after_) == @zero
+    assert Support.live_handles(lib) == 0
+    # rejected inputs never reach QNN; the injected failure does
+    assert after_.executes - before.executes == 1
+    assert after_.execute_errors - before.execute_errors == 1
+  end
+
+  test "executes, execute_errors and execute_ns move as they should", %{lib: lib} do
+    t = Models.t(:float_32, [2])
+    runtime = Support.runtime!(lib)
+    graph = Support.load!(Models.identity(t, t, sleep_ms: 2), runtime: runtime)
+
+    failing =
+      Support.load!(Models.identity(t, t, fail_execute: {1007, {:after, 2}}), runtime: runtime)
+
+    before = Stats.native()
+    for _ <- 1..3, do: {:ok, _} = Graph.execute(graph, [f32([1, 2])])
+    middle = Stats.native()
+    assert middle.executes - before.executes == 3
+    assert middle.execute_errors == before.execute_errors
+    assert middle.execute_ns_last >= 2_000_000
+    assert middle.execute_ns_total - before.execute_ns_total >= 6_000_000
+
+    assert {:ok, _} = Graph.execute(failing, [f32([1, 2])])
+    assert {:ok, _} = Graph.execute(failing, [f32([1, 2])])
+    assert {:error, %{reason: :qnn_error, qnn_code: 1007}} = Graph.execute(failing, [f32([1, 2])])
+    after_ = Stats.native()
+    assert after_.executes - middle.executes == 3
+    assert after_.execute_errors - middle.execute_errors == 1
+  end
+
+  test "memory/0" do
+    memory = Stats.memory()
+    assert memory.binary > 0 and memory.total >= memory.binary and memory.processes > 0
+  end
+
+  test "dirty_utilization/1 returns shares in 0.0..1.0 that rise while executes run", %{lib: lib} do
+    idle = Stats.dirty_utilization(200)
+
+    for key <- [:dirty_cpu, :dirty_io, :scheduler] do
+      assert is_float(idle[key]) and idle[key] >= 0.0 and idle[key] <= 1.0
+    end
+
+    t = Models.t(:float_32, [2])
+    runtime = Support.runtime!(lib)
+    dirty_cpus = :erlang.system_info(:dirty_cpu_schedulers_online)
+
+    graphs =
+      for i <- 1..dirty_cpus do
+        Support.load!(Models.identity(t, t, sleep_ms: 20, name: "busy#{i}"), runtime: runtime)
+      end
+
+    workers =
+      for graph <- graphs do
+        spawn(fn -> busy_loop(graph) end)
+      end
+
+    busy = Stats.dirty_utilization(400)
+    Enum.each(workers, &Process.exit(&1, :kill))
+
+    assert busy.dirty_cpu > 0.7, "busy: #{inspect(busy)}"
+    assert busy.dirty_cpu > idle.dirty_cpu
+    assert busy.dirty_cpu <= 1.0
+  end
+
+  defp busy_loop(graph) do
+    {:ok, _} = Graph.execute(graph, [f32([1, 2])])
+    busy_loop(graph)
+  end
+end

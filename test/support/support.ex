@@ -1,0 +1,101 @@
+defmodule HexagonTpu.Test.Support do
+  @moduledoc false
+  # Paths to the host QNN backend and its model builder, runtimes on it, and small helpers.
+
+  alias HexagonTpu.{Context, Graph, Runtime}
+  alias HexagonTpu.Test.Models
+
+  def priv_native, do: Path.join(to_string(:code.priv_dir(:hexagon_tpu)), "native")
+
+  @doc "The host QNN backend (serves as both the backend and the system library)."
+  def sim_lib,
+    do: System.get_env("HEXAGON_TPU_SIM_LIB") || Path.join(priv_native(), "libqnn_sim.so")
+
+  @doc "The host backend's model builder CLI."
+  def builder,
+    do: System.get_env("HEXAGON_TPU_SIM_BUILDER") || Path.join(priv_native(), "qnn-sim-build")
+
+  def runtime_opts(lib \\ sim_lib()), do: [lib_path: lib, system_lib_path: lib]
+
+  def runtime!(lib \\ sim_lib()), do: Runtime.create!(runtime_opts(lib))
+
+  @doc "Builds `model` and loads its only (or the named) graph into a fresh runtime."
+  def load!(model, opts \\ []) do
+    lib = Keyword.get(opts, :lib, sim_lib())
+    runtime = Keyword.get_lazy(opts, :runtime, fn -> runtime!(lib) end)
+    context = Context.from_file!(runtime, Models.build!(model))
+    name = Keyword.get_lazy(opts, :graph, fn -> hd(Context.graphs(context)) end)
+    Graph.retrieve!(context, name)
+  end
+
+  @doc "A private copy of the host backend, so that its live-handle count is ours alone."
+  def private_sim_lib!(dir) do
+    path = Path.join(dir, "libqnn_sim_private_#{System.unique_integer([:positive])}.so")
+    File.cp!(sim_lib(), path)
+    path
+  end
+
+  def live_handles(lib \\ sim_lib()) do
+    {:ok, count} = HexagonTpu.Native.host_backend_live_handles(lib)
+    count
+  end
+
+  @doc "Sends every event in `events` to the calling process as {:event, name, measurements, metadata}."
+  def attach_events(events) do
+    id = "test-#{System.unique_integer([:positive])}"
+    :ok = :telemetry.attach_many(id, events, &__MODULE__.forward_event/4, self())
+    ExUnit.Callbacks.on_exit(fn -> :telemetry.detach(id) end)
+    id
+  end
+
+  def forward_event(event, measurements, metadata, pid),
+    do: send(pid, {:event, event, measurements, metadata})
+
+  @doc """
+  Waits until no NIF resource is being freed any more: the alive counters are the same over
+  three sweeps 20 ms apart. The counters are VM-global, and processes of earlier (async)
+  tests can still be releasing theirs; tests that compare counters start from quiet.
+  """
+  def quiesce(timeout \\ 5_000) do
+    deadline = System.monotonic_time(:millisecond) + timeout
+    do_quiesce(nil, 0, deadline)
+  end
+
+  defp do_quiesce(last, same, deadline) do
+    HexagonTpu.Stats.sweep()
+    alive = Map.take(HexagonTpu.Stats.native(), [:runtimes_alive, :contexts_alive, :graphs_alive])
+
+    cond do
+      alive == last and same >= 2 ->
+        :ok
+
+      System.monotonic_time(:millisecond) > deadline ->
+        :ok
+
+      true ->
+        Process.sleep(20)
+        do_quiesce(alive, if(alive == last, do: same + 1, else: 0), deadline)
+    end
+  end
+
+  @doc "Polls `fun` until it returns true (for counters that change on another process's GC)."
+  def eventually(fun, timeout \\ 2_000) do
+    deadline = System.monotonic_time(:millisecond) + timeout
+    do_eventually(fun, deadline)
+  end
+
+  defp do_eventually(fun, deadline) do
+    cond do
+      fun.() ->
+        true
+
+      System.monotonic_time(:millisecond) > deadline ->
+        false
+
+      true ->
+        HexagonTpu.Stats.sweep()
+        Process.sleep(10)
+        do_eventually(fun, deadline)
+    end
+  end
+end

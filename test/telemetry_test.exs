@@ -1,0 +1,112 @@
+defmodule HexagonTpu.TelemetryTest do
+  # Handlers are global: runs alone so that no other test's events arrive here.
+  use ExUnit.Case, async: false
+
+  import HexagonTpu.Test.Numerics, only: [f32: 1]
+
+  alias HexagonTpu.{Context, Graph}
+  alias HexagonTpu.Test.{Models, Support}
+
+  @execute [
+    [:hexagon_tpu, :execute, :start],
+    [:hexagon_tpu, :execute, :stop],
+    [:hexagon_tpu, :execute, :exception]
+  ]
+  @load [
+    [:hexagon_tpu, :context, :load, :start],
+    [:hexagon_tpu, :context, :load, :stop],
+    [:hexagon_tpu, :context, :load, :exception]
+  ]
+
+  setup do
+    t = Models.t(:ufixed_point_8, [1, 4], {:per_tensor, 0.05, -128})
+    path = Models.build!(Models.identity(t, t, sleep_ms: 1))
+    %{path: path, runtime: Support.runtime!()}
+  end
+
+  test "execute: start and stop with duration, execute_ns, graph and status", %{
+    path: path,
+    runtime: runtime
+  } do
+    graph = Graph.retrieve!(Context.from_file!(runtime, path), "identity")
+    Support.attach_events(@execute)
+
+    {:ok, _} = HexagonTpu.predict(graph, [f32([0.1, 0.2, 0.3, 0.4])])
+
+    assert_received {:event, [:hexagon_tpu, :execute, :start], start, start_meta}
+    assert is_integer(start.system_time) and is_integer(start.monotonic_time)
+    assert start_meta.graph == "identity"
+    assert start_meta.context == path
+
+    assert_received {:event, [:hexagon_tpu, :execute, :stop], stop, meta}
+    assert meta.graph == "identity"
+    assert meta.status == :ok
+    assert meta.context == path
+    # execute_ns is QNN's graphExecute alone (the model sleeps 1 ms in it); duration is the
+    # whole call, in native units
+    assert stop.execute_ns >= 1_000_000
+    assert System.convert_time_unit(stop.duration, :native, :nanosecond) >= stop.execute_ns
+    refute_received {:event, [:hexagon_tpu, :execute, :exception], _, _}
+  end
+
+  test "execute: an error is a stop event with status :error", %{path: path, runtime: runtime} do
+    graph = Graph.retrieve!(Context.from_file!(runtime, path), "identity")
+    Support.attach_events(@execute)
+
+    {:error, _} = Graph.execute(graph, [<<1, 2, 3>>])
+
+    assert_received {:event, [:hexagon_tpu, :execute, :start], _, _}
+    assert_received {:event, [:hexagon_tpu, :execute, :stop], stop, meta}
+    assert meta.status == :error
+    assert meta.error == :invalid_input
+    assert stop.execute_ns == 0
+    assert is_integer(stop.duration)
+  end
+
+  test "execute: a raise is an exception event", %{path: path, runtime: runtime} do
+    graph = Graph.retrieve!(Context.from_file!(runtime, path), "identity")
+    Support.attach_events(@execute)
+
+    # a graph whose handle is not a NIF resource: the NIF raises ArgumentError
+    broken = %Graph{graph | ref: make_ref()}
+    assert_raise ArgumentError, fn -> Graph.execute(broken, [f32([0.1, 0.2, 0.3, 0.4])]) end
+
+    assert_received {:event, [:hexagon_tpu, :execute, :start], _, _}
+    assert_received {:event, [:hexagon_tpu, :execute, :exception], measurements, meta}
+    assert is_integer(measurements.duration)
+    assert meta.kind == :error
+    assert meta.graph == "identity"
+    assert is_list(meta.stacktrace)
+    refute_received {:event, [:hexagon_tpu, :execute, :stop], _, _}
+  end
+
+  test "context load: start and stop with source, backend, status and graphs", %{
+    path: path,
+    runtime: runtime
+  } do
+    Support.attach_events(@load)
+
+    context = Context.from_file!(runtime, path)
+    assert_received {:event, [:hexagon_tpu, :context, :load, :start], %{system_time: _}, meta}
+    assert meta.source == path
+    assert meta.backend == Support.sim_lib()
+    assert_received {:event, [:hexagon_tpu, :context, :load, :stop], %{duration: duration}, meta}
+    assert duration > 0
+    assert meta.status == :ok
+    assert meta.graphs == ["identity"]
+
+    {:ok, _} = Context.from_binary(runtime, File.read!(path))
+    size = File.stat!(path).size
+
+    assert_received {:event, [:hexagon_tpu, :context, :load, :stop], _,
+                     %{source: {:binary, ^size}}}
+
+    {:error, _} = Context.from_file(runtime, "/nonexistent.bin")
+    assert_received {:event, [:hexagon_tpu, :context, :load, :stop], _, meta}
+    assert meta.status == :error
+    assert meta.error == :io
+    assert meta.graphs == []
+
+    Context.close(context)
+  end
+end
