@@ -56,8 +56,6 @@ defmodule HexagonTpu.MixProject do
         "native/hexagon_tpu_nif/src",
         "native/hexagon_tpu_nif/qnn/src",
         "native/hexagon_tpu_nif/qnn/Cargo.toml",
-        "native/hexagon_tpu_nif/qnn_sim/src",
-        "native/hexagon_tpu_nif/qnn_sim/Cargo.toml",
         "native/hexagon_tpu_nif/Cargo.toml",
         "native/hexagon_tpu_nif/Cargo.lock",
         "checksum-*.exs",
