@@ -102,7 +102,7 @@ defmodule HexagonTpu.Native do
 
   # stats.rs
   def counters, do: err()
-  def host_backend_live_handles(_path), do: err()
+  def host_backend_counters(_path), do: err()
 
   defp err, do: :erlang.nif_error(:nif_not_loaded)
 end

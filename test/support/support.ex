@@ -35,9 +35,34 @@ defmodule HexagonTpu.Test.Support do
     path
   end
 
-  def live_handles(lib \\ sim_lib()) do
-    {:ok, count} = HexagonTpu.Native.host_backend_live_handles(lib)
-    count
+  def live_handles(lib \\ sim_lib()), do: host_backend_counters(lib).live_handles
+
+  @doc "The host backend's counters: live handles, overlaps, peak concurrency, executes entered."
+  def host_backend_counters(lib \\ sim_lib()) do
+    {:ok, counters} = HexagonTpu.Native.host_backend_counters(lib)
+    counters
+  end
+
+  @doc """
+  Waits until the host backend at `lib` has entered more than `count` executes (it counts
+  them on entry), so a test knows an execute is running inside QNN rather than guessing with
+  a sleep. Returns false on timeout.
+  """
+  def await_executes_entered(lib, count, timeout \\ 30_000),
+    do: await_entered(lib, count, System.monotonic_time(:millisecond) + timeout)
+
+  defp await_entered(lib, count, deadline) do
+    cond do
+      host_backend_counters(lib).execute_count > count ->
+        true
+
+      System.monotonic_time(:millisecond) > deadline ->
+        false
+
+      true ->
+        Process.sleep(1)
+        await_entered(lib, count, deadline)
+    end
   end
 
   @doc "Sends every event in `events` to the calling process as {:event, name, measurements, metadata}."

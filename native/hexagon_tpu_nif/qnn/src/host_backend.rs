@@ -63,6 +63,30 @@ pub fn peak_concurrent_executes(lib_path: &Path) -> Result<u64> {
     read_counter(lib_path, "QnnSim_peakConcurrentExecutes")
 }
 
+/// `graphExecute` calls that reached a valid graph (counted on entry, failures included).
+pub fn execute_count(lib_path: &Path) -> Result<u64> {
+    read_counter(lib_path, "QnnSim_executeCount")
+}
+
+/// The host backend's counters at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HostBackendCounters {
+    pub live_handles: u64,
+    pub execute_overlaps: u64,
+    pub peak_concurrent_executes: u64,
+    pub execute_count: u64,
+}
+
+/// Reads every counter the host backend exports.
+pub fn counters(lib_path: &Path) -> Result<HostBackendCounters> {
+    Ok(HostBackendCounters {
+        live_handles: live_handles(lib_path)?,
+        execute_overlaps: execute_overlaps(lib_path)?,
+        peak_concurrent_executes: peak_concurrent_executes(lib_path)?,
+        execute_count: execute_count(lib_path)?,
+    })
+}
+
 /// Sets one of the host backend's process-wide knobs (`QnnSim_configure(key, value)`).
 pub fn configure(lib_path: &Path, key: &str, value: &str) -> Result<()> {
     let library = open(lib_path)?;

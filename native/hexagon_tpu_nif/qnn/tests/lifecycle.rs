@@ -2,7 +2,7 @@
 
 mod common;
 
-use std::sync::{Arc, Barrier};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -136,23 +136,25 @@ fn concurrent_executes_on_one_graph_never_overlap() {
 #[test]
 fn executes_on_different_graphs_run_in_parallel() {
     let (lib, runtime) = runtime();
-    let context = Context::from_bytes(&runtime, &slow_add_model(&["left", "right"], 200)).unwrap();
-    let barrier = Arc::new(Barrier::new(2));
-    let threads: Vec<_> = ["left", "right"]
-        .into_iter()
-        .map(|name| {
-            let graph = Graph::retrieve(&context, name).unwrap();
-            let barrier = Arc::clone(&barrier);
-            thread::spawn(move || {
-                barrier.wait();
-                run_add(&graph, 1, 1).unwrap()
-            })
-        })
-        .collect();
-    for t in threads {
-        assert_eq!(t.join().unwrap(), [2; 4]);
+    let context = Context::from_bytes(&runtime, &slow_add_model(&["left", "right"], 1000)).unwrap();
+    let spawn = |name: &str| {
+        let graph = Graph::retrieve(&context, name).unwrap();
+        thread::spawn(move || run_add(&graph, 1, 1).unwrap())
+    };
+    // Start the second execute only once the first is inside the backend, which then sleeps
+    // 1 s: a runtime that serialized graphs would make the peak 1.
+    let left = spawn("left");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while qnn::host_backend::execute_count(&lib).unwrap() == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the first execute never reached the backend"
+        );
+        thread::sleep(Duration::from_millis(1));
     }
-    // Both 200 ms executes were in flight at once.
+    let right = spawn("right");
+    assert_eq!(left.join().unwrap(), [2; 4]);
+    assert_eq!(right.join().unwrap(), [2; 4]);
     assert_eq!(
         qnn::host_backend::peak_concurrent_executes(&lib).unwrap(),
         2
@@ -160,25 +162,44 @@ fn executes_on_different_graphs_run_in_parallel() {
     assert_eq!(qnn::host_backend::execute_overlaps(&lib).unwrap(), 0);
 }
 
+/// Starts a 300 ms execute on another thread and returns once the backend has entered it.
+fn start_slow_execute(
+    lib: &std::path::Path,
+    graph: &Arc<Graph>,
+) -> (Instant, thread::JoinHandle<qnn::Result<[u8; 4]>>) {
+    let entered_before = qnn::host_backend::execute_count(lib).unwrap();
+    let started = Instant::now();
+    let executor = {
+        let graph = Arc::clone(graph);
+        thread::spawn(move || run_add(&graph, 1, 2))
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while qnn::host_backend::execute_count(lib).unwrap() == entered_before {
+        assert!(
+            Instant::now() < deadline,
+            "the execute never reached the backend"
+        );
+        thread::sleep(Duration::from_millis(1));
+    }
+    (started, executor)
+}
+
 #[test]
 fn closing_a_context_waits_for_a_running_execute() {
     let (lib, runtime) = runtime();
     let (context, graph) = load(&runtime, &slow_add_model(&["g"], 300));
-    let executor = {
-        let graph = Arc::clone(&graph);
-        thread::spawn(move || {
-            let result = run_add(&graph, 1, 2);
-            (result, Instant::now())
-        })
-    };
-    thread::sleep(Duration::from_millis(50));
+    let (started, executor) = start_slow_execute(&lib, &graph);
     context.close().unwrap();
-    let closed_at = Instant::now();
-    let (result, finished_at) = executor.join().unwrap();
-    assert_eq!(result.unwrap(), [3; 4], "the running execute completes");
+    // The backend sleeps 300 ms inside graphExecute, so a close that waited cannot return
+    // sooner than that after the execute started.
     assert!(
-        closed_at >= finished_at,
-        "close returned before the execute finished"
+        started.elapsed() >= Duration::from_millis(300),
+        "close did not wait"
+    );
+    assert_eq!(
+        executor.join().unwrap().unwrap(),
+        [3; 4],
+        "the running execute completes"
     );
     assert_eq!(run_add(&graph, 1, 2).unwrap_err().reason(), "closed");
     drop((graph, runtime));
@@ -187,18 +208,16 @@ fn closing_a_context_waits_for_a_running_execute() {
 
 #[test]
 fn closing_a_graph_waits_for_its_running_execute() {
-    let (_lib, runtime) = runtime();
+    let (lib, runtime) = runtime();
     let (_context, graph) = load(&runtime, &slow_add_model(&["g"], 300));
-    let executor = {
-        let graph = Arc::clone(&graph);
-        thread::spawn(move || (run_add(&graph, 4, 4), Instant::now()))
-    };
-    thread::sleep(Duration::from_millis(50));
+    let (started, executor) = start_slow_execute(&lib, &graph);
     graph.close().unwrap();
-    let closed_at = Instant::now();
-    let (result, finished_at) = executor.join().unwrap();
-    assert_eq!(result.unwrap(), [8; 4]);
-    assert!(closed_at >= finished_at);
+    assert!(
+        started.elapsed() >= Duration::from_millis(300),
+        "close did not wait"
+    );
+    assert_eq!(executor.join().unwrap().unwrap(), [3; 4]);
+    assert_eq!(run_add(&graph, 1, 2).unwrap_err().reason(), "closed");
 }
 
 #[test]

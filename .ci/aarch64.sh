@@ -1,0 +1,327 @@
+#!/usr/bin/env bash
+# Cross-builds the cargo workspace for aarch64-unknown-linux-gnu (the Dragon Q6A's
+# triple), runs the qnn and qnn_sim tests under qemu-user, checks the NIF's glibc
+# floor and, unless AARCH64_BEAM_SMOKE=0, loads the aarch64 NIF into Debian's arm64
+# BEAM under qemu and calls a few trivial NIFs. Arguments pick steps (see the end).
+#
+# Runs as root on a fresh Debian 12 (installs what it needs with apt-get and
+# rustup). Honours CARGO_TARGET_DIR; .ci/release-dry-run.sh reuses this build.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+REPO_ROOT=$(pwd)
+
+TARGET=aarch64-unknown-linux-gnu
+CRATE_DIR="$REPO_ROOT/native/hexagon_tpu_nif"
+TARGET_DIR="${CARGO_TARGET_DIR:-$CRATE_DIR/target}"
+SYSROOT=/usr/aarch64-linux-gnu
+# The QAIRT 2.42 runtime on the device needs glibc >= 2.34, so the device has at
+# least that; the NIF must not need more.
+GLIBC_MAX=2.34
+CACHE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/hexagon_tpu-ci"
+# Zero-arity NIFs the BEAM smoke test calls; each must not return false or raise.
+SMOKE_NIF_CALLS="nif_loaded counters"
+SMOKE_NIF_MODULE="Elixir.HexagonTpu.Native"
+# qnn_sim test targets that spawn an aarch64 executable (see run_tests).
+QEMU_SKIP_SIM_TESTS="cli"
+
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L $SYSROOT"
+export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
+export AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+
+log() { printf '\n==> %s\n' "$*"; }
+
+apt_install() {
+  local missing=()
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || missing+=("$pkg")
+  done
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "error: missing Debian packages: ${missing[*]} (run as root, or install them)" >&2
+    exit 1
+  fi
+  log "apt-get install ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+prerequisites() {
+  log "prerequisites: Debian cross toolchain, qemu-user, rustup target $TARGET"
+  apt_install gcc-aarch64-linux-gnu libc6-dev-arm64-cross binutils-aarch64-linux-gnu qemu-user
+  if ! command -v rustup >/dev/null 2>&1; then
+    echo "error: rustup not found (the workspace needs Rust >= 1.91 from rustup)" >&2
+    exit 1
+  fi
+  (cd "$CRATE_DIR" && rustup target add "$TARGET")
+  (cd "$CRATE_DIR" && rustc --version && cargo --version)
+  qemu-aarch64 --version | head -n1
+}
+
+build_release() {
+  log "cargo build --release --target $TARGET --workspace"
+  (cd "$CRATE_DIR" && cargo build --release --target "$TARGET" --workspace)
+}
+
+run_tests() {
+  # The tests dlopen the aarch64 libqnn_sim.so from next to the test binary, so
+  # the cdylib has to exist for this target's debug profile first.
+  log "cargo build -p qnn_sim --target $TARGET"
+  (cd "$CRATE_DIR" && cargo build -p qnn_sim --target "$TARGET")
+
+  # qemu-user runs the test binaries, but a test that spawns another aarch64
+  # executable (qnn_sim's tests/cli.rs runs the qnn-sim-build tool) needs
+  # binfmt_misc, which this machine does not have; those run natively in
+  # scripts/test.sh instead.
+  local sim_tests=() name
+  for test_file in "$CRATE_DIR"/qnn_sim/tests/*.rs "$CRATE_DIR"/qnn_sim/tests/*/main.rs; do
+    [ -f "$test_file" ] || continue
+    case "$test_file" in
+      */main.rs) name=$(basename "$(dirname "$test_file")") ;;
+      *) name=$(basename "$test_file" .rs) ;;
+    esac
+    if [[ " $QEMU_SKIP_SIM_TESTS " == *" $name "* ]]; then
+      echo "skipping qnn_sim test target '$name' under qemu (it spawns an aarch64 executable)"
+      continue
+    fi
+    sim_tests+=(--test "$name")
+  done
+
+  local out status=0
+  out=$(mktemp)
+  log "cargo test -p qnn --target $TARGET (runner: $CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER)"
+  (cd "$CRATE_DIR" && cargo test --no-fail-fast -p qnn --target "$TARGET") 2>&1 | tee -a "$out" || status=$?
+  log "cargo test -p qnn_sim --target $TARGET --lib --bins ${sim_tests[*]}"
+  (cd "$CRATE_DIR" && cargo test --no-fail-fast -p qnn_sim --target "$TARGET" --lib --bins "${sim_tests[@]}") 2>&1 |
+    tee -a "$out" || status=$?
+
+  local passed failed ignored suites
+  suites=$(grep -c '^test result:' "$out" || true)
+  passed=$(sed -nE 's/^test result: .* ([0-9]+) passed.*/\1/p' "$out" | awk '{s+=$1} END {print s+0}')
+  failed=$(sed -nE 's/^test result: .* ([0-9]+) failed.*/\1/p' "$out" | awk '{s+=$1} END {print s+0}')
+  ignored=$(sed -nE 's/^test result: .* ([0-9]+) ignored.*/\1/p' "$out" | awk '{s+=$1} END {print s+0}')
+  rm -f "$out"
+
+  log "aarch64 tests under qemu: $suites test suites"
+  echo "aarch64: $passed passed, $failed failed, $ignored skipped"
+  if [ "$status" -ne 0 ] || [ "$failed" -ne 0 ] || [ "$suites" -eq 0 ]; then
+    echo "error: aarch64 tests failed (cargo exit $status)" >&2
+    exit 1
+  fi
+}
+
+check_glibc() {
+  local lib="$TARGET_DIR/$TARGET/release/libhexagon_tpu_nif.so"
+  log "glibc symbol versions required by $lib"
+  [ -f "$lib" ] || { echo "error: $lib not found" >&2; exit 1; }
+  local versions max
+  versions=$(aarch64-linux-gnu-objdump -T "$lib" | grep -oE 'GLIBC_[0-9]+(\.[0-9]+)+' | sort -u -V)
+  max=$(printf '%s\n' "$versions" | tail -n1)
+  echo "required: $(printf '%s\n' "$versions" | tr '\n' ' ')"
+  echo "highest: $max (allowed: GLIBC_$GLIBC_MAX)"
+  echo "symbols at $max:"
+  aarch64-linux-gnu-objdump -T "$lib" | grep -F "($max)" | awk '{print "  " $NF}'
+  if [ "$(printf '%s\n%s\n' "${max#GLIBC_}" "$GLIBC_MAX" | sort -V | tail -n1)" != "$GLIBC_MAX" ]; then
+    echo "error: libhexagon_tpu_nif.so needs $max, above GLIBC_$GLIBC_MAX" >&2
+    exit 1
+  fi
+}
+
+# Debian's arm64 erlang-base (OTP 25, JIT), unpacked with its runtime libraries
+# into a cache directory. Uses a private apt state directory, so the host's apt
+# configuration (architectures, sources, lists) is left untouched.
+arm64_erlang_root() {
+  local base="$CACHE_DIR/arm64-erlang"
+  local root="$base/root"
+  if compgen -G "$root/usr/lib/erlang/erts-*/bin/beam.smp" >/dev/null; then
+    echo "$root"
+    return 0
+  fi
+  local mirror="${DEBIAN_MIRROR:-http://deb.debian.org}"
+  local keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+  mkdir -p "$base/etc" "$base/lists/partial" "$base/cache/archives/partial" "$base/debs"
+  cat >"$base/etc/sources.list" <<EOF
+deb [signed-by=$keyring] $mirror/debian bookworm main
+deb [signed-by=$keyring] $mirror/debian bookworm-updates main
+deb [signed-by=$keyring] $mirror/debian-security bookworm-security main
+EOF
+  local apt=(apt-get -q -o "Dir::Etc::SourceList=$base/etc/sources.list" -o Dir::Etc::SourceParts=/nonexistent
+    -o "Dir::State::Lists=$base/lists" -o "Dir::Cache=$base/cache" -o Debug::NoLocking=1
+    -o APT::Architecture=arm64 -o APT::Architectures::=arm64 -o APT::Sandbox::User=root)
+  log "downloading Debian bookworm arm64 erlang-base and its libraries into $base" >&2
+  "${apt[@]}" update >&2
+  (cd "$base/debs" && rm -f ./*.deb && "${apt[@]}" download erlang-base libc6 libgcc-s1 libstdc++6 \
+    libtinfo6 zlib1g libsystemd0 libcap2 libgcrypt20 libgpg-error0 liblz4-1 liblzma5 libzstd1 >&2)
+  rm -rf "$root.tmp"
+  mkdir -p "$root.tmp"
+  for deb in "$base"/debs/*.deb; do dpkg-deb -x "$deb" "$root.tmp"; done
+  # beam.smp starts its erl_child_setup helper with execve, which the host
+  # kernel cannot run without binfmt_misc; run it through qemu instead.
+  local bindir
+  bindir=$(dirname "$(compgen -G "$root.tmp/usr/lib/erlang/erts-*/bin/beam.smp")")
+  mv "$bindir/erl_child_setup" "$bindir/erl_child_setup.aarch64"
+  local final_bindir="${bindir/#$root.tmp/$root}"
+  printf '#!/bin/sh\nexec qemu-aarch64 -L %s %s/erl_child_setup.aarch64 "$@"\n' "$root" "$final_bindir" \
+    >"$bindir/erl_child_setup"
+  chmod +x "$bindir/erl_child_setup"
+  rm -rf "$root"
+  mv "$root.tmp" "$root"
+  echo "$root"
+}
+
+# Loads the aarch64 NIF into the arm64 BEAM under qemu-aarch64 and calls the
+# zero-arity NIFs in SMOKE_NIF_CALLS. Notes from getting this to work:
+# - OTP 25's arm64 JIT segfaults at start under qemu-user 7.2 with default
+#   flags; +JPperf true (written -JPperf true when calling beam.smp directly)
+#   makes it start every time. It also writes /tmp/perf-<pid>.map and
+#   /tmp/jit-<pid>.dump, removed below.
+# - Debian ships no non-JIT (beam.emu) flavour for arm64.
+beam_smoke() {
+  apt_install debian-archive-keyring
+  local root
+  root=$(arm64_erlang_root)
+  local erl_root="$root/usr/lib/erlang"
+  local bindir
+  bindir=$(dirname "$(compgen -G "$erl_root/erts-*/bin/beam.smp")")
+  local lib="$TARGET_DIR/$TARGET/release/libhexagon_tpu_nif"
+  [ -f "$lib.so" ] || { echo "error: $lib.so not found" >&2; exit 1; }
+
+  local work
+  work=$(mktemp -d)
+  write_smoke_module "$work/hexagon_tpu_nif_smoke.erl"
+
+  log "BEAM smoke test: arm64 beam.smp (qemu-aarch64) loads $lib.so and calls: $SMOKE_NIF_CALLS"
+  local status=0 pid watchdog
+  (
+    cd "$work"
+    export BINDIR="$bindir" ROOTDIR="$erl_root" EMU=beam PROGNAME=erl HOME="$work"
+    export SMOKE_NIF_LIB="$lib" SMOKE_NIF_MODULE SMOKE_NIF_CALLS
+    exec qemu-aarch64 -L "$root" "$bindir/beam.smp" -JPperf true -- \
+      -root "$erl_root" -bindir "$bindir" -progname erl -- -home "$work" -noshell \
+      -eval '{ok, M, B} = compile:file("hexagon_tpu_nif_smoke.erl", [binary, report]),
+             {module, M} = code:load_binary(M, "hexagon_tpu_nif_smoke.erl", B),
+             M:main().'
+  ) &
+  pid=$!
+  (sleep 600 && kill -9 "$pid" 2>/dev/null) &
+  watchdog=$!
+  wait "$pid" || status=$?
+  kill "$watchdog" 2>/dev/null || true
+  wait "$watchdog" 2>/dev/null || true
+  rm -f "/tmp/perf-$pid.map" "/tmp/jit-$pid.dump"
+  rm -rf "$work"
+  if [ "$status" -ne 0 ]; then
+    echo "error: BEAM smoke test failed (exit $status)" >&2
+    exit 1
+  fi
+}
+
+write_smoke_module() {
+  cat >"$1" <<'ERLANG'
+%% Loads a NIF library into a module built on the fly and calls some of its
+%% zero-arity functions. erlang:load_nif/2 requires every function the library
+%% exports to exist in the calling module, so the stub list is learnt from
+%% load_nif's own "Function not found" errors.
+-module(hexagon_tpu_nif_smoke).
+-export([main/0]).
+
+main() ->
+    Lib = os:getenv("SMOKE_NIF_LIB"),
+    Mod = list_to_atom(os:getenv("SMOKE_NIF_MODULE")),
+    Calls = [list_to_atom(C) || C <- string:lexemes(os:getenv("SMOKE_NIF_CALLS", ""), " ")],
+    io:format("smoke: ~s.so on ~s (~s, OTP ~s)~n",
+              [Lib, erlang:system_info(system_architecture),
+               erlang:system_info(emu_flavor), erlang:system_info(otp_release)]),
+    Stubs = load(Mod, Lib, [], 500),
+    io:format("smoke: loaded ~p with ~b NIFs~n", [Mod, length(Stubs)]),
+    Results = [call(Mod, F, Stubs) || F <- Calls],
+    case Results =/= [] andalso lists:all(fun(R) -> R end, Results) of
+        true -> io:format("smoke: ok~n"), halt(0);
+        false -> io:format("smoke: FAILED~n"), halt(1)
+    end.
+
+call(Mod, F, Stubs) ->
+    case lists:member({F, 0}, Stubs) of
+        false ->
+            io:format("smoke: ~p/0 is not a NIF of this library~n", [F]),
+            false;
+        true ->
+            try Mod:F() of
+                Result ->
+                    io:format("smoke: ~p() -> ~0p~n", [F, Result]),
+                    Result =/= false
+            catch
+                Class:Reason ->
+                    io:format("smoke: ~p() raised ~p:~0p~n", [F, Class, Reason]),
+                    false
+            end
+    end.
+
+load(_Mod, _Lib, _Stubs, 0) ->
+    io:format("smoke: giving up learning the NIF list~n"),
+    halt(1);
+load(Mod, Lib, Stubs, Tries) ->
+    {module, Mod} = code:load_binary(Mod, "smoke", stub_module(Mod, Stubs)),
+    case Mod:'$smoke_load'(Lib) of
+        ok ->
+            Stubs;
+        {error, {bad_lib, Msg}} = Error ->
+            case re:run(Msg, "Function not found .*:([^:/]+)/([0-9]+)",
+                        [{capture, all_but_first, list}]) of
+                {match, [Name, Arity]} ->
+                    F = list_to_atom(string:trim(Name, both, "'")),
+                    code:purge(Mod),
+                    code:delete(Mod),
+                    load(Mod, Lib, [{F, list_to_integer(Arity)} | Stubs], Tries - 1);
+                nomatch ->
+                    io:format("smoke: load_nif failed: ~p~n", [Error]),
+                    halt(1)
+            end;
+        Error ->
+            io:format("smoke: load_nif failed: ~p~n", [Error]),
+            halt(1)
+    end.
+
+stub_module(Mod, Stubs) ->
+    L = erl_anno:new(1),
+    Path = {var, L, 'Path'},
+    Load = {function, L, '$smoke_load', 1,
+            [{clause, L, [Path], [],
+              [{call, L, {remote, L, {atom, L, erlang}, {atom, L, load_nif}},
+                [Path, {integer, L, 0}]}]}]},
+    Funs = [{function, L, F, A,
+             [{clause, L, [{var, L, '_'} || _ <- lists:seq(1, A)], [],
+               [{call, L, {remote, L, {atom, L, erlang}, {atom, L, nif_error}},
+                 [{atom, L, not_loaded}]}]}]}
+            || {F, A} <- Stubs],
+    Forms = [{attribute, L, module, Mod},
+             {attribute, L, export, [{'$smoke_load', 1} | Stubs]},
+             Load | Funs],
+    {ok, Mod, Bin} = compile:forms(Forms, [binary, return_errors]),
+    Bin.
+ERLANG
+}
+
+# Steps to run: all by default, or the ones named on the command line, e.g.
+# `.ci/aarch64.sh build glibc smoke`.
+steps=("$@")
+[ "${#steps[@]}" -gt 0 ] || steps=(build test glibc smoke)
+prerequisites
+for step in "${steps[@]}"; do
+  case "$step" in
+    build) build_release ;;
+    test) run_tests ;;
+    glibc) check_glibc ;;
+    smoke)
+      if [ "${AARCH64_BEAM_SMOKE:-1}" != "0" ]; then
+        beam_smoke
+      else
+        log "BEAM smoke test skipped (AARCH64_BEAM_SMOKE=0)"
+      fi
+      ;;
+    *) echo "error: unknown step '$step' (build, test, glibc, smoke)" >&2; exit 2 ;;
+  esac
+done
+log "aarch64: ${steps[*]}: passed"
