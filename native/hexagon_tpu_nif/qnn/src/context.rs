@@ -18,6 +18,10 @@ pub(crate) struct ContextCore {
     /// `graphExecute`, so freeing (which takes the write lock) waits for them.
     pub handle: RwLock<Option<sys::Qnn_ContextHandle_t>>,
     pub graphs: Vec<Arc<GraphMetadata>>,
+    /// One lock per graph of the binary, held for the whole `graphExecute`: QNN hands out the
+    /// same handle each time a graph is retrieved, so every `Graph` retrieved for one name
+    /// shares its lock.
+    pub execute_locks: Vec<Mutex<()>>,
     alive: Mutex<Alive>,
 }
 
@@ -118,6 +122,7 @@ impl Context {
         let core = ContextCore {
             runtime: core,
             handle: RwLock::new(Some(handle)),
+            execute_locks: graphs.iter().map(|_| Mutex::new(())).collect(),
             graphs,
             alive: Mutex::new(Alive::new(Kind::Context)),
         };

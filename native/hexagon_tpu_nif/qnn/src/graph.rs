@@ -20,13 +20,15 @@ pub struct ExecuteReport {
 /// The live part of a graph: released by `close` or drop.
 struct GraphState {
     context: Arc<ContextCore>,
+    /// The graph's index in its context (and in `ContextCore::execute_locks`).
+    index: usize,
     handle: sys::Qnn_GraphHandle_t,
     _alive: Alive,
 }
 
 // SAFETY: the graph handle is an opaque token that QNN allows to be used from any thread; this
-// crate never runs two `graphExecute` calls on one handle at once (the state lives in a Mutex
-// held for the whole call).
+// crate never runs two `graphExecute` calls on one handle at once (the context's lock for this
+// graph is held for the whole call).
 unsafe impl Send for GraphState {}
 
 /// A graph retrieved from a context, ready to execute.
@@ -39,11 +41,12 @@ impl Graph {
     /// Retrieves a graph by name; the error lists the names the context has.
     pub fn retrieve(context: &Arc<Context>, name: &str) -> Result<Arc<Graph>> {
         let core = context.core()?;
-        let metadata = core
+        let (index, metadata) = core
             .graphs
             .iter()
-            .find(|g| g.info.name == name)
-            .cloned()
+            .enumerate()
+            .find(|(_, g)| g.info.name == name)
+            .map(|(index, g)| (index, Arc::clone(g)))
             .ok_or_else(|| Error::GraphNotFound {
                 name: name.to_string(),
                 available: core.graphs.iter().map(|g| g.info.name.clone()).collect(),
@@ -74,6 +77,7 @@ impl Graph {
             metadata,
             state: Mutex::new(Some(GraphState {
                 context: core,
+                index,
                 handle,
                 _alive: Alive::new(Kind::Graph),
             })),
@@ -92,7 +96,8 @@ impl Graph {
 
     /// Runs the graph once. `inputs[i]` must hold exactly `info().inputs[i].byte_size` bytes in
     /// the model's own data type, and `outputs[i]` exactly `info().outputs[i].byte_size`; QNN
-    /// reads and writes these buffers directly. Executes on one graph run one at a time.
+    /// reads and writes these buffers directly. Executes on one graph run one at a time, also
+    /// across `Graph`s retrieved for the same name.
     pub fn execute(&self, inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Result<ExecuteReport> {
         let info = &self.metadata.info;
         check_buffers(
@@ -118,6 +123,9 @@ impl Graph {
         if context_handle.is_none() {
             return Err(Error::Closed { what: "context" });
         }
+        let _one_at_a_time = state.context.execute_locks[state.index]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
 
         // QNN takes `const` inputs; the data pointer in a client buffer is declared mutable but
         // is only read for inputs.
@@ -138,9 +146,10 @@ impl Graph {
 
         let execute = state.context.runtime.backend_lib.fns.graph_execute;
         let started = Instant::now();
-        // SAFETY: the graph handle is live (its context's read lock is held, and the graph's own
-        // lock serializes executes). The tensor arrays describe buffers whose sizes were checked
-        // against the metadata, outlive the call, and outputs are exclusively borrowed.
+        // SAFETY: the graph handle is live (its context's read lock is held), and the context's
+        // lock for this graph serializes every execute on the handle. The tensor arrays describe
+        // buffers whose sizes were checked against the metadata, outlive the call, and outputs
+        // are exclusively borrowed.
         let status = unsafe {
             execute(
                 state.handle,

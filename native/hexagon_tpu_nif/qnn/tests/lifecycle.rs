@@ -134,6 +134,32 @@ fn concurrent_executes_on_one_graph_never_overlap() {
 }
 
 #[test]
+fn graphs_retrieved_twice_share_one_execute_lock() {
+    // QNN returns the same handle for the same name, so two `Graph`s of one name must not run
+    // `graphExecute` at the same time either.
+    let (lib, runtime) = runtime();
+    let context = Context::from_bytes(&runtime, &slow_add_model(&["g"], 5)).unwrap();
+    let threads: Vec<_> = (0..4u8)
+        .map(|t| {
+            let graph = Graph::retrieve(&context, "g").unwrap();
+            thread::spawn(move || {
+                for i in 0..5u8 {
+                    assert_eq!(run_add(&graph, t, i).unwrap(), [t + i; 4]);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(qnn::host_backend::execute_overlaps(&lib).unwrap(), 0);
+    assert_eq!(
+        qnn::host_backend::peak_concurrent_executes(&lib).unwrap(),
+        1
+    );
+}
+
+#[test]
 fn executes_on_different_graphs_run_in_parallel() {
     let (lib, runtime) = runtime();
     let context = Context::from_bytes(&runtime, &slow_add_model(&["left", "right"], 1000)).unwrap();
