@@ -2,7 +2,8 @@
 # Cross-builds the cargo workspace for aarch64-unknown-linux-gnu (the Dragon Q6A's
 # triple), runs the qnn and qnn_sim tests under qemu-user, checks the NIF's glibc
 # floor and, unless AARCH64_BEAM_SMOKE=0, loads the aarch64 NIF into Debian's arm64
-# BEAM under qemu and calls a few trivial NIFs. Arguments pick steps (see the end).
+# BEAM under qemu, calls a few trivial NIFs and runs a smoke prediction on the aarch64
+# host QNN backend. Arguments pick steps (see the end).
 #
 # Runs as root on a fresh Debian 12 (installs what it needs with apt-get and
 # rustup). Honours CARGO_TARGET_DIR; .ci/release-dry-run.sh reuses this build.
@@ -186,11 +187,19 @@ beam_smoke() {
   local bindir
   bindir=$(dirname "$(compgen -G "$erl_root/erts-*/bin/beam.smp")")
   local lib="$TARGET_DIR/$TARGET/release/libhexagon_tpu_nif"
+  local sim="$TARGET_DIR/$TARGET/release/libqnn_sim.so"
   [ -f "$lib.so" ] || { echo "error: $lib.so not found" >&2; exit 1; }
+  [ -f "$sim" ] || { echo "error: $sim not found (the build step makes it)" >&2; exit 1; }
 
   local work
   work=$(mktemp -d)
   write_smoke_module "$work/hexagon_tpu_nif_smoke.erl"
+  # The model for the smoke prediction, written by the host's own model builder (the format
+  # is the same on every architecture).
+  log "building the smoke model with qnn-sim-build (host)"
+  (cd "$CRATE_DIR" && cargo build -q -p qnn_sim --bin qnn-sim-build)
+  write_smoke_model_spec "$work/smoke.json"
+  "$TARGET_DIR/debug/qnn-sim-build" "$work/smoke.json" -o "$work/smoke.bin"
 
   log "BEAM smoke test: arm64 beam.smp (qemu-aarch64) loads $lib.so and calls: $SMOKE_NIF_CALLS"
   local status=0 pid watchdog
@@ -198,6 +207,7 @@ beam_smoke() {
     cd "$work"
     export BINDIR="$bindir" ROOTDIR="$erl_root" EMU=beam PROGNAME=erl HOME="$work"
     export SMOKE_NIF_LIB="$lib" SMOKE_NIF_MODULE SMOKE_NIF_CALLS
+    export SMOKE_SIM_LIB="$sim" SMOKE_MODEL="$work/smoke.bin"
     exec qemu-aarch64 -L "$root" "$bindir/beam.smp" -JPperf true -- \
       -root "$erl_root" -bindir "$bindir" -progname erl -- -home "$work" -noshell \
       -eval '{ok, M, B} = compile:file("hexagon_tpu_nif_smoke.erl", [binary, report]),
@@ -236,7 +246,7 @@ main() ->
                erlang:system_info(emu_flavor), erlang:system_info(otp_release)]),
     Stubs = load(Mod, Lib, [], 500),
     io:format("smoke: loaded ~p with ~b NIFs~n", [Mod, length(Stubs)]),
-    Results = [call(Mod, F, Stubs) || F <- Calls],
+    Results = [call(Mod, F, Stubs) || F <- Calls] ++ [predict(Mod)],
     case Results =/= [] andalso lists:all(fun(R) -> R end, Results) of
         true -> io:format("smoke: ok~n"), halt(0);
         false -> io:format("smoke: FAILED~n"), halt(1)
@@ -257,6 +267,34 @@ call(Mod, F, Stubs) ->
                     io:format("smoke: ~p() raised ~p:~0p~n", [F, Class, Reason]),
                     false
             end
+    end.
+
+%% One prediction through the whole stack on aarch64: runtime on the aarch64 host backend,
+%% context from a file, f32 inputs quantized (u8, scale 0.5) by the NIF, the backend's add,
+%% the u8 output dequantized back to f32; then close, after which execute says `closed`.
+predict(Mod) ->
+    Sim = list_to_binary(os:getenv("SMOKE_SIM_LIB")),
+    Model = list_to_binary(os:getenv("SMOKE_MODEL")),
+    F32 = fun(Xs) -> << <<X:32/float-little>> || X <- Xs >> end,
+    try
+        {ok, {Runtime, _}} = Mod:runtime_create(Sim, Sim, error),
+        {ok, {Context, _}} = Mod:context_from_file(Runtime, Model),
+        {ok, {Graph, _}} = Mod:graph_retrieve(Context, <<"smoke">>),
+        A = F32([1.0, 2.0, 3.5, 4.0]),
+        B = F32([0.5, 0.5, 1.0, 10.0]),
+        {ok, {[Sum], Ns}} = Mod:graph_execute(Graph, [A, B], [f32, f32], [f32]),
+        Expected = F32([1.5, 2.5, 4.5, 14.0]),
+        io:format("smoke: predict -> ~w (graphExecute ~b ns)~n",
+                  [[X || <<X:32/float-little>> <= Sum], Ns]),
+        Sum = Expected,
+        ok = Mod:context_close(Context),
+        {error, #{reason := closed}} = Mod:graph_execute(Graph, [A, B], [f32, f32], [f32]),
+        io:format("smoke: after context_close, execute -> closed~n"),
+        true
+    catch
+        Class:Reason:Stack ->
+            io:format("smoke: predict failed: ~p:~0p~n~0p~n", [Class, Reason, Stack]),
+            false
     end.
 
 load(_Mod, _Lib, _Stubs, 0) ->
@@ -302,6 +340,27 @@ stub_module(Mod, Stubs) ->
     {ok, Mod, Bin} = compile:forms(Forms, [binary, return_errors]),
     Bin.
 ERLANG
+}
+
+write_smoke_model_spec() {
+  cat >"$1" <<'JSON'
+{
+  "graphs": [
+    {
+      "name": "smoke",
+      "inputs": [
+        {"name": "a", "dtype": "u8", "shape": [4], "quant": {"scale": 0.5, "offset": 0}},
+        {"name": "b", "dtype": "u8", "shape": [4], "quant": {"scale": 0.5, "offset": 0}}
+      ],
+      "nodes": [
+        {"op": "add", "inputs": ["a", "b"],
+         "output": {"name": "sum", "dtype": "u8", "shape": [4], "quant": {"scale": 0.5, "offset": 0}}}
+      ],
+      "outputs": ["sum"]
+    }
+  ]
+}
+JSON
 }
 
 # Steps to run: all by default, or the ones named on the command line, e.g.
