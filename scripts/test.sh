@@ -34,5 +34,7 @@ echo "==> priv/native"
 
 echo "==> mix test (offline, host QNN backend)"
 cd "$root"
-export HEXAGON_TPU_OFFLINE=1 MIX_ENV=test
+# Offline unless the caller says otherwise (HEXAGON_TPU_OFFLINE=0 with Hex deps fetched, as
+# CI's hex-deps job does to run the Nx tests through RustlerPrecompiled's forced build).
+export HEXAGON_TPU_OFFLINE="${HEXAGON_TPU_OFFLINE:-1}" MIX_ENV=test
 mix test "$@"

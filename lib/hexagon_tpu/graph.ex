@@ -319,7 +319,9 @@ defmodule HexagonTpu.Graph do
     defp build_outputs(binaries, infos, modes, :tensor) do
       [binaries, infos, modes]
       |> Enum.zip()
-      |> Enum.map(fn {binary, info, mode} -> HexagonTpu.Tensor.from_output(binary, info, mode) end)
+      |> Enum.map(fn {binary, info, mode} ->
+        HexagonTpu.Tensor.from_output(binary, info, mode)
+      end)
     end
 
     defp default_output, do: :tensor

@@ -31,7 +31,9 @@ defmodule HexagonTpu.Native.Loader do
         crate: "hexagon_tpu_nif",
         base_url: unquote("#{github}/releases/download/v#{version}"),
         version: unquote(version),
-        force_build: System.get_env("HEXAGON_TPU_BUILD") in ["1", "true"],
+        force_build:
+          System.get_env("HEXAGON_TPU_BUILD") in ["1", "true"] or
+            Application.compile_env(:rustler_precompiled, [:force_build, :hexagon_tpu], false),
         targets: ~w(aarch64-unknown-linux-gnu x86_64-unknown-linux-gnu),
         nif_versions: ["2.15"]
 
@@ -80,8 +82,9 @@ defmodule HexagonTpu.Native do
 
   use HexagonTpu.Native.Loader
 
-  # Answers false until the NIF is loaded (the only stub that does not raise).
-  def nif_loaded, do: false
+  # Answers false until the NIF is loaded (the only stub that does not raise). Not a literal
+  # `false`: Elixir 1.18+ infers that type and flags `not Native.nif_loaded()` as always true.
+  def nif_loaded, do: :persistent_term.get({__MODULE__, :nif_loaded}, false)
 
   # runtime.rs
   def runtime_create(_backend_lib, _system_lib, _log_level), do: err()

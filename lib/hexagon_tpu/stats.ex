@@ -145,7 +145,7 @@ defmodule HexagonTpu.Stats do
   count. `fun` runs in the calling process: what it returns is still referenced by the
   result, so return plain data, not the resources themselves.
   """
-  @spec with_leak_check((() -> result)) :: {result, counters(), counters()} when result: term()
+  @spec with_leak_check((... -> result)) :: {result, counters(), counters()} when result: term()
   def with_leak_check(fun) when is_function(fun, 0) do
     before = settle()
     result = fun.()

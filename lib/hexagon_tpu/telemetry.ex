@@ -83,7 +83,7 @@ defmodule HexagonTpu.Telemetry do
   # A span over `fun`, which returns `{result, extra_stop_measurements, extra_stop_metadata}`.
   # Hand-rolled rather than :telemetry.span/3 so that it needs only telemetry ~> 1.0 and adds
   # nothing when telemetry is absent.
-  @spec span([atom()], map(), (() -> {result, map(), map()})) :: result when result: term()
+  @spec span([atom()], map(), (... -> {result, map(), map()})) :: result when result: term()
   def span(prefix, start_metadata, fun) do
     if enabled?() do
       start = System.monotonic_time()
