@@ -41,9 +41,10 @@ defmodule HexagonTpu.MonitorTest do
     assert is_integer(measurements.graphs_alive)
   end
 
-  test "warns on sustained growth of live resources" do
+  test "warns on sustained growth of live resources, naming where they were created" do
     pid = start_supervised!({Monitor, interval_ms: @hour, growth_samples: 3})
-    Monitor.sample(pid)
+    %{runtimes_alive: from} = Monitor.sample(pid)
+    line = __ENV__.line + 6
 
     log =
       capture_log(fn ->
@@ -57,7 +58,15 @@ defmodule HexagonTpu.MonitorTest do
         Enum.each(kept, &Runtime.close/1)
       end)
 
-    assert log =~ "runtimes_alive rose in 3 consecutive samples"
+    assert log =~ "runtimes_alive grew #{from} → #{from + 3} in 3 consecutive samples"
+
+    # The runtimes are created in a comprehension: its anonymous fn is the creation site.
+    assert log =~ "top creation sites: anonymous fn/"
+
+    assert log =~
+             ~S(in HexagonTpu.MonitorTest."test warns on sustained growth of live resources, ) <>
+               ~s(naming where they were created"/1 \(test/monitor_test.exs:#{line}\) ×3)
+
     assert log =~ "leaking"
   end
 
@@ -75,7 +84,7 @@ defmodule HexagonTpu.MonitorTest do
         end
       end)
 
-    refute log =~ "rose in"
+    refute log =~ "grew"
   end
 
   test "warns on sustained dirty CPU saturation" do

@@ -241,6 +241,132 @@ defmodule HexagonTpu.StatsTest do
     assert busy.dirty_cpu <= 1.0
   end
 
+  describe "the ledger of live objects" do
+    test "a leaked context is listed with its creation site until closed or collected",
+         %{lib: lib, path: path} do
+      runtime = Support.runtime!(lib)
+      line = __ENV__.line + 1
+      context = Context.from_file!(runtime, path)
+
+      site =
+        "HexagonTpu.StatsTest.\"test the ledger of live objects a leaked context " <>
+          "is listed with its creation site until closed or collected\"/1 (test/stats_test.exs:#{line})"
+
+      assert [entry] = Enum.filter(Stats.live(), &(&1.kind == :context and &1.site == site))
+
+      assert entry.detail == "#{path} (graphs: identity)"
+      assert is_integer(entry.age_ms) and entry.age_ms >= 0
+      assert Enum.any?(Stats.live(), &(&1.kind == :runtime and &1.detail == lib))
+      assert_ledger_agrees_with_counters()
+
+      :ok = Context.close(context)
+      refute Enum.any?(Stats.live(), &(&1.site == site))
+
+      # Dropped without close: listed until the garbage collector frees it.
+      parent = self()
+
+      pid =
+        spawn(fn ->
+          context = Context.from_file!(runtime, path)
+          send(parent, {:loaded, __ENV__.line - 1})
+
+          receive do
+            :stop -> context
+          end
+        end)
+
+      assert_receive {:loaded, line}, 5_000
+      # The spawned fn is the site (its arity as the VM reports it counts captured variables).
+      in_fun = "anonymous fn/"
+      at = "(test/stats_test.exs:#{line})"
+
+      by_gc? =
+        &(String.starts_with?(&1.site, in_fun) and &1.site =~ "in HexagonTpu.StatsTest." and
+            String.ends_with?(&1.site, at))
+
+      assert [%{kind: :context}] = Enum.filter(Stats.live(), by_gc?)
+      send(pid, :stop)
+      assert Support.eventually(fn -> not Enum.any?(Stats.live(), by_gc?) end)
+      assert_ledger_agrees_with_counters()
+
+      :ok = Runtime.close(runtime)
+      assert Support.eventually(fn -> not Enum.any?(Stats.live(), &(&1.detail == lib)) end)
+      assert Support.live_handles(lib) == 0
+    end
+
+    test "live_by_site/0 counts live objects by site and kind, largest first",
+         %{lib: lib, path: path} do
+      runtime = Support.runtime!(lib)
+      line_many = __ENV__.line + 1
+      many = for _ <- 1..3, do: Context.from_file!(runtime, path)
+      line_one = __ENV__.line + 1
+      one = Context.from_file!(runtime, path)
+      graph = Graph.retrieve!(one, "identity")
+
+      by_site = Stats.live_by_site()
+
+      at_line = fn line ->
+        Enum.filter(by_site, &(elem(&1, 0) =~ "(test/stats_test.exs:#{line})"))
+      end
+
+      assert [{_, :context, 3}] = at_line.(line_many)
+      assert [{_, :context, 1}] = at_line.(line_one)
+      assert [{_, :graph, 1}] = at_line.(line_one + 1)
+
+      counts = Enum.map(by_site, &elem(&1, 2))
+      assert counts == Enum.sort(counts, :desc)
+      assert Enum.sum(counts) == length(Stats.live())
+
+      Enum.each([graph, one | many], &close/1)
+      :ok = Runtime.close(runtime)
+    end
+
+    test "leaked/2 names the creation sites of what with_leak_check/1 saw leak",
+         %{lib: lib, path: path} do
+      {{runtime, context, line}, before, after_} =
+        Stats.with_leak_check(fn ->
+          runtime = Support.runtime!(lib)
+          {runtime, Context.from_file!(runtime, path), __ENV__.line}
+        end)
+
+      assert Stats.alive_diff(before, after_) == %{
+               runtimes_alive: 1,
+               contexts_alive: 1,
+               graphs_alive: 0
+             }
+
+      leaked = Stats.leaked(before, after_)
+      assert [{_, :context, 1}, {_, :runtime, 1}] = Enum.sort_by(leaked, &elem(&1, 1))
+      at = &String.ends_with?(elem(&1, 0), "(test/stats_test.exs:#{&2})")
+      assert Enum.any?(leaked, &(elem(&1, 1) == :context and at.(&1, line)))
+      assert Enum.any?(leaked, &(elem(&1, 1) == :runtime and at.(&1, line - 1)))
+
+      :ok = Context.close(context)
+      :ok = Runtime.close(runtime)
+
+      {_, before, after_} =
+        Stats.with_leak_check(fn ->
+          runtime = Support.runtime!(lib)
+          Runtime.close(runtime)
+        end)
+
+      assert Stats.leaked(before, after_) == []
+      assert Support.live_handles(lib) == 0
+    end
+  end
+
+  defp close(%Context{} = context), do: :ok = Context.close(context)
+  defp close(%Graph{} = graph), do: :ok = Graph.close(graph)
+
+  defp assert_ledger_agrees_with_counters do
+    live = Stats.live()
+    native = Stats.native()
+
+    for {kind, key} <- [runtime: :runtimes_alive, context: :contexts_alive, graph: :graphs_alive] do
+      assert Enum.count(live, &(&1.kind == kind)) == native[key], "#{kind}: #{inspect(live)}"
+    end
+  end
+
   defp busy_loop(graph) do
     {:ok, _} = Graph.execute(graph, [f32([1, 2])])
     busy_loop(graph)

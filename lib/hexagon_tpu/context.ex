@@ -17,7 +17,7 @@ defmodule HexagonTpu.Context do
   `{:error, %HexagonTpu.Error{reason: :closed}}`.
   """
 
-  alias HexagonTpu.{Error, Native, Runtime, Telemetry, TensorInfo}
+  alias HexagonTpu.{Error, Native, Runtime, Site, Telemetry, TensorInfo}
 
   defstruct [:ref, :runtime, :source, graphs: []]
 
@@ -50,7 +50,8 @@ defmodule HexagonTpu.Context do
   def from_file(%Runtime{} = runtime, path, opts \\ []) do
     Keyword.validate!(opts, [])
     path = to_string(path)
-    load(runtime, path, fn -> Native.context_from_file(runtime.ref, path) end)
+    site = Site.caller()
+    load(runtime, path, fn -> Native.context_from_file(runtime.ref, path, site) end)
   end
 
   @doc """
@@ -59,9 +60,10 @@ defmodule HexagonTpu.Context do
   @spec from_binary(Runtime.t(), binary(), keyword()) :: {:ok, t()} | {:error, Error.t()}
   def from_binary(%Runtime{} = runtime, binary, opts \\ []) when is_binary(binary) do
     Keyword.validate!(opts, [])
+    site = Site.caller()
 
     load(runtime, {:binary, byte_size(binary)}, fn ->
-      Native.context_from_binary(runtime.ref, binary)
+      Native.context_from_binary(runtime.ref, binary, site)
     end)
   end
 

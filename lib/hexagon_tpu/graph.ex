@@ -43,7 +43,7 @@ defmodule HexagonTpu.Graph do
   CPU scheduler). Different graphs and different contexts run in parallel.
   """
 
-  alias HexagonTpu.{Context, Error, Native, Telemetry, TensorInfo}
+  alias HexagonTpu.{Context, Error, Native, Site, Telemetry, TensorInfo}
 
   @nx? Code.ensure_loaded?(Nx)
   @accepted if @nx?,
@@ -78,7 +78,7 @@ defmodule HexagonTpu.Graph do
   """
   @spec retrieve(Context.t(), String.t()) :: {:ok, t()} | {:error, Error.t()}
   def retrieve(%Context{} = context, name) when is_binary(name) do
-    case Native.graph_retrieve(context.ref, name) do
+    case Native.graph_retrieve(context.ref, name, Site.caller()) do
       {:ok, {ref, info}} ->
         info = Context.graph_info(info)
 

@@ -30,6 +30,14 @@ defmodule HexagonTpu.Monitor do
 
   A warning repeats every further `:growth_samples` (or `:saturation_samples`) samples while
   the condition lasts.
+
+  A growth warning names where the live objects of the growing kind were created (the three
+  sites with the most, from `HexagonTpu.Stats.live_by_site/0`, read only when warning):
+
+      [warning] hexagon_tpu: contexts_alive grew 3 → 9 in 5 consecutive samples; top creation
+      sites: MyApp.Vision.handle_call/3 (lib/my_app/vision.ex:57) ×6, MyApp.Boot.run/0
+      (lib/my_app/boot.ex:9) ×3. QNN resources may be leaking (references kept alive, or
+      close/1 never called). See HexagonTpu.Stats.live/0.
   """
 
   use GenServer
@@ -39,6 +47,8 @@ defmodule HexagonTpu.Monitor do
   alias HexagonTpu.{Stats, Telemetry}
 
   @alive [:runtimes_alive, :contexts_alive, :graphs_alive]
+  @kinds %{runtimes_alive: :runtime, contexts_alive: :context, graphs_alive: :graph}
+  @top_sites 3
 
   @defaults [
     interval_ms: 30_000,
@@ -83,7 +93,8 @@ defmodule HexagonTpu.Monitor do
       msacc_was_on: was_on,
       msacc: Stats.msacc_snapshot(),
       last: nil,
-      growth: Map.new(@alive, &{&1, 0}),
+      # Per counter: {consecutive rises, value before the first of them}.
+      growth: Map.new(@alive, &{&1, {0, 0}}),
       saturated: 0,
       timer: nil
     }
@@ -151,20 +162,40 @@ defmodule HexagonTpu.Monitor do
 
     growth =
       Map.new(@alive, fn key ->
-        streak = if native[key] > previous[key], do: state.growth[key] + 1, else: 0
+        {streak, from} = state.growth[key]
+
+        {streak, from} =
+          cond do
+            native[key] <= previous[key] -> {0, 0}
+            streak == 0 -> {1, previous[key]}
+            true -> {streak + 1, from}
+          end
 
         if streak > 0 and rem(streak, n) == 0 do
           Logger.warning(
-            "hexagon_tpu: #{key} rose in #{streak} consecutive samples (now #{native[key]}): " <>
-              "QNN resources may be leaking (references kept alive, or close/1 never called). " <>
-              "See HexagonTpu.Stats.native/0."
+            "hexagon_tpu: #{key} grew #{from} → #{native[key]} in #{streak} consecutive " <>
+              "samples; #{top_sites(@kinds[key])}. QNN resources may be leaking (references " <>
+              "kept alive, or close/1 never called). See HexagonTpu.Stats.live/0."
           )
         end
 
-        {key, streak}
+        {key, {streak, from}}
       end)
 
     %{state | growth: growth}
+  end
+
+  defp top_sites(kind) do
+    case Enum.filter(Stats.live_by_site(), &(elem(&1, 1) == kind)) do
+      [] ->
+        "no live #{kind} on the ledger now"
+
+      sites ->
+        "top creation sites: " <>
+          (sites
+           |> Enum.take(@top_sites)
+           |> Enum.map_join(", ", fn {site, _kind, count} -> "#{site} ×#{count}" end))
+    end
   end
 
   defp check_saturation(state, %{dirty_cpu: dirty_cpu}) do

@@ -87,24 +87,25 @@ defmodule HexagonTpu.Native do
   def nif_loaded, do: :persistent_term.get({__MODULE__, :nif_loaded}, false)
 
   # runtime.rs
-  def runtime_create(_backend_lib, _system_lib, _log_level), do: err()
+  def runtime_create(_backend_lib, _system_lib, _log_level, _site), do: err()
   def runtime_info(_runtime), do: err()
   def runtime_closed(_runtime), do: err()
   def runtime_close(_runtime), do: err()
 
   # context.rs
-  def context_from_file(_runtime, _path), do: err()
-  def context_from_binary(_runtime, _binary), do: err()
+  def context_from_file(_runtime, _path, _site), do: err()
+  def context_from_binary(_runtime, _binary, _site), do: err()
   def context_closed(_context), do: err()
   def context_close(_context), do: err()
 
   # graph.rs
-  def graph_retrieve(_context, _name), do: err()
+  def graph_retrieve(_context, _name, _site), do: err()
   def graph_execute(_graph, _inputs, _input_modes, _output_modes), do: err()
   def graph_close(_graph), do: err()
 
   # stats.rs
   def counters, do: err()
+  def ledger_live, do: err()
   def host_backend_counters(_path), do: err()
 
   defp err, do: :erlang.nif_error(:nif_not_loaded)

@@ -29,7 +29,7 @@ defmodule HexagonTpu.Runtime do
   those contexts goes.
   """
 
-  alias HexagonTpu.{Error, Native}
+  alias HexagonTpu.{Error, Native, Site}
 
   @default_backend_lib "/usr/lib/libQnnHtp.so"
   @default_system_lib "/usr/lib/libQnnSystem.so"
@@ -93,7 +93,8 @@ defmodule HexagonTpu.Runtime do
     open(
       opts[:lib_path] || System.get_env("HEXAGON_TPU_BACKEND_LIB") || @default_backend_lib,
       opts[:system_lib_path] || System.get_env("HEXAGON_TPU_SYSTEM_LIB") || @default_system_lib,
-      opts[:log_level]
+      opts[:log_level],
+      Site.caller()
     )
   end
 
@@ -109,7 +110,8 @@ defmodule HexagonTpu.Runtime do
     open(
       opts[:lib_path] || @default_backend_lib,
       opts[:system_lib_path] || @default_system_lib,
-      opts[:log_level]
+      opts[:log_level],
+      Site.caller()
     )
   end
 
@@ -121,11 +123,11 @@ defmodule HexagonTpu.Runtime do
   @spec htp!([option()]) :: t()
   def htp!(opts \\ []), do: opts |> htp() |> Error.unwrap!()
 
-  defp open(backend_lib, system_lib, log_level) do
+  defp open(backend_lib, system_lib, log_level, site) do
     backend_lib = to_string(backend_lib)
     system_lib = to_string(system_lib)
 
-    case Native.runtime_create(backend_lib, system_lib, log_level(log_level)) do
+    case Native.runtime_create(backend_lib, system_lib, log_level(log_level), site) do
       {:ok, {ref, info}} ->
         {:ok, %__MODULE__{ref: ref, backend_lib: backend_lib, system_lib: system_lib, info: info}}
 

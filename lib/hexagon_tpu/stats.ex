@@ -13,8 +13,15 @@ defmodule HexagonTpu.Stats do
     * `memory/0` - output tensors are refc binaries: growth in `:binary` without a matching
       growth in workload points at tensors being retained.
 
+  When the alive counters grow, `live/0` and `live_by_site/0` say where the live objects
+  came from: the NIF keeps a ledger of every live runtime, context and graph with its
+  creation site (the first caller outside this package, e.g.
+  `"MyApp.Vision.init/1 (lib/my_app/vision.ex:42)"`), age and what it holds. The ledger and
+  the alive counters are kept by the same code under one lock, so they always agree; it is
+  touched when an object is created or freed, never by an execute.
+
   `HexagonTpu.Monitor` samples all of them periodically, emits `[:hexagon_tpu, :stats]` and
-  logs warnings.
+  logs warnings that name the top creation sites of a growing kind.
   """
 
   alias HexagonTpu.Native
@@ -38,6 +45,21 @@ defmodule HexagonTpu.Stats do
 
   @type utilization :: %{dirty_cpu: float(), dirty_io: float(), scheduler: float()}
 
+  @typedoc "The kinds of QNN object the ledger tracks."
+  @type kind :: :runtime | :context | :graph
+
+  @typedoc "One live object; see `live/0`."
+  @type live_entry :: %{
+          id: pos_integer(),
+          kind: kind(),
+          site: String.t(),
+          age_ms: non_neg_integer(),
+          detail: String.t()
+        }
+
+  @typedoc "Live objects of one kind created at one site, and how many there are."
+  @type site_count :: {site :: String.t(), kind(), count :: pos_integer()}
+
   @doc """
   Native counters from the NIF.
 
@@ -56,6 +78,91 @@ defmodule HexagonTpu.Stats do
   """
   @spec native() :: counters()
   def native, do: Native.counters()
+
+  @doc """
+  Every live runtime, context and graph, oldest first, from the NIF's ledger.
+
+  Each entry is a map:
+
+    * `:kind` - `:runtime`, `:context` or `:graph`
+    * `:site` - where it was created: the first stack frame outside this package's
+      `Runtime`, `Context`, `Graph` and `HexagonTpu` modules, formatted as
+      `"MyApp.Vision.init/1 (lib/my_app/vision.ex:42)"` (a frame of an anonymous function
+      reads `"anonymous fn/N in MyApp.Vision.init/1 (...)"`, N counting the variables it
+      captures; tail calls leave no frame, so the site is the nearest caller still on the
+      stack)
+    * `:age_ms` - milliseconds since it was created
+    * `:detail` - runtime: the backend library path; context: the file it was loaded from
+      or `<binary N bytes>`, and its graph names; graph: the graph name
+    * `:id` - issued in creation order across all kinds, starting at 1: the n-th object
+      created in this VM has id n (`leaked/2` relies on it)
+
+  An object is listed from its creation until its QNN handles are freed: by `close/1`, or
+  by the garbage collector once no process references it (see `sweep/0`). A closed runtime
+  stays listed while a context of it lives, as `runtimes_alive` counts it. The entries of
+  each kind always number exactly what `native/0`'s `*_alive` counter says.
+
+  Copies the ledger under a lock that only object creation and release take; it runs on a
+  normal scheduler.
+
+      iex> HexagonTpu.Stats.live()
+      [
+        %{id: 1, kind: :runtime, site: "MyApp.Application.start/2 (lib/my_app/application.ex:12)",
+          age_ms: 3_600_512, detail: "/usr/lib/libQnnHtp.so"},
+        %{id: 7, kind: :context, site: "MyApp.Vision.init/1 (lib/my_app/vision.ex:42)",
+          age_ms: 1_203, detail: "/data/mobilenet_v2.bin (graphs: mobilenet_v2)"}
+      ]
+  """
+  @spec live() :: [live_entry()]
+  def live, do: Native.ledger_live()
+
+  @doc """
+  Live objects counted by creation site and kind: `[{site, kind, count}]`, largest count
+  first (ties by site, then kind).
+
+  The first place to look when an `*_alive` counter keeps growing:
+
+      iex> HexagonTpu.Stats.live_by_site()
+      [
+        {"MyApp.Vision.handle_call/3 (lib/my_app/vision.ex:57)", :context, 212},
+        {"MyApp.Vision.handle_call/3 (lib/my_app/vision.ex:58)", :graph, 212},
+        {"MyApp.Application.start/2 (lib/my_app/application.ex:12)", :runtime, 1}
+      ]
+  """
+  @spec live_by_site() :: [site_count()]
+  def live_by_site, do: by_site(live())
+
+  @doc """
+  The objects created between two `native/0` snapshots that are still alive now, counted
+  by site like `live_by_site/0`: `[]` when nothing created in between leaked.
+
+  Made for the snapshots `with_leak_check/1` returns, to say where a leak came from:
+
+      {_, before, after_} = HexagonTpu.Stats.with_leak_check(fn -> run_inference() end)
+      assert HexagonTpu.Stats.leaked(before, after_) == []
+      # on a leak:
+      # [{"MyApp.Vision.run/1 (lib/my_app/vision.ex:80)", :context, 1}]
+
+  Objects are attributed by creation order (see `live/0`'s `:id`), so objects created by
+  other processes in the window count too, as they do in `alive_diff/2`. The ledger is read
+  when this is called: something freed after `after_` was taken is not listed.
+  """
+  @spec leaked(counters(), counters()) :: [site_count()]
+  def leaked(before, after_) do
+    first = created_total(before)
+    last = created_total(after_)
+    live() |> Enum.filter(&(&1.id > first and &1.id <= last)) |> by_site()
+  end
+
+  defp created_total(counters),
+    do: counters.runtimes_created + counters.contexts_created + counters.graphs_created
+
+  defp by_site(entries) do
+    entries
+    |> Enum.frequencies_by(&{&1.site, &1.kind})
+    |> Enum.map(fn {{site, kind}, count} -> {site, kind, count} end)
+    |> Enum.sort_by(fn {site, kind, count} -> {-count, site, kind} end)
+  end
 
   @doc """
   Samples dirty CPU / dirty IO scheduler utilization over `sample_ms` (default 1000) using
@@ -140,6 +247,12 @@ defmodule HexagonTpu.Stats do
       {_, before, after_} = HexagonTpu.Stats.with_leak_check(fn -> run_inference() end)
       assert HexagonTpu.Stats.alive_diff(before, after_) == %{
                runtimes_alive: 0, contexts_alive: 0, graphs_alive: 0}
+
+  When the diff is not all zero, `leaked/2` on the same snapshots names the creation sites
+  of the objects `fun` left alive:
+
+      HexagonTpu.Stats.leaked(before, after_)
+      #=> [{"MyApp.Vision.run/1 (lib/my_app/vision.ex:80)", :context, 1}]
 
   The sweep runs before the first snapshot too, so garbage from earlier work does not
   count. `fun` runs in the calling process: what it returns is still referenced by the

@@ -10,4 +10,7 @@ rustler::atoms! {
     s,
     f,
     bf,
+    runtime,
+    context,
+    graph,
 }

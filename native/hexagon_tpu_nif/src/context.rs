@@ -19,10 +19,16 @@ fn loaded(env: Env, context: std::sync::Arc<qnn::Context>) -> Loaded {
     (ResourceArc::new(ContextRes(context)), graphs)
 }
 
-/// `{:ok, {context_ref, [graph_info]}} | {:error, %HexagonTpu.Error{}}`
+/// `{:ok, {context_ref, [graph_info]}} | {:error, %HexagonTpu.Error{}}`. `site` is the Elixir
+/// caller, for the ledger of live objects.
 #[rustler::nif(schedule = "DirtyIo")]
-fn context_from_file<'a>(env: Env<'a>, runtime: ResourceArc<RuntimeRes>, path: String) -> Term<'a> {
-    let result = qnn::Context::from_file(&runtime.0, Path::new(&path))
+fn context_from_file<'a>(
+    env: Env<'a>,
+    runtime: ResourceArc<RuntimeRes>,
+    path: String,
+    site: String,
+) -> Term<'a> {
+    let result = qnn::Context::from_file_at(&runtime.0, Path::new(&path), &site)
         .map_err(Failure::from)
         .map(|context| loaded(env, context));
     ok_or_error(env, result)
@@ -34,8 +40,9 @@ fn context_from_binary<'a>(
     env: Env<'a>,
     runtime: ResourceArc<RuntimeRes>,
     bytes: Binary<'a>,
+    site: String,
 ) -> Term<'a> {
-    let result = qnn::Context::from_bytes(&runtime.0, bytes.as_slice())
+    let result = qnn::Context::from_bytes_at(&runtime.0, bytes.as_slice(), &site)
         .map_err(Failure::from)
         .map(|context| loaded(env, context));
     ok_or_error(env, result)

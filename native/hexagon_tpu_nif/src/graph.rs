@@ -24,10 +24,16 @@ pub enum Mode {
     F32,
 }
 
-/// `{:ok, {graph_ref, graph_info}} | {:error, %HexagonTpu.Error{}}`
+/// `{:ok, {graph_ref, graph_info}} | {:error, %HexagonTpu.Error{}}`. `site` is the Elixir
+/// caller, for the ledger of live objects.
 #[rustler::nif(schedule = "DirtyIo")]
-fn graph_retrieve<'a>(env: Env<'a>, context: ResourceArc<ContextRes>, name: String) -> Term<'a> {
-    let result = qnn::Graph::retrieve(&context.0, &name)
+fn graph_retrieve<'a>(
+    env: Env<'a>,
+    context: ResourceArc<ContextRes>,
+    name: String,
+    site: String,
+) -> Term<'a> {
+    let result = qnn::Graph::retrieve_at(&context.0, &name, &site)
         .map_err(Failure::from)
         .map(|graph| {
             let info = GraphInfoTerm::new(env, graph.info());

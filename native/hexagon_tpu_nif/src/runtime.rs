@@ -30,20 +30,22 @@ impl From<LogLevelArg> for qnn::LogLevel {
     }
 }
 
-/// `{:ok, {runtime_ref, info_map}} | {:error, %HexagonTpu.Error{}}`
+/// `{:ok, {runtime_ref, info_map}} | {:error, %HexagonTpu.Error{}}`. `site` is the Elixir
+/// caller, for the ledger of live objects.
 #[rustler::nif(schedule = "DirtyIo")]
 fn runtime_create<'a>(
     env: Env<'a>,
     backend_lib: String,
     system_lib: String,
     log_level: Option<LogLevelArg>,
+    site: String,
 ) -> Term<'a> {
     let config = qnn::RuntimeConfig {
         backend_lib: PathBuf::from(backend_lib),
         system_lib: PathBuf::from(system_lib),
         log_level: log_level.map(qnn::LogLevel::from),
     };
-    let result = qnn::Runtime::new(&config)
+    let result = qnn::Runtime::new_at(&config, &site)
         .map_err(Failure::from)
         .map(|runtime| {
             let info = RuntimeInfoTerm::from(runtime.info());

@@ -5,8 +5,9 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use crate::closable::Closable;
 
-use crate::counters::{self, Alive, Kind};
+use crate::counters;
 use crate::error::{Error, Result};
+use crate::ledger::{self, Alive, Kind};
 use crate::metadata::{self, GraphInfo, GraphMetadata};
 use crate::runtime::{Runtime, RuntimeCore};
 use crate::sys;
@@ -71,26 +72,44 @@ pub struct Context {
 
 impl Context {
     /// Loads a context binary from a file. The file is read once, handed to QNN, and its
-    /// buffer released before this returns.
+    /// buffer released before this returns. The caller's `file:line` is its site in the
+    /// [ledger](crate::ledger).
+    #[track_caller]
     pub fn from_file(runtime: &Arc<Runtime>, path: &Path) -> Result<Arc<Context>> {
+        let site = ledger::location_site(std::panic::Location::caller());
+        Self::from_file_at(runtime, path, &site)
+    }
+
+    /// [`Context::from_file`], entered in the [ledger](crate::ledger) with `site`.
+    pub fn from_file_at(runtime: &Arc<Runtime>, path: &Path, site: &str) -> Result<Arc<Context>> {
         let bytes = std::fs::read(path).map_err(|e| Error::Io {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
-        let mut context = Self::load(runtime, &bytes)?;
+        let context = Self::load(runtime, &bytes, Some(path), site)?;
         drop(bytes);
-        Arc::get_mut(&mut context)
-            .expect("a context just created has one owner")
-            .source = Some(path.to_path_buf());
         Ok(context)
     }
 
-    /// Loads a context binary from memory.
+    /// Loads a context binary from memory. The caller's `file:line` is its site in the
+    /// [ledger](crate::ledger).
+    #[track_caller]
     pub fn from_bytes(runtime: &Arc<Runtime>, bytes: &[u8]) -> Result<Arc<Context>> {
-        Self::load(runtime, bytes)
+        let site = ledger::location_site(std::panic::Location::caller());
+        Self::load(runtime, bytes, None, &site)
     }
 
-    fn load(runtime: &Arc<Runtime>, bytes: &[u8]) -> Result<Arc<Context>> {
+    /// [`Context::from_bytes`], entered in the [ledger](crate::ledger) with `site`.
+    pub fn from_bytes_at(runtime: &Arc<Runtime>, bytes: &[u8], site: &str) -> Result<Arc<Context>> {
+        Self::load(runtime, bytes, None, site)
+    }
+
+    fn load(
+        runtime: &Arc<Runtime>,
+        bytes: &[u8],
+        source: Option<&Path>,
+        site: &str,
+    ) -> Result<Arc<Context>> {
         let core = runtime.core()?;
         if bytes.is_empty() {
             return Err(Error::invalid_model("the context binary is empty"));
@@ -118,17 +137,23 @@ impl Context {
                 "contextCreateFromBinary returned a NULL context",
             ));
         }
-        let infos = graphs.iter().map(|g| g.info.clone()).collect();
+        let infos: Vec<GraphInfo> = graphs.iter().map(|g| g.info.clone()).collect();
+        let loaded_from = match source {
+            Some(path) => path.display().to_string(),
+            None => format!("<binary {} bytes>", bytes.len()),
+        };
+        let names: Vec<&str> = infos.iter().map(|g| g.name.as_str()).collect();
+        let detail = format!("{loaded_from} (graphs: {})", names.join(", "));
         let core = ContextCore {
             runtime: core,
             handle: RwLock::new(Some(handle)),
             execute_locks: graphs.iter().map(|_| Mutex::new(())).collect(),
             graphs,
-            alive: Mutex::new(Alive::new(Kind::Context)),
+            alive: Mutex::new(Alive::new(Kind::Context, site, detail)),
         };
         Ok(Arc::new(Context {
             graphs: infos,
-            source: None,
+            source: source.map(Path::to_path_buf),
             core: Closable::new("context", core),
         }))
     }

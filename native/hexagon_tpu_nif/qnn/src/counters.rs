@@ -1,6 +1,9 @@
-//! Process-wide counters: live QNN objects (the leak guard) and execute statistics.
+//! Process-wide counters: live QNN objects (the leak guard; [`crate::ledger`] says where each
+//! live one came from) and execute statistics.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use crate::ledger::Kind;
 
 static RUNTIMES_ALIVE: AtomicU64 = AtomicU64::new(0);
 static CONTEXTS_ALIVE: AtomicU64 = AtomicU64::new(0);
@@ -55,47 +58,13 @@ pub fn counters() -> Counters {
     }
 }
 
-/// The kinds of live object the counters track.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Kind {
-    Runtime,
-    Context,
-    Graph,
-}
-
-impl Kind {
-    fn counters(self) -> (&'static AtomicU64, &'static AtomicU64) {
-        match self {
-            Kind::Runtime => (&RUNTIMES_ALIVE, &RUNTIMES_CREATED),
-            Kind::Context => (&CONTEXTS_ALIVE, &CONTEXTS_CREATED),
-            Kind::Graph => (&GRAPHS_ALIVE, &GRAPHS_CREATED),
-        }
-    }
-}
-
-/// Counts one live object from creation until it is released (exactly once).
-#[derive(Debug)]
-pub(crate) struct Alive(Option<Kind>);
-
-impl Alive {
-    pub(crate) fn new(kind: Kind) -> Self {
-        let (alive, created) = kind.counters();
-        alive.fetch_add(1, Relaxed);
-        created.fetch_add(1, Relaxed);
-        Alive(Some(kind))
-    }
-
-    /// Marks the object released; later calls and the drop do nothing.
-    pub(crate) fn release(&mut self) {
-        if let Some(kind) = self.0.take() {
-            kind.counters().0.fetch_sub(1, Relaxed);
-        }
-    }
-}
-
-impl Drop for Alive {
-    fn drop(&mut self) {
-        self.release();
+/// The `*_alive` and `*_created` counters of one kind of object (moved only by
+/// [`ledger::Alive`](crate::ledger), under the ledger's lock).
+pub(crate) fn object_counters(kind: Kind) -> (&'static AtomicU64, &'static AtomicU64) {
+    match kind {
+        Kind::Runtime => (&RUNTIMES_ALIVE, &RUNTIMES_CREATED),
+        Kind::Context => (&CONTEXTS_ALIVE, &CONTEXTS_CREATED),
+        Kind::Graph => (&GRAPHS_ALIVE, &GRAPHS_CREATED),
     }
 }
 

@@ -5,8 +5,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crate::context::{Context, ContextCore};
-use crate::counters::{self, Alive, Kind};
+use crate::counters;
 use crate::error::{Error, Result};
+use crate::ledger::{self, Alive, Kind};
 use crate::metadata::{GraphInfo, GraphMetadata};
 use crate::sys;
 
@@ -38,8 +39,16 @@ pub struct Graph {
 }
 
 impl Graph {
-    /// Retrieves a graph by name; the error lists the names the context has.
+    /// Retrieves a graph by name; the error lists the names the context has. The caller's
+    /// `file:line` is its site in the [ledger](crate::ledger).
+    #[track_caller]
     pub fn retrieve(context: &Arc<Context>, name: &str) -> Result<Arc<Graph>> {
+        let site = ledger::location_site(std::panic::Location::caller());
+        Self::retrieve_at(context, name, &site)
+    }
+
+    /// [`Graph::retrieve`], entered in the [ledger](crate::ledger) with `site`.
+    pub fn retrieve_at(context: &Arc<Context>, name: &str, site: &str) -> Result<Arc<Graph>> {
         let core = context.core()?;
         let (index, metadata) = core
             .graphs
@@ -79,7 +88,7 @@ impl Graph {
                 context: core,
                 index,
                 handle,
-                _alive: Alive::new(Kind::Graph),
+                _alive: Alive::new(Kind::Graph, site, name.to_string()),
             })),
         }))
     }

@@ -1,6 +1,6 @@
 //! The QNN runtime in safe Rust: the hand-written ABI ([`sys`]), library loading and provider
 //! negotiation, the object model (`Runtime` → `Context` → `Graph`), validated tensor metadata,
-//! host-side quantization kernels and process-wide counters.
+//! host-side quantization kernels, process-wide counters and the ledger of live objects.
 //!
 //! All `unsafe` code of the package lives in this crate; each block states why it is sound.
 //! Threading: a `Graph` runs one `graphExecute` at a time; different graphs run in parallel;
@@ -13,6 +13,7 @@ pub mod counters;
 pub mod error;
 pub mod graph;
 pub mod host_backend;
+pub mod ledger;
 mod loader;
 pub mod metadata;
 pub mod quant;
@@ -25,6 +26,7 @@ pub use context::Context;
 pub use counters::{Counters, counters};
 pub use error::{Error, LibraryRole, Result};
 pub use graph::{ExecuteReport, Graph};
+pub use ledger::LiveEntry;
 pub use loader::{MIN_CORE_API, MIN_SYSTEM_API};
 pub use metadata::GraphInfo;
 pub use runtime::{LogLevel, Runtime, RuntimeConfig, RuntimeInfo};

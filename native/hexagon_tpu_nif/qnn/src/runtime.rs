@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use crate::closable::Closable;
-use crate::counters::{self, Alive, Kind};
+use crate::counters;
 use crate::error::{Error, Result};
+use crate::ledger::{self, Alive, Kind};
 use crate::loader::{self, BackendLibrary, SystemLibrary};
 use crate::sys;
 use crate::version::Version;
@@ -139,8 +140,19 @@ pub struct Runtime {
 
 impl Runtime {
     /// Opens the libraries (cached process-wide), negotiates providers and creates the log,
-    /// backend and device handles.
+    /// backend and device handles. The caller's `file:line` is its site in the
+    /// [ledger](crate::ledger).
+    #[track_caller]
     pub fn new(config: &RuntimeConfig) -> Result<Arc<Runtime>> {
+        Self::new_at(
+            config,
+            &ledger::location_site(std::panic::Location::caller()),
+        )
+    }
+
+    /// [`Runtime::new`], entered in the [ledger](crate::ledger) with `site` as where it was
+    /// created (a binding passes its own caller's location).
+    pub fn new_at(config: &RuntimeConfig, site: &str) -> Result<Arc<Runtime>> {
         let backend_lib = loader::backend(&config.backend_lib)?;
         let system_lib = loader::system(&config.system_lib)?;
         let fns = backend_lib.fns;
@@ -203,7 +215,11 @@ impl Runtime {
             log: partial.log,
             backend: partial.backend,
             device: partial.device,
-            alive: Mutex::new(Alive::new(Kind::Runtime)),
+            alive: Mutex::new(Alive::new(
+                Kind::Runtime,
+                site,
+                backend_lib.path.display().to_string(),
+            )),
             freed: Mutex::new(false),
         };
         std::mem::forget(partial);
