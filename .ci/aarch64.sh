@@ -277,9 +277,10 @@ predict(Mod) ->
     Model = list_to_binary(os:getenv("SMOKE_MODEL")),
     F32 = fun(Xs) -> << <<X:32/float-little>> || X <- Xs >> end,
     try
-        {ok, {Runtime, _}} = Mod:runtime_create(Sim, Sim, error),
-        {ok, {Context, _}} = Mod:context_from_file(Runtime, Model),
-        {ok, {Graph, _}} = Mod:graph_retrieve(Context, <<"smoke">>),
+        Site = <<"hexagon_tpu_nif_smoke:predict/1">>,
+        {ok, {Runtime, _}} = Mod:runtime_create(Sim, Sim, error, Site),
+        {ok, {Context, _}} = Mod:context_from_file(Runtime, Model, Site),
+        {ok, {Graph, _}} = Mod:graph_retrieve(Context, <<"smoke">>, Site),
         A = F32([1.0, 2.0, 3.5, 4.0]),
         B = F32([0.5, 0.5, 1.0, 10.0]),
         {ok, {[Sum], Ns}} = Mod:graph_execute(Graph, [A, B], [f32, f32], [f32]),
@@ -290,6 +291,8 @@ predict(Mod) ->
         ok = Mod:context_close(Context),
         {error, #{reason := closed}} = Mod:graph_execute(Graph, [A, B], [f32, f32], [f32]),
         io:format("smoke: after context_close, execute -> closed~n"),
+        [#{kind := runtime, site := Site}, #{kind := graph, site := Site}] = Mod:ledger_live(),
+        io:format("smoke: ledger_live() lists the runtime and graph still held~n"),
         true
     catch
         Class:Reason:Stack ->
