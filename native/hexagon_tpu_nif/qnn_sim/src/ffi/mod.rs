@@ -8,7 +8,7 @@
 
 pub mod core;
 mod metadata;
-mod providers;
+pub mod providers;
 pub mod state;
 pub mod system;
 

@@ -2,6 +2,11 @@
 //!
 //! Providers are rebuilt when the knobs change and the old ones are leaked, so every pointer
 //! ever handed out stays valid until the library is unloaded.
+//!
+//! Each provider is placed so that it ends where its reported API minor says it ends (a 2.18
+//! provider is 536 bytes, not our full 608) right before an inaccessible page: a runtime that
+//! reads a table entry its provider's minor does not guarantee, or copies the struct whole,
+//! crashes the test instead of passing by luck.
 
 use std::sync::atomic::Ordering;
 use std::sync::{LazyLock, Mutex};
@@ -218,7 +223,7 @@ pub fn core_providers() -> (usize, u32) {
                 },
                 table,
             };
-            Box::leak(Box::new(p)) as *const QnnInterface_t
+            place_before_guard_page(&p, core_provider_len(ver.minor))
         })
         .collect();
     let n = list.len() as u32;
@@ -248,11 +253,56 @@ pub fn system_providers() -> (usize, u32) {
                 systemApiVersion: ver,
                 table: system_table(&k.null_entries, ver.minor),
             };
-            Box::leak(Box::new(p)) as *const QnnSystemInterface_t
+            place_before_guard_page(&p, system_provider_len(ver.minor))
         })
         .collect();
     let n = list.len() as u32;
     let addr = Box::leak(list.into_boxed_slice()).as_ptr() as usize;
     *cache = Some((generation, addr, n));
     (addr, n)
+}
+
+/// Bytes of a `QnnInterface_t` a library of this core minor provides: the header and the
+/// table entries the minor guarantees (at least one, so a provider is never empty).
+pub fn core_provider_len(minor: u32) -> usize {
+    (40 + core_table_entries(minor).max(1) * 8).min(size_of::<QnnInterface_t>())
+}
+
+/// Bytes of a `QnnSystemInterface_t` a library of this System minor provides.
+pub fn system_provider_len(minor: u32) -> usize {
+    (32 + system_table_entries(minor).max(1) * 8).min(size_of::<QnnSystemInterface_t>())
+}
+
+/// Copies the first `len` bytes of `value` so that they end exactly where an inaccessible
+/// (`PROT_NONE`) page begins, and returns the copy's address. Leaked on purpose: providers live
+/// as long as the library.
+fn place_before_guard_page<T>(value: &T, len: usize) -> *const T {
+    let len = len.min(size_of::<T>());
+    // SAFETY: sysconf has no preconditions.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+    let data_pages = len.div_ceil(page).max(1);
+    let total = (data_pages + 1) * page;
+    // SAFETY: an anonymous private mapping with no address hint; the result is checked.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            total,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert!(base != libc::MAP_FAILED, "mmap for a provider failed");
+    let guard = base.cast::<u8>().wrapping_add(data_pages * page);
+    // SAFETY: `guard` is the last page of the mapping just made.
+    let protected = unsafe { libc::mprotect(guard.cast(), page, libc::PROT_NONE) };
+    assert_eq!(protected, 0, "mprotect of a provider's guard page failed");
+    // `len` is a multiple of 8 (a header of 32 or 40 bytes plus 8-byte entries), so the copy
+    // keeps the struct's 8-byte alignment.
+    let start = guard.wrapping_sub(len);
+    // SAFETY: `start..guard` lies inside the writable part of the mapping; `value` is readable
+    // for `len <= size_of::<T>()` bytes; the regions cannot overlap (the mapping is new).
+    unsafe { std::ptr::copy_nonoverlapping((value as *const T).cast::<u8>(), start, len) };
+    start.cast::<T>()
 }

@@ -284,8 +284,16 @@ impl Sim {
         let mut n = 0u32;
         // SAFETY: valid out-pointers.
         assert_eq!(unsafe { f(&mut list, &mut n) }, 0);
-        // SAFETY: the library returned `n` provider pointers valid until unload.
-        (0..n as usize).map(|i| unsafe { **list.add(i) }).collect()
+        // SAFETY: the library returned `n` provider pointers valid until unload; each is read
+        // only up to the length its own minor guarantees (the backend puts a guard page right
+        // after it), into a zeroed struct whose missing entries stay NULL.
+        (0..n as usize)
+            .map(|i| unsafe {
+                let p = *list.add(i);
+                let minor = ptr::addr_of!((*p).apiVersion.coreApiVersion.minor).read();
+                copy_prefix(p, qnn_sim::ffi::providers::core_provider_len(minor))
+            })
+            .collect()
     }
 
     pub fn system_providers(&self) -> Vec<QnnSystemInterface_t> {
@@ -294,8 +302,14 @@ impl Sim {
         let mut n = 0u32;
         // SAFETY: valid out-pointers.
         assert_eq!(unsafe { f(&mut list, &mut n) }, 0);
-        // SAFETY: the library returned `n` provider pointers valid until unload.
-        (0..n as usize).map(|i| unsafe { **list.add(i) }).collect()
+        // SAFETY: as for `providers`.
+        (0..n as usize)
+            .map(|i| unsafe {
+                let p = *list.add(i);
+                let minor = ptr::addr_of!((*p).systemApiVersion.minor).read();
+                copy_prefix(p, qnn_sim::ffi::providers::system_provider_len(minor))
+            })
+            .collect()
     }
 
     pub fn core(&self) -> QnnInterface_ImplementationV2_32_t {
@@ -515,3 +529,17 @@ pub fn byte_size(t: &TensorMeta) -> usize {
 unsafe impl Send for Session {}
 // SAFETY: as above.
 unsafe impl Sync for Session {}
+
+/// Copies the first `len` bytes of `*p` into a zeroed `T`.
+///
+/// # Safety
+/// `p` must be readable for `len` bytes, `len <= size_of::<T>()`, and an all-zero `T` must be
+/// valid (NULL pointers and `None` function pointers).
+unsafe fn copy_prefix<T>(p: *const T, len: usize) -> T {
+    let mut out = std::mem::MaybeUninit::<T>::zeroed();
+    // SAFETY: per the contract; the destination is a fresh local.
+    unsafe {
+        ptr::copy_nonoverlapping(p.cast::<u8>(), out.as_mut_ptr().cast::<u8>(), len);
+        out.assume_init()
+    }
+}
