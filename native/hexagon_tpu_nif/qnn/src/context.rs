@@ -73,14 +73,14 @@ pub struct Context {
 impl Context {
     /// Loads a context binary from a file. The file is read once, handed to QNN, and its
     /// buffer released before this returns. The caller's `file:line` is its site in the
-    /// [ledger](crate::ledger).
+    /// [ledger].
     #[track_caller]
     pub fn from_file(runtime: &Arc<Runtime>, path: &Path) -> Result<Arc<Context>> {
         let site = ledger::location_site(std::panic::Location::caller());
         Self::from_file_at(runtime, path, &site)
     }
 
-    /// [`Context::from_file`], entered in the [ledger](crate::ledger) with `site`.
+    /// [`Context::from_file`], entered in the [ledger] with `site`.
     pub fn from_file_at(runtime: &Arc<Runtime>, path: &Path, site: &str) -> Result<Arc<Context>> {
         let bytes = std::fs::read(path).map_err(|e| Error::Io {
             path: path.to_path_buf(),
@@ -92,14 +92,14 @@ impl Context {
     }
 
     /// Loads a context binary from memory. The caller's `file:line` is its site in the
-    /// [ledger](crate::ledger).
+    /// [ledger].
     #[track_caller]
     pub fn from_bytes(runtime: &Arc<Runtime>, bytes: &[u8]) -> Result<Arc<Context>> {
         let site = ledger::location_site(std::panic::Location::caller());
         Self::load(runtime, bytes, None, &site)
     }
 
-    /// [`Context::from_bytes`], entered in the [ledger](crate::ledger) with `site`.
+    /// [`Context::from_bytes`], entered in the [ledger] with `site`.
     pub fn from_bytes_at(runtime: &Arc<Runtime>, bytes: &[u8], site: &str) -> Result<Arc<Context>> {
         Self::load(runtime, bytes, None, site)
     }

@@ -40,14 +40,14 @@ pub struct Graph {
 
 impl Graph {
     /// Retrieves a graph by name; the error lists the names the context has. The caller's
-    /// `file:line` is its site in the [ledger](crate::ledger).
+    /// `file:line` is its site in the [ledger].
     #[track_caller]
     pub fn retrieve(context: &Arc<Context>, name: &str) -> Result<Arc<Graph>> {
         let site = ledger::location_site(std::panic::Location::caller());
         Self::retrieve_at(context, name, &site)
     }
 
-    /// [`Graph::retrieve`], entered in the [ledger](crate::ledger) with `site`.
+    /// [`Graph::retrieve`], entered in the [ledger] with `site`.
     pub fn retrieve_at(context: &Arc<Context>, name: &str, site: &str) -> Result<Arc<Graph>> {
         let core = context.core()?;
         let (index, metadata) = core

@@ -1,7 +1,7 @@
 //! The live-object ledger: which `Runtime`, `Context` and `Graph` objects are alive, where each
 //! was created and what it holds, so a leak report can say where a leaked object came from.
 //!
-//! [`Alive`] is the one place that tracks liveness: creating one enters the object in the
+//! `Alive` (crate-private) is the one place that tracks liveness: creating one enters the object in the
 //! ledger and raises its `*_alive` / `*_created` counters, releasing it (once, by `release` or
 //! drop) removes the entry and lowers the counter, both under the ledger's lock. So
 //! [`live`] and [`counters`](crate::counters()) always agree on how many objects are alive.

@@ -141,7 +141,7 @@ pub struct Runtime {
 impl Runtime {
     /// Opens the libraries (cached process-wide), negotiates providers and creates the log,
     /// backend and device handles. The caller's `file:line` is its site in the
-    /// [ledger](crate::ledger).
+    /// [ledger].
     #[track_caller]
     pub fn new(config: &RuntimeConfig) -> Result<Arc<Runtime>> {
         Self::new_at(
@@ -150,7 +150,7 @@ impl Runtime {
         )
     }
 
-    /// [`Runtime::new`], entered in the [ledger](crate::ledger) with `site` as where it was
+    /// [`Runtime::new`], entered in the [ledger] with `site` as where it was
     /// created (a binding passes its own caller's location).
     pub fn new_at(config: &RuntimeConfig, site: &str) -> Result<Arc<Runtime>> {
         let backend_lib = loader::backend(&config.backend_lib)?;
