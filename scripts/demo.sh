@@ -6,16 +6,8 @@
 # Needs cargo (Rust >= 1.91) and Elixir >= 1.14, as scripts/test.sh does.
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-crate="$root/native/hexagon_tpu_nif"
-target="${CARGO_TARGET_DIR:-$crate/target}"
-
-for tool in cargo mix; do
-  if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "scripts/demo.sh: '$tool' not found; install Rust (rustup) and Elixir (apt-get install elixir erlang-dev)" >&2
-    exit 1
-  fi
-done
+# shellcheck source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 echo "==> cargo build --release (the NIF, the host QNN backend and its model builder)"
 (cd "$crate" && cargo build --release -p hexagon_tpu_nif -p qnn_sim)

@@ -10,16 +10,8 @@
 #   bash scripts/test.sh test/stats_test.exs --trace
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-crate="$root/native/hexagon_tpu_nif"
-target="${CARGO_TARGET_DIR:-$crate/target}"
-
-for tool in cargo mix; do
-  if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "scripts/test.sh: '$tool' not found; install Rust (rustup) and Elixir (apt-get install elixir erlang-dev)" >&2
-    exit 1
-  fi
-done
+# shellcheck source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 echo "==> cargo build (workspace)"
 (cd "$crate" && cargo build --workspace)

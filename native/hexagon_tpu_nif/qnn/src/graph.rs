@@ -50,20 +50,19 @@ impl Graph {
     /// [`Graph::retrieve`], entered in the [ledger] with `site`.
     pub fn retrieve_at(context: &Arc<Context>, name: &str, site: &str) -> Result<Arc<Graph>> {
         let core = context.core()?;
+        let not_found = || Error::GraphNotFound {
+            name: name.to_string(),
+            available: core.graphs.iter().map(|g| g.info.name.clone()).collect(),
+        };
         let (index, metadata) = core
             .graphs
             .iter()
             .enumerate()
             .find(|(_, g)| g.info.name == name)
             .map(|(index, g)| (index, Arc::clone(g)))
-            .ok_or_else(|| Error::GraphNotFound {
-                name: name.to_string(),
-                available: core.graphs.iter().map(|g| g.info.name.clone()).collect(),
-            })?;
-        let c_name = CString::new(name).map_err(|_| Error::GraphNotFound {
-            name: name.to_string(),
-            available: core.graphs.iter().map(|g| g.info.name.clone()).collect(),
-        })?;
+            .ok_or_else(not_found)?;
+        // Names read from the binary never contain NUL, so a name that matched has none either.
+        let c_name = CString::new(name).map_err(|_| not_found())?;
         let mut handle: sys::Qnn_GraphHandle_t = std::ptr::null_mut();
         {
             let context_handle = core.handle.read().unwrap_or_else(|e| e.into_inner());

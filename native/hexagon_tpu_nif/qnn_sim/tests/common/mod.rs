@@ -279,35 +279,56 @@ impl Sim {
 
     /// All core providers, copied.
     pub fn providers(&self) -> Vec<QnnInterface_t> {
-        let f: QnnInterfaceGetProvidersFn = self.sym(b"QnnInterface_getProviders");
-        let mut list: *const *const QnnInterface_t = ptr::null();
-        let mut n = 0u32;
-        // SAFETY: valid out-pointers.
-        assert_eq!(unsafe { f(&mut list, &mut n) }, 0);
-        // SAFETY: the library returned `n` provider pointers valid until unload; each is read
-        // only up to the length its own minor guarantees (the backend puts a guard page right
-        // after it), into a zeroed struct whose missing entries stay NULL.
-        (0..n as usize)
-            .map(|i| unsafe {
-                let p = *list.add(i);
+        // SAFETY: the symbol is `QnnInterface_getProviders`; the minor sits in every provider.
+        unsafe {
+            self.read_providers(b"QnnInterface_getProviders", |p: *const QnnInterface_t| {
                 let minor = ptr::addr_of!((*p).apiVersion.coreApiVersion.minor).read();
-                copy_prefix(p, qnn_sim::ffi::providers::core_provider_len(minor))
+                qnn_sim::ffi::providers::core_provider_len(minor)
             })
-            .collect()
+        }
     }
 
+    /// All System providers, copied.
     pub fn system_providers(&self) -> Vec<QnnSystemInterface_t> {
-        let f: QnnSystemInterfaceGetProvidersFn = self.sym(b"QnnSystemInterface_getProviders");
-        let mut list: *const *const QnnSystemInterface_t = ptr::null();
+        // SAFETY: the symbol is `QnnSystemInterface_getProviders`; the minor sits in every
+        // provider.
+        unsafe {
+            self.read_providers(
+                b"QnnSystemInterface_getProviders",
+                |p: *const QnnSystemInterface_t| {
+                    let minor = ptr::addr_of!((*p).systemApiVersion.minor).read();
+                    qnn_sim::ffi::providers::system_provider_len(minor)
+                },
+            )
+        }
+    }
+
+    /// Calls a `getProviders` entry point and copies each provider only up to the length its
+    /// own minor guarantees (the backend puts a guard page right after it), into a zeroed
+    /// struct whose missing entries stay NULL.
+    ///
+    /// # Safety
+    /// `symbol` must be a `getProviders` entry point for providers of type `T`, and `len_of`
+    /// must return at most the readable length of the provider it is given.
+    unsafe fn read_providers<T>(
+        &self,
+        symbol: &[u8],
+        len_of: impl Fn(*const T) -> usize,
+    ) -> Vec<T> {
+        let f: unsafe extern "C" fn(*mut *const *const T, *mut u32) -> Qnn_ErrorHandle_t =
+            self.sym(symbol);
+        let mut list: *const *const T = ptr::null();
         let mut n = 0u32;
         // SAFETY: valid out-pointers.
         assert_eq!(unsafe { f(&mut list, &mut n) }, 0);
-        // SAFETY: as for `providers`.
         (0..n as usize)
-            .map(|i| unsafe {
-                let p = *list.add(i);
-                let minor = ptr::addr_of!((*p).systemApiVersion.minor).read();
-                copy_prefix(p, qnn_sim::ffi::providers::system_provider_len(minor))
+            .map(|i| {
+                // SAFETY: the library returned `n` provider pointers valid until unload, and
+                // `len_of` bounds the read per the contract.
+                unsafe {
+                    let p = *list.add(i);
+                    copy_prefix(p, len_of(p))
+                }
             })
             .collect()
     }
