@@ -19,6 +19,8 @@ defmodule HexagonTpu.Context do
 
   alias HexagonTpu.{Error, Native, Runtime, Site, Telemetry, TensorInfo}
 
+  @default_max_bytes 2 * 1024 * 1024 * 1024
+
   defstruct [:ref, :runtime, :source, graphs: []]
 
   @typedoc "Where the context was loaded from: a path, or `{:binary, byte_size}`."
@@ -37,7 +39,12 @@ defmodule HexagonTpu.Context do
   @doc """
   Loads a context binary from a file.
 
-  No options are defined yet; the argument is reserved.
+  Only a regular file is read: FIFOs, devices, sockets and directories are refused before a
+  byte is read, and so is a file larger than the limit. Large files are mapped, not copied.
+
+  Options:
+
+    * `:max_bytes` - the largest file accepted; default #{@default_max_bytes} (2 GiB)
 
   ## Examples
 
@@ -48,14 +55,24 @@ defmodule HexagonTpu.Context do
   """
   @spec from_file(Runtime.t(), Path.t(), keyword()) :: {:ok, t()} | {:error, Error.t()}
   def from_file(%Runtime{} = runtime, path, opts \\ []) do
-    Keyword.validate!(opts, [])
+    opts = Keyword.validate!(opts, max_bytes: @default_max_bytes)
+    max_bytes = opts[:max_bytes]
+
+    unless is_integer(max_bytes) and max_bytes > 0 do
+      raise ArgumentError, "invalid :max_bytes #{inspect(max_bytes)}, expected a positive integer"
+    end
+
     path = to_string(path)
     site = Site.caller()
-    load(runtime, path, fn -> Native.context_from_file(runtime.ref, path, site) end)
+
+    load(runtime, path, fn ->
+      Native.call(&Native.context_from_file(runtime.ref, path, max_bytes, site, &1))
+    end)
   end
 
   @doc """
-  Loads a context binary already in memory. QNN reads the binary in place; it is not copied.
+  Loads a context binary already in memory. It is copied once, for the runtime's own thread
+  (where QNN creates every context), and that copy is freed after the load.
   """
   @spec from_binary(Runtime.t(), binary(), keyword()) :: {:ok, t()} | {:error, Error.t()}
   def from_binary(%Runtime{} = runtime, binary, opts \\ []) when is_binary(binary) do
@@ -63,7 +80,7 @@ defmodule HexagonTpu.Context do
     site = Site.caller()
 
     load(runtime, {:binary, byte_size(binary)}, fn ->
-      Native.context_from_binary(runtime.ref, binary, site)
+      Native.call(&Native.context_from_binary(runtime.ref, binary, site, &1))
     end)
   end
 
@@ -125,7 +142,7 @@ defmodule HexagonTpu.Context do
   `close/1`.
   """
   @spec close(t()) :: :ok | {:error, Error.t()}
-  def close(%__MODULE__{ref: ref}), do: Native.context_close(ref)
+  def close(%__MODULE__{ref: ref}), do: Native.call(&Native.context_close(ref, &1))
 
   defimpl Inspect do
     def inspect(context, _opts) do

@@ -39,8 +39,11 @@ defmodule HexagonTpu.Graph do
   ## Concurrency
 
   Any number of processes may execute the same graph: QNN promises nothing about concurrent
-  `graphExecute` calls on one graph handle, so they run one at a time (each waits on a dirty
-  CPU scheduler). Different graphs and different contexts run in parallel.
+  `graphExecute` calls on one graph handle, so they run one at a time. An execute on an idle
+  graph runs directly on a dirty CPU scheduler; one that finds the graph busy is queued and run,
+  in order, on the graph's own native thread, while its caller waits in `receive`. No scheduler
+  ever waits for another caller's execute, so a slow model saturated by many callers does not
+  hold up other models. Different graphs and different contexts run in parallel.
   """
 
   alias HexagonTpu.{Context, Error, Native, Site, Telemetry, TensorInfo}
@@ -162,19 +165,20 @@ defmodule HexagonTpu.Graph do
   def execute!(graph, inputs, opts \\ []), do: graph |> execute(inputs, opts) |> Error.unwrap!()
 
   @doc """
-  Frees the graph handle now instead of at garbage collection. Waits for a running execute.
+  Frees the graph handle now instead of at garbage collection, once the executes running or
+  queued before it are done (the caller waits in `receive`, not on a scheduler).
   Later calls return `{:error, %HexagonTpu.Error{reason: :closed}}`. The context stays
   loaded; close it with `HexagonTpu.Context.close/1`.
   """
   @spec close(t()) :: :ok | {:error, Error.t()}
-  def close(%__MODULE__{ref: ref}), do: Native.graph_close(ref)
+  def close(%__MODULE__{ref: ref}), do: Native.call(&Native.graph_close(ref, &1))
 
   defp run(graph, inputs, quantize, dequantize, output) do
     with {:ok, ordered} <- order_inputs(graph, inputs),
          {:ok, binaries, input_modes} <- prepare_inputs(graph.inputs, ordered, quantize) do
       output_modes = Enum.map(graph.outputs, &output_mode(&1, dequantize))
 
-      case Native.graph_execute(graph.ref, binaries, input_modes, output_modes) do
+      case Native.call(&Native.graph_execute(graph.ref, binaries, input_modes, output_modes, &1)) do
         {:ok, {binaries, execute_ns}} ->
           {:ok, build_outputs(binaries, graph.outputs, output_modes, output), execute_ns}
 

@@ -61,8 +61,11 @@ defmodule HexagonTpu.Runtime do
           info: info()
         }
 
-  @typedoc "QNN's log level for the backend (its messages go to QNN's default log sink)."
-  @type log_level :: :error | :warn | :info | :verbose | :debug
+  @typedoc """
+  The most verbose level of QNN's own log that reaches `Logger` (see `HexagonTpu.QnnLog`), or
+  `:none` to create no QNN log at all.
+  """
+  @type log_level :: :error | :warn | :info | :verbose | :debug | :none
 
   @type option ::
           {:lib_path, Path.t()} | {:system_lib_path, Path.t()} | {:log_level, log_level() | nil}
@@ -74,7 +77,9 @@ defmodule HexagonTpu.Runtime do
 
     * `:lib_path` - the backend library (see "Which libraries")
     * `:system_lib_path` - the QnnSystem library
-    * `:log_level` - QNN's own log level, one of #{inspect(@log_levels)}; default: QNN's
+    * `:log_level` - the most verbose level of QNN's own log forwarded to `Logger`, one of
+      #{inspect(@log_levels)} or `:none`; default `:warn`, so a failure's explanation from
+      QNN is logged. QNN's lines are rate-limited (`HexagonTpu.QnnLog`); none go to stdout
 
   ## Examples
 
@@ -127,7 +132,9 @@ defmodule HexagonTpu.Runtime do
     backend_lib = to_string(backend_lib)
     system_lib = to_string(system_lib)
 
-    case Native.runtime_create(backend_lib, system_lib, log_level(log_level), site) do
+    case Native.call(
+           &Native.runtime_create(backend_lib, system_lib, log_level(log_level), site, &1)
+         ) do
       {:ok, {ref, info}} ->
         {:ok, %__MODULE__{ref: ref, backend_lib: backend_lib, system_lib: system_lib, info: info}}
 
@@ -136,13 +143,14 @@ defmodule HexagonTpu.Runtime do
     end
   end
 
-  defp log_level(nil), do: nil
+  defp log_level(nil), do: :warn
+  defp log_level(:none), do: nil
   defp log_level(:warning), do: :warn
   defp log_level(level) when level in @log_levels, do: level
 
   defp log_level(other) do
     raise ArgumentError,
-          "invalid :log_level #{inspect(other)}, expected one of #{inspect(@log_levels)} or nil"
+          "invalid :log_level #{inspect(other)}, expected one of #{inspect(@log_levels)} or :none"
   end
 
   @doc """
@@ -165,7 +173,7 @@ defmodule HexagonTpu.Runtime do
   released when the last of them is closed or collected.
   """
   @spec close(t()) :: :ok | {:error, Error.t()}
-  def close(%__MODULE__{ref: ref}), do: Native.runtime_close(ref)
+  def close(%__MODULE__{ref: ref}), do: Native.call(&Native.runtime_close(ref, &1))
 
   defimpl Inspect do
     def inspect(runtime, _opts) do

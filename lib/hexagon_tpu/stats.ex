@@ -65,7 +65,7 @@ defmodule HexagonTpu.Stats do
 
     * `runtimes_alive` / `contexts_alive` / `graphs_alive` - QNN objects not yet freed (the
       leak guard: these return to their baseline after `sweep/0` once the references are
-      dropped, or at once after `close/1`)
+      dropped and the runtime's thread has run the frees, or at once after `close/1`)
     * `runtimes_created` / `contexts_created` / `graphs_created` - lifetime totals
     * `executes` / `execute_errors` - calls that reached QNN's `graphExecute`, and those of
       them QNN failed (inputs rejected before QNN is called count in neither)
@@ -73,6 +73,10 @@ defmodule HexagonTpu.Stats do
       nanoseconds (the whole call, conversions and scheduling included, is the telemetry
       `duration`)
     * `release_errors` - QNN free calls that reported an error (the handle is gone either way)
+    * `runtime_jobs_pending` - loads, closes and frees handed to runtimes' own threads (where
+      QNN's handles are created and freed) and not yet done
+    * `log_lines` / `log_dropped` - lines of QNN's log forwarded to `Logger`, and those dropped
+      by the rate limit (see `HexagonTpu.QnnLog`)
 
   Reading them costs a few atomic loads; it runs on a normal scheduler.
   """
@@ -269,7 +273,7 @@ defmodule HexagonTpu.Stats do
   # by a process that is exiting or about to be scheduled), for at most ~50 ms.
   defp settle(rounds \\ 10, last \\ nil) do
     sweep()
-    counters = native()
+    counters = await_runtime_jobs(native(), 5_000)
     alive = Map.take(counters, @alive)
 
     cond do
@@ -280,6 +284,15 @@ defmodule HexagonTpu.Stats do
         Process.sleep(5)
         settle(rounds - 1, alive)
     end
+  end
+
+  # Frees of garbage-collected objects run on the runtimes' own threads: wait for them.
+  defp await_runtime_jobs(%{runtime_jobs_pending: 0} = counters, _ms_left), do: counters
+  defp await_runtime_jobs(counters, ms_left) when ms_left <= 0, do: counters
+
+  defp await_runtime_jobs(_counters, ms_left) do
+    Process.sleep(1)
+    await_runtime_jobs(native(), ms_left - 1)
   end
 
   @doc """

@@ -16,6 +16,8 @@ mod atoms;
 mod context;
 mod error;
 mod graph;
+mod log;
+mod reply;
 mod resources;
 mod runtime;
 mod stats;

@@ -54,6 +54,30 @@ pub(crate) struct BackendLibrary {
     _library: Library,
 }
 
+impl BackendLibrary {
+    /// The error for a failed call `op`, with the library's own text for it when the library
+    /// offers `errorGetMessage`.
+    pub(crate) fn error(&self, op: &'static str, status: sys::Qnn_ErrorHandle_t) -> Error {
+        let mut error = Error::qnn(op, status);
+        if let Error::Qnn { detail, .. } = &mut error {
+            *detail = self.error_message(status);
+        }
+        error
+    }
+
+    fn error_message(&self, status: sys::Qnn_ErrorHandle_t) -> Option<String> {
+        let get_message = self.fns.error_get_message?;
+        let mut message: *const c_char = std::ptr::null();
+        // SAFETY: the out-pointer is writable; the string returned is owned by the library.
+        if unsafe { get_message(status, &mut message) } != 0 || message.is_null() {
+            return None;
+        }
+        // SAFETY: a non-NULL message is a NUL-terminated string owned by the library.
+        let text = unsafe { crate::tensor::read_name(message, "error message") }.ok()?;
+        (!text.is_empty()).then_some(text)
+    }
+}
+
 /// The functions the runtime calls in `libQnnSystem.so`.
 #[derive(Clone, Copy)]
 pub(crate) struct SystemFns {
