@@ -55,6 +55,25 @@ impl Drop for Mapping {
     }
 }
 
+/// What a file that is not a regular file is, in words.
+fn not_regular(kind: std::fs::FileType) -> Option<&'static str> {
+    if kind.is_file() {
+        None
+    } else if kind.is_dir() {
+        Some("a directory")
+    } else if kind.is_fifo() {
+        Some("a FIFO")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else if kind.is_char_device() {
+        Some("a character device")
+    } else if kind.is_block_device() {
+        Some("a block device")
+    } else {
+        Some("not a regular file")
+    }
+}
+
 /// Opens `path`, refuses anything but a regular file of 1 to `max_bytes` bytes before reading a
 /// byte, and reads or maps it.
 pub fn read(path: &Path, max_bytes: u64) -> Result<ModelBytes> {
@@ -66,25 +85,20 @@ pub fn read(path: &Path, max_bytes: u64) -> Result<ModelBytes> {
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
         .open(path)
-        .map_err(|e| io(e.to_string()))?;
+        .map_err(|e| {
+            // Some special files cannot even be opened (a socket: ENXIO); say what it is.
+            match std::fs::metadata(path)
+                .ok()
+                .and_then(|m| not_regular(m.file_type()))
+            {
+                Some(kind) => io(format!(
+                    "is {kind}; a context binary must be a regular file"
+                )),
+                None => io(e.to_string()),
+            }
+        })?;
     let metadata = file.metadata().map_err(|e| io(e.to_string()))?;
-    let kind = metadata.file_type();
-    let not_regular = if kind.is_dir() {
-        Some("a directory")
-    } else if kind.is_fifo() {
-        Some("a FIFO")
-    } else if kind.is_socket() {
-        Some("a socket")
-    } else if kind.is_char_device() {
-        Some("a character device")
-    } else if kind.is_block_device() {
-        Some("a block device")
-    } else if !kind.is_file() {
-        Some("not a regular file")
-    } else {
-        None
-    };
-    if let Some(kind) = not_regular {
+    if let Some(kind) = not_regular(metadata.file_type()) {
         return Err(io(format!(
             "is {kind}; a context binary must be a regular file"
         )));
