@@ -164,8 +164,9 @@ fn deliver(line: LogRecord) {
         .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()));
     match sinks.as_deref() {
         Some(Some(sink)) => {
-            FORWARDED.fetch_add(1, Relaxed);
             sink(line);
+            // Counted once handed on, so a reader that sees the count can expect the line.
+            FORWARDED.fetch_add(1, Relaxed);
         }
         _ => {
             DROPPED.fetch_add(1, Relaxed);
