@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The offline ExUnit suite on a second Elixir: Debian 13 (trixie) packages Elixir 1.18 on
 # OTP 27. Builds a trixie root filesystem once (debootstrap, cached on the machine) and runs,
-# inside it, `mix compile --warnings-as-errors`, `mix format --check-formatted` and
-# `mix test` against the NIF, host backend and model builder that the host built into
-# priv/native/ (bash scripts/test.sh, or this script builds them): that also proves the NIF
-# built on bookworm loads under trixie's newer glibc.
+# inside it, `mix compile --force --warnings-as-errors`, `mix format --check-formatted` and
+# `mix test --warnings-as-errors` against the NIF, host backend and model builder that the
+# host built into priv/native/ (bash scripts/test.sh, or this script builds them): that also
+# proves the NIF built on bookworm loads under trixie's newer glibc.
 #
 # Runs as root (debootstrap, chroot, mounts). Everything it mounts lives in a private mount
 # namespace (unshare), so nothing stays mounted on the host, even when the run is killed.
@@ -133,11 +133,11 @@ chroot "$rootfs" /usr/bin/env -i \
     shift
     elixir --version | tail -n 1
     echo "==> mix compile --warnings-as-errors (Elixir 1.18)"
-    mix compile --warnings-as-errors
+    mix compile --force --warnings-as-errors
     echo "==> mix format --check-formatted (Elixir 1.18)"
     mix format --check-formatted
     echo "==> mix test (Elixir 1.18, offline, host QNN backend)"
-    mix test "$@"
+    mix test --warnings-as-errors "$@"
   ' bash "$src" "$@"
 EOF
 )
