@@ -25,7 +25,7 @@ mirror="${HEXAGON_TPU_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # What the suite needs: Elixir and the erts headers (no compiler: the host builds the NIF).
 packages=elixir,erlang-dev
 max_age_days="${HEXAGON_TPU_TRIXIE_MAX_AGE_DAYS:-30}"
-cache="${XDG_CACHE_HOME:-$HOME/.cache}/hexagon_tpu"
+cache="${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/hexagon_tpu"
 link="$cache/$suite"
 # The inputs of a build: a change in any of them makes the cached root filesystem stale.
 recipe="suite=$suite mirror=$mirror packages=$packages variant=minbase build=2"
@@ -48,7 +48,7 @@ if ! command -v debootstrap >/dev/null; then
 fi
 
 mkdir -p "$cache"
-exec 9>"$cache/.lock"
+exec 9>"$cache/.$suite.lock"
 flock 9
 
 # A usable cache: the link resolves to a finished build of this recipe, young enough, whose
@@ -70,10 +70,10 @@ build_rootfs() {
   # In a private mount namespace: debootstrap's own /proc and /sys mounts cannot outlive it.
   if ! unshare --mount --propagation private \
     debootstrap --variant=minbase --include="$packages" "$suite" "$new" "$mirror" \
-    >"$cache/debootstrap.log" 2>&1; then
-    tail -n 30 "$cache/debootstrap.log" >&2
+    >"$cache/$suite-debootstrap.log" 2>&1; then
+    tail -n 30 "$cache/$suite-debootstrap.log" >&2
     rm -rf "$new"
-    die "debootstrap failed (full log: $cache/debootstrap.log)"
+    die "debootstrap failed (full log: $cache/$suite-debootstrap.log)"
   fi
   # Smaller and quicker to reuse: no package lists or downloaded .debs.
   rm -rf "$new"/var/cache/apt/archives/*.deb "$new"/var/lib/apt/lists/*
@@ -132,11 +132,11 @@ chroot "$rootfs" /usr/bin/env -i \
     cd "$1"
     shift
     elixir --version | tail -n 1
-    echo "==> mix compile --warnings-as-errors (Elixir 1.18)"
+    echo "==> mix compile --force --warnings-as-errors (Elixir 1.18)"
     mix compile --force --warnings-as-errors
     echo "==> mix format --check-formatted (Elixir 1.18)"
     mix format --check-formatted
-    echo "==> mix test (Elixir 1.18, offline, host QNN backend)"
+    echo "==> mix test --warnings-as-errors (Elixir 1.18, offline, host QNN backend)"
     mix test --warnings-as-errors "$@"
   ' bash "$src" "$@"
 EOF
