@@ -24,8 +24,8 @@ defmodule HexagonTpu.Site do
   #   3. else the first frame outside this package (a standard-library one), else the
   #      outermost frame.
   #
-  # Taken only when an object is created (microseconds; the full stack only in the fallback),
-  # never on the execute path.
+  # Taken only when an object is created, never on the execute path: about 10 µs, and in the
+  # full-stack fallback a few hundred µs (the VM formats the whole stack as text).
 
   @internal [
     __MODULE__,
