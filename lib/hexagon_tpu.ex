@@ -17,7 +17,7 @@ defmodule HexagonTpu do
   in `HexagonTpu.Telemetry`. Errors: `HexagonTpu.Error`.
   """
 
-  alias HexagonTpu.{Context, Error, Graph, Native, Runtime}
+  alias HexagonTpu.{Context, Error, Graph, Native, Runtime, Site}
 
   @runtime_opts [:lib_path, :system_lib_path, :log_level]
 
@@ -156,8 +156,12 @@ defmodule HexagonTpu do
     end
   end
 
+  # Its ledger site says it is shared (so `HexagonTpu.Stats.with_leak_check/1` does not take
+  # it for a leak) and names the caller it was first opened for.
   defp new_shared_runtime(key, runtime_opts) do
-    with {:ok, runtime} <- Runtime.create(runtime_opts) do
+    site = Site.shared_runtime(Site.caller())
+
+    with {:ok, runtime} <- Runtime.create_at(runtime_opts, site) do
       :persistent_term.put(key, runtime)
       {:ok, runtime}
     end

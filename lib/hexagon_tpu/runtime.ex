@@ -92,14 +92,19 @@ defmodule HexagonTpu.Runtime do
         )
   """
   @spec create([option()]) :: {:ok, t()} | {:error, Error.t()}
-  def create(opts \\ []) do
+  def create(opts \\ []), do: create_at(opts, Site.caller())
+
+  @doc false
+  # `create/1` with the creation site given (`HexagonTpu.load_model/2`'s shared runtimes).
+  @spec create_at([option()], String.t()) :: {:ok, t()} | {:error, Error.t()}
+  def create_at(opts, site) do
     opts = Keyword.validate!(opts, [:lib_path, :system_lib_path, :log_level])
 
     open(
       opts[:lib_path] || System.get_env("HEXAGON_TPU_BACKEND_LIB") || @default_backend_lib,
       opts[:system_lib_path] || System.get_env("HEXAGON_TPU_SYSTEM_LIB") || @default_system_lib,
       opts[:log_level],
-      Site.caller()
+      site
     )
   end
 

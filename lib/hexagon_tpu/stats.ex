@@ -24,7 +24,7 @@ defmodule HexagonTpu.Stats do
   logs warnings that name the top creation sites of a growing kind.
   """
 
-  alias HexagonTpu.Native
+  alias HexagonTpu.{Native, Site}
 
   @alive [:runtimes_alive, :contexts_alive, :graphs_alive]
 
@@ -89,12 +89,17 @@ defmodule HexagonTpu.Stats do
   Each entry is a map:
 
     * `:kind` - `:runtime`, `:context` or `:graph`
-    * `:site` - where it was created: the first stack frame outside this package's
-      `Runtime`, `Context`, `Graph` and `HexagonTpu` modules, formatted as
-      `"MyApp.Vision.init/1 (lib/my_app/vision.ex:42)"` (a frame of an anonymous function
-      reads `"anonymous fn/N in MyApp.Vision.init/1 (...)"`, N counting the variables it
-      captures; tail calls leave no frame, so the site is the nearest caller still on the
-      stack)
+    * `:site` - where it was created: the first stack frame outside this package and
+      outside Elixir's and Erlang's standard library (the `:elixir`, `:stdlib` and `:kernel`
+      applications, so a `for`, `Enum.map/2`, `Stream` or `Task` in between is skipped on
+      every Elixir version), formatted as `"MyApp.Vision.init/1 (lib/my_app/vision.ex:42)"`
+      (a frame of an anonymous function reads `"anonymous fn/N in MyApp.Vision.init/1
+      (...)"`, N counting the variables it captures). Tail calls leave no frame, so the site
+      is the nearest caller still on the stack; when the stack holds none (a `Task.async/1`
+      fn that ends in the call, or a stack deeper than the VM's `:backtrace_depth`), the
+      caller's function with its source file and no line. The runtime
+      `HexagonTpu.load_model/2` keeps for reuse reads
+      `"HexagonTpu.load_model/2 shared runtime, opened for "` and the site it was opened for
     * `:age_ms` - milliseconds since it was created
     * `:detail` - runtime: the backend library path; context: the file it was loaded from
       or `<binary N bytes>`, and its graph names; graph: the graph name
@@ -149,14 +154,21 @@ defmodule HexagonTpu.Stats do
 
   Objects are attributed by creation order (see `live/0`'s `:id`), so objects created by
   other processes in the window count too, as they do in `alive_diff/2`. The ledger is read
-  when this is called: something freed after `after_` was taken is not listed.
+  when this is called: something freed after `after_` was taken is not listed. The runtimes
+  `HexagonTpu.load_model/2` keeps for reuse are not leaks and are never listed (see
+  `with_leak_check/1`).
   """
   @spec leaked(counters(), counters()) :: [site_count()]
   def leaked(before, after_) do
     first = created_total(before)
     last = created_total(after_)
-    live() |> Enum.filter(&(&1.id > first and &1.id <= last)) |> by_site()
+
+    live()
+    |> Enum.filter(&(&1.id > first and &1.id <= last and not shared_runtime?(&1)))
+    |> by_site()
   end
+
+  defp shared_runtime?(entry), do: entry.kind == :runtime and Site.shared_runtime?(entry.site)
 
   defp created_total(counters),
     do: counters.runtimes_created + counters.contexts_created + counters.graphs_created
@@ -261,6 +273,13 @@ defmodule HexagonTpu.Stats do
   The sweep runs before the first snapshot too, so garbage from earlier work does not
   count. `fun` runs in the calling process: what it returns is still referenced by the
   result, so return plain data, not the resources themselves.
+
+  The runtime `HexagonTpu.load_model/2` opens on its first call (one per set of library
+  options, kept for every later call) is not a leak: `live/0` lists it with the site
+  `"HexagonTpu.load_model/2 shared runtime, opened for "` followed by the caller it was
+  opened for, each snapshot here counts such runtimes under `:shared_runtimes`, and
+  `alive_diff/2` and `leaked/2` leave them out. So a check around the first
+  `load_model/2` reports only what the model itself left alive.
   """
   @spec with_leak_check((... -> result)) :: {result, counters(), counters()} when result: term()
   def with_leak_check(fun) when is_function(fun, 0) do
@@ -278,7 +297,7 @@ defmodule HexagonTpu.Stats do
 
     cond do
       alive == last or rounds == 0 ->
-        counters
+        Map.put(counters, :shared_runtimes, Enum.count(live(), &shared_runtime?/1))
 
       true ->
         Process.sleep(5)
@@ -298,10 +317,23 @@ defmodule HexagonTpu.Stats do
   @doc """
   The change in each `*_alive` counter between two `native/0` snapshots: all zero when
   nothing leaked.
+
+  When both snapshots come from `with_leak_check/1`, runtimes that `HexagonTpu.load_model/2`
+  opened for reuse in between (their `:shared_runtimes` count) are not counted in
+  `runtimes_alive`.
   """
   @spec alive_diff(counters(), counters()) :: %{atom() => integer()}
   def alive_diff(before, after_) do
-    Map.new(@alive, fn key -> {key, Map.fetch!(after_, key) - Map.fetch!(before, key)} end)
+    shared =
+      case {before, after_} do
+        {%{shared_runtimes: was}, %{shared_runtimes: now}} -> now - was
+        _ -> 0
+      end
+
+    Map.new(@alive, fn key ->
+      diff = Map.fetch!(after_, key) - Map.fetch!(before, key)
+      {key, if(key == :runtimes_alive, do: diff - shared, else: diff)}
+    end)
   end
 
   @doc false
