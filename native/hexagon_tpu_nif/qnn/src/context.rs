@@ -192,7 +192,10 @@ impl Context {
         let site = site.to_string();
         let owner = Arc::clone(&core);
         owner.owner.run(Box::new(move |handles| {
-            done(create(handles, core, graphs, &binary, source, &site));
+            let created = create(handles, core, graphs, &binary, source, &site);
+            // QNN keeps its own copy: the bytes (or the file's mapping) go before the answer.
+            drop(binary);
+            done(created);
         }));
     }
 
