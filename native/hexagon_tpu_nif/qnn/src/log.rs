@@ -275,9 +275,33 @@ unsafe fn on_log(slot: usize, fmt: *const c_char, level: u32, args: VaList) {
     }
     let len = (written as usize).min(buf.len() - 1);
     let _ = std::panic::catch_unwind(|| {
-        let message = String::from_utf8_lossy(&buf[..len]).trim_end().to_string();
+        let message = tidy(&String::from_utf8_lossy(&buf[..len]));
         if !message.is_empty() {
             accept(LogLevel::from_raw(level), backend_of(slot), message);
         }
     });
+}
+
+/// QNN's lines carry their own level tag (`" <E> Failed to ..."`); the level travels
+/// separately, so the tag and the surrounding whitespace go.
+fn tidy(line: &str) -> String {
+    let line = line.trim();
+    let untagged = ["<E>", "<W>", "<I>", "<V>", "<D>"]
+        .iter()
+        .find_map(|tag| line.strip_prefix(tag))
+        .unwrap_or(line);
+    untagged.trim_start().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tidy;
+
+    #[test]
+    fn level_tags_and_whitespace_are_trimmed() {
+        assert_eq!(tidy(" <E> Failed to create context\n"), "Failed to create context");
+        assert_eq!(tidy("<W>  Sanitizing hvx_threads"), "Sanitizing hvx_threads");
+        assert_eq!(tidy("graph.cc:3842::ERROR:bad header"), "graph.cc:3842::ERROR:bad header");
+        assert_eq!(tidy("  <X> kept "), "<X> kept");
+    }
 }
