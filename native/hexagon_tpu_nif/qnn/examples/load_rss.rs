@@ -38,7 +38,8 @@ fn reset_peak() {
 
 fn model_of(bytes: usize) -> Vec<u8> {
     let spec = TensorSpec::new(DType::UFixed8, [1, 1]).quant(Quant::per_tensor(1.0, 0));
-    let weights = TensorSpec::new(DType::UFixed8, [1, bytes as u32]).quant(Quant::per_tensor(1.0, 0));
+    let weights =
+        TensorSpec::new(DType::UFixed8, [1, bytes as u32]).quant(Quant::per_tensor(1.0, 0));
     ModelBuilder::new()
         .graph("big", |g| {
             let x = g.input("x", spec.clone());

@@ -36,5 +36,5 @@ pub use loader::{MIN_CORE_API, MIN_SYSTEM_API};
 pub use log::{LogLevel, LogRecord};
 pub use metadata::GraphInfo;
 pub use runtime::{Runtime, RuntimeConfig, RuntimeInfo};
-pub use tensor::{DataType, NxKind, Quantization, TensorInfo};
+pub use tensor::{DataType, Quantization, TensorInfo};
 pub use version::Version;

@@ -299,9 +299,18 @@ mod tests {
 
     #[test]
     fn level_tags_and_whitespace_are_trimmed() {
-        assert_eq!(tidy(" <E> Failed to create context\n"), "Failed to create context");
-        assert_eq!(tidy("<W>  Sanitizing hvx_threads"), "Sanitizing hvx_threads");
-        assert_eq!(tidy("graph.cc:3842::ERROR:bad header"), "graph.cc:3842::ERROR:bad header");
+        assert_eq!(
+            tidy(" <E> Failed to create context\n"),
+            "Failed to create context"
+        );
+        assert_eq!(
+            tidy("<W>  Sanitizing hvx_threads"),
+            "Sanitizing hvx_threads"
+        );
+        assert_eq!(
+            tidy("graph.cc:3842::ERROR:bad header"),
+            "graph.cc:3842::ERROR:bad header"
+        );
         assert_eq!(tidy("  <X> kept "), "<X> kept");
     }
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use qnn::host_backend::configure;
-use qnn::log::{BURST, LogLevel, LogRecord};
+use qnn::log::{BURST, LogLevel, LogRecord, RATE_PER_SECOND};
 use qnn::{Context, Runtime, RuntimeConfig};
 use qnn_sim::model::TensorSpec;
 
@@ -91,11 +91,19 @@ fn log_lines_reach_the_sink_formatted_filtered_and_rate_limited() {
     configure(&flood_lib, "log_per_execute", "5000").unwrap();
     let (_flood_context, flood_graph) = load(&flood, &model);
     let (_, dropped_before) = qnn::log::log_counts();
+    let started = Instant::now();
     flood_graph.execute(&[&input], &mut [&mut out]).unwrap();
+    // The bucket refills while the flood runs (slowly, under qemu): allow for that.
+    let refilled = (started.elapsed().as_secs_f64() * f64::from(RATE_PER_SECOND)).ceil() as u64;
+    let allowed = u64::from(BURST) + refilled;
     let (_, dropped_after) = qnn::log::log_counts();
-    assert!(dropped_after - dropped_before >= 5000 - u64::from(BURST) - 50);
+    assert!(dropped_after - dropped_before >= 5000 - allowed);
     let flooded = await_lines(&sink, &flood_lib, |l| l.len() >= 5);
-    assert!(flooded.len() <= BURST as usize, "{} lines", flooded.len());
+    assert!(
+        flooded.len() as u64 <= allowed,
+        "{} lines, {allowed} allowed",
+        flooded.len()
+    );
     let reports = await_lines(&sink, std::path::Path::new(""), |l| {
         l.iter()
             .any(|r| r.message.contains("QNN log line(s) dropped"))
