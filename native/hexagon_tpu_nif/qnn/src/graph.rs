@@ -89,7 +89,7 @@ impl Graph {
                 (core.runtime.backend_lib.fns.graph_retrieve)(raw, c_name.as_ptr(), &mut handle)
             };
             if status != 0 {
-                return Err(Error::qnn("graphRetrieve", status));
+                return Err(core.runtime.backend_lib.error("graphRetrieve", status));
             }
         }
         if handle.is_null() {

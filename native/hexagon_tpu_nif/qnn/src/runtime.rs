@@ -158,7 +158,7 @@ impl Runtime {
 
 /// The backend's own API version, from backendGetApiVersion when the library implements it
 /// (the negotiated provider's otherwise).
-fn backend_api(lib: &BackendLibrary) -> Version {
+pub(crate) fn backend_api(lib: &BackendLibrary) -> Version {
     if let Some(get_api_version) = lib.fns.backend_get_api_version {
         let mut reported = sys::Qnn_ApiVersion_t::default();
         // SAFETY: the out-pointer is valid for a write of a `Qnn_ApiVersion_t`.
@@ -169,7 +169,8 @@ fn backend_api(lib: &BackendLibrary) -> Version {
     lib.backend_api
 }
 
-fn build_id(lib: &BackendLibrary) -> String {
+/// `backendGetBuildId`, or `""` when the library has none.
+pub(crate) fn build_id(lib: &BackendLibrary) -> String {
     let Some(get_build_id) = lib.fns.backend_get_build_id else {
         return String::new();
     };
