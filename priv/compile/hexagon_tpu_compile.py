@@ -50,6 +50,14 @@ def lib_dir():
     return os.path.dirname(os.path.abspath(onnxruntime_qnn.__file__))
 
 
+def qairt_version():
+    """"QAIRT 2.51.0 (onnxruntime-qnn 2.7.0)": the QNN SDK whose libraries the wheel carries. A
+    binary needs a device runtime at least as new."""
+    from onnxruntime_qnn import build_and_package_info as info
+
+    return f"QAIRT {info.qnn_version} (onnxruntime-qnn {info.__version__})"
+
+
 @contextlib.contextmanager
 def captured_output(verbose):
     """Sends what ORT and QNN print (QNN writes to fd 1) to a file; yields a reader of it."""
@@ -430,7 +438,7 @@ def compile_models(args):
             ready.append(qdq)
 
         ctx_paths = [os.path.join(work, f"{stem}_ctx.onnx") for stem in stems]
-        say("info", f"compiling for HTP v{args.htp_arch}, SoC model {args.soc_model}")
+        say("info", f"compiling for HTP v{args.htp_arch}, SoC model {args.soc_model} with {qairt_version()}")
         # ORT offloads the graph's I/O (de)quantization to the host (quantized QNN I/O) only
         # when CPU fallback is allowed: for --io quantized it is, and every node other than
         # that I/O Q/DQ is then refused here instead.
@@ -467,7 +475,7 @@ def parse(argv):
     parser.add_argument("--save-ctx", action="store_true", help="write ORT's EP-context models, <model>_ctx.onnx, beside the output")
     parser.add_argument("--force", action="store_true", help="overwrite the output")
     parser.add_argument("--verbose", action="store_true", help="show ORT's and QNN's own output")
-    parser.add_argument("--lib-dir", action="store_true", help="print the QNN library directory and exit")
+    parser.add_argument("--lib-dir", action="store_true", help="print the QNN library directory and the QAIRT version, and exit")
     args = parser.parse_args(argv)
     if not args.lib_dir and (not args.models or not args.output):
         parser.error("give MODEL.onnx ... -o OUTPUT.bin")
@@ -481,6 +489,7 @@ def main(argv=None):
     try:
         if args.lib_dir:
             print(lib_dir())
+            print(qairt_version())
         else:
             compile_models(args)
     except CompileError as error:
