@@ -94,7 +94,6 @@ def file_stem(name):
 
 def static_inputs(model):
     """[(name, numpy dtype, shape)] of the graph inputs that are not initializers."""
-    import onnx
     from onnx import helper
 
     initializers = {i.name for i in model.graph.initializer}
@@ -111,7 +110,6 @@ def static_inputs(model):
             )
         dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type)
         inputs.append((value.name, dtype, tuple(dims)))
-    del onnx
     return inputs
 
 
@@ -421,15 +419,14 @@ def compile_models(args):
                 f"{path}: quantizing ({args.activations} activations, {args.weights} per-channel "
                 f"weights, {len(samples)} calibration samples)",
             )
-            with captured_output(args.verbose) as log:
+            with captured_output(args.verbose):
                 try:
                     quantize(path, qdq, samples, args.activations, args.weights, work)
                     error = None
-                except Exception as caught:  # noqa: BLE001
+                except Exception as caught:  # noqa: BLE001 - report any quantizer failure
                     error = caught
             if error is not None:
                 raise CompileError(f"quantizing {path} failed: {one_line(error)}")
-            del log
             check_fp16(onnx.load(qdq, load_external_data=False), args.htp_arch, qdq)
             if args.save_qdq:
                 kept = os.path.join(out_dir, f"{stem}_qdq.onnx")
