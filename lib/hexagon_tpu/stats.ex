@@ -24,9 +24,10 @@ defmodule HexagonTpu.Stats do
   logs warnings that name the top creation sites of a growing kind.
   """
 
-  alias HexagonTpu.{Native, Site}
+  alias HexagonTpu.{Args, Native, Site}
 
   @alive [:runtimes_alive, :contexts_alive, :graphs_alive]
+  @snapshot_keys @alive ++ [:runtimes_created, :contexts_created, :graphs_created]
 
   @typedoc "The native counters; see `native/0`."
   @type counters :: %{
@@ -160,6 +161,7 @@ defmodule HexagonTpu.Stats do
   """
   @spec leaked(counters(), counters()) :: [site_count()]
   def leaked(before, after_) do
+    snapshots!(before, after_, "leaked/2")
     first = created_total(before)
     last = created_total(after_)
 
@@ -199,7 +201,9 @@ defmodule HexagonTpu.Stats do
   intended one.
   """
   @spec dirty_utilization(pos_integer()) :: utilization()
-  def dirty_utilization(sample_ms \\ 1000) when is_integer(sample_ms) and sample_ms > 0 do
+  def dirty_utilization(sample_ms \\ 1000)
+
+  def dirty_utilization(sample_ms) when is_integer(sample_ms) and sample_ms > 0 do
     was_on = :erlang.system_flag(:microstate_accounting, true)
 
     try do
@@ -209,6 +213,15 @@ defmodule HexagonTpu.Stats do
     after
       unless was_on, do: :erlang.system_flag(:microstate_accounting, false)
     end
+  end
+
+  def dirty_utilization(other) do
+    Args.type_error!(
+      "HexagonTpu.Stats.dirty_utilization/1",
+      "`sample_ms`",
+      "a positive integer (milliseconds)",
+      other
+    )
   end
 
   @doc """
@@ -288,6 +301,15 @@ defmodule HexagonTpu.Stats do
     {result, before, settle()}
   end
 
+  def with_leak_check(other) do
+    Args.type_error!(
+      "HexagonTpu.Stats.with_leak_check/1",
+      "`fun`",
+      "a function of no arguments",
+      other
+    )
+  end
+
   # Sweeps until the alive counters stop changing (a resource can also be held for a moment
   # by a process that is exiting or about to be scheduled), for at most ~50 ms.
   defp settle(rounds \\ 10, last \\ nil) do
@@ -324,6 +346,8 @@ defmodule HexagonTpu.Stats do
   """
   @spec alive_diff(counters(), counters()) :: %{atom() => integer()}
   def alive_diff(before, after_) do
+    snapshots!(before, after_, "alive_diff/2")
+
     shared =
       case {before, after_} do
         {%{shared_runtimes: was}, %{shared_runtimes: now}} -> now - was
@@ -384,5 +408,21 @@ defmodule HexagonTpu.Stats do
       end)
 
     if total > 0, do: min(busy / total, 1.0), else: 0.0
+  end
+
+  # Both arguments must be native/0 snapshots (ArgumentError otherwise).
+  defp snapshots!(before, after_, fun) do
+    for {value, what} <- [{before, "`before`"}, {after_, "`after_`"}] do
+      unless is_map(value) and Enum.all?(@snapshot_keys, &is_integer(Map.get(value, &1))),
+        do:
+          Args.type_error!(
+            "HexagonTpu.Stats.#{fun}",
+            what,
+            "a snapshot of HexagonTpu.Stats.native/0",
+            value
+          )
+    end
+
+    :ok
   end
 end

@@ -3,19 +3,19 @@
 //! The file is opened and checked here (the caller's own I/O, on a dirty IO scheduler); the QNN
 //! context is created on the runtime's thread, and the answer comes back by message.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use rustler::{Binary, Env, ResourceArc, Term};
 
-use crate::error::{Failure, ok_or_error};
+use crate::error::ok_or_error;
+use crate::quote;
 use crate::reply::answer;
 use crate::resources::{ContextRes, RuntimeRes};
-use crate::runtime::encode_unit;
+use crate::runtime::{encode_unit, path_from_bytes};
 use crate::terms::GraphInfoTerm;
 
 fn encode_loaded(env: Env<'_>, result: qnn::Result<Arc<qnn::Context>>) -> Term<'_> {
-    let result = result.map_err(Failure::from).map(|context| {
+    let result = result.map_err(quote::capped).map(|context| {
         let graphs: Vec<GraphInfoTerm> = context
             .graphs()
             .iter()
@@ -28,25 +28,25 @@ fn encode_loaded(env: Env<'_>, result: qnn::Result<Arc<qnn::Context>>) -> Term<'
 
 /// `{:ok, {context_ref, [graph_info]}} | {:error, %HexagonTpu.Error{}}`, directly or by
 /// message. Only a regular file of at most `max_bytes` is read. `site` is the Elixir caller,
-/// for the ledger of live objects.
+/// for the ledger of live objects. `path` is a binary, any bytes (Linux paths need not be UTF-8).
 #[rustler::nif(schedule = "DirtyIo")]
 fn context_from_file<'a>(
     env: Env<'a>,
     runtime: ResourceArc<RuntimeRes>,
-    path: String,
+    path: Binary<'a>,
     max_bytes: u64,
     site: String,
     tag: Term<'a>,
 ) -> Term<'a> {
-    let path = Path::new(&path);
+    let path = path_from_bytes(path.as_slice());
     answer(
         env,
         tag,
         encode_loaded,
-        |done| match qnn::model_file::read(path, max_bytes) {
+        |done| match qnn::model_file::read(&path, max_bytes) {
             Ok(bytes) => {
                 let binary = qnn::context::Binary::File(bytes);
-                qnn::Context::load_then(&runtime.0, binary, Some(path), &site, done)
+                qnn::Context::load_then(&runtime.0, binary, Some(&path), &site, done)
             }
             Err(error) => done(Err(error)),
         },

@@ -10,6 +10,7 @@ use rustler::{Binary, Encoder, Env, NifUnitEnum, OwnedBinary, ResourceArc, Term}
 
 use crate::atoms;
 use crate::error::{Failure, ok_or_error};
+use crate::quote;
 use crate::reply::{ReplyTo, answer};
 use crate::resources::{ContextRes, GraphRes};
 use crate::runtime::encode_unit;
@@ -37,7 +38,7 @@ fn graph_retrieve<'a>(
     site: String,
 ) -> Term<'a> {
     let result = qnn::Graph::retrieve_at(&context.0, &name, &site)
-        .map_err(Failure::from)
+        .map_err(quote::capped)
         .map(|graph| {
             let info = GraphInfoTerm::new(env, graph.info());
             (ResourceArc::new(GraphRes(graph)), info)

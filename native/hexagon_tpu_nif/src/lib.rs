@@ -17,6 +17,7 @@ mod context;
 mod error;
 mod graph;
 mod log;
+mod quote;
 mod reply;
 mod resources;
 mod runtime;
