@@ -414,18 +414,28 @@ predict(Mod) ->
     F32 = fun(Xs) -> << <<X:32/float-little>> || X <- Xs >> end,
     try
         Site = <<"hexagon_tpu_nif_smoke:predict/1">>,
-        {ok, {Runtime, _}} = Mod:runtime_create(Sim, Sim, error, Site),
-        {ok, {Context, _}} = Mod:context_from_file(Runtime, Model, Site),
+        %% Loads, closes and busy executes answer by message (HexagonTpu.Native.call/1).
+        Call = fun(Nif) ->
+                       Tag = make_ref(),
+                       case Nif(Tag) of
+                           queued -> receive {hexagon_tpu_reply, Tag, R} -> R after 60000 -> timeout end;
+                           R -> R
+                       end
+               end,
+        {ok, {Runtime, _}} = Call(fun(T) -> Mod:runtime_create(Sim, Sim, error, Site, T) end),
+        {ok, {Context, _}} =
+            Call(fun(T) -> Mod:context_from_file(Runtime, Model, 1 bsl 31, Site, T) end),
         {ok, {Graph, _}} = Mod:graph_retrieve(Context, <<"smoke">>, Site),
         A = F32([1.0, 2.0, 3.5, 4.0]),
         B = F32([0.5, 0.5, 1.0, 10.0]),
-        {ok, {[Sum], Ns}} = Mod:graph_execute(Graph, [A, B], [f32, f32], [f32]),
+        Execute = fun(T) -> Mod:graph_execute(Graph, [A, B], [f32, f32], [f32], T) end,
+        {ok, {[Sum], Ns}} = Call(Execute),
         Expected = F32([1.5, 2.5, 4.5, 14.0]),
         io:format("smoke: predict -> ~w (graphExecute ~b ns)~n",
                   [[X || <<X:32/float-little>> <= Sum], Ns]),
         Sum = Expected,
-        ok = Mod:context_close(Context),
-        {error, #{reason := closed}} = Mod:graph_execute(Graph, [A, B], [f32, f32], [f32]),
+        ok = Call(fun(T) -> Mod:context_close(Context, T) end),
+        {error, #{reason := closed}} = Call(Execute),
         io:format("smoke: after context_close, execute -> closed~n"),
         [#{kind := runtime, site := Site}, #{kind := graph, site := Site}] = Mod:ledger_live(),
         io:format("smoke: ledger_live() lists the runtime and graph still held~n"),
