@@ -77,13 +77,10 @@ fn free_handle(
 ) -> Result<()> {
     // SAFETY: the handle came from this backend's contextCreateFromBinary and, having been taken
     // out of its lock, is freed exactly once with no execute in flight.
-    let status = unsafe { (lib.fns.context_free)(raw, std::ptr::null_mut()) };
+    let status = sys::Status(unsafe { (lib.fns.context_free)(raw, std::ptr::null_mut()) });
     alive.release();
-    if status != 0 {
-        counters::record_release_error();
-        return Err(lib.error("contextFree", status));
-    }
-    Ok(())
+    lib.check("contextFree", status)
+        .inspect_err(|_| counters::record_release_error())
 }
 
 impl Drop for ContextCore {
@@ -253,7 +250,7 @@ fn create(
     // SAFETY: backend/device are live handles of this library, created on this thread; the
     // binary is valid for `len` bytes during the call (QNN copies what it keeps); `handle` is
     // writable.
-    let status = unsafe {
+    let status = sys::Status(unsafe {
         (lib.fns.context_create_from_binary)(
             handles.backend,
             handles.device,
@@ -263,10 +260,8 @@ fn create(
             &mut handle,
             std::ptr::null_mut(),
         )
-    };
-    if status != 0 {
-        return Err(lib.error("contextCreateFromBinary", status));
-    }
+    });
+    lib.check("contextCreateFromBinary", status)?;
     if handle.is_null() {
         return Err(Error::invalid_model(
             "contextCreateFromBinary returned a NULL context",

@@ -85,12 +85,10 @@ impl Graph {
             let raw = (*context_handle).ok_or(Error::Closed { what: "context" })?;
             // SAFETY: `raw` is a live context (the read lock keeps it from being freed); the name
             // is NUL-terminated; the out-pointer is writable.
-            let status = unsafe {
+            let status = sys::Status(unsafe {
                 (core.runtime.backend_lib.fns.graph_retrieve)(raw, c_name.as_ptr(), &mut handle)
-            };
-            if status != 0 {
-                return Err(core.runtime.backend_lib.error("graphRetrieve", status));
-            }
+            });
+            core.runtime.backend_lib.check("graphRetrieve", status)?;
         }
         if handle.is_null() {
             return Err(Error::invalid_model(format!(
@@ -253,7 +251,7 @@ impl Turn<'_> {
         // turn (`self`) serializes every execute on the handle. The tensor arrays describe
         // buffers whose sizes were checked against the metadata, outlive the call, and outputs
         // are exclusively borrowed.
-        let status = unsafe {
+        let status = sys::Status(unsafe {
             (lib.fns.graph_execute)(
                 state.handle,
                 raw_inputs.as_ptr(),
@@ -263,12 +261,10 @@ impl Turn<'_> {
                 std::ptr::null_mut(),
                 std::ptr::null_mut(),
             )
-        };
+        });
         let execute_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        counters::record_execute(execute_ns, status != 0);
-        if status != 0 {
-            return Err(lib.error("graphExecute", status));
-        }
+        counters::record_execute(execute_ns, !status.is_ok());
+        lib.check("graphExecute", status)?;
         Ok(ExecuteReport { execute_ns })
     }
 

@@ -117,22 +117,22 @@ pub fn probe_backend(path: &Path, log_level: Option<LogLevel>) -> Result<Backend
             let callback = log::callback_for(&lib);
             // SAFETY: the callback is an `extern "C"` function with QnnLog_Callback_t's signature
             // that lives for the whole process; `log` is writable.
-            let status = unsafe { log_create(callback, level.raw(), &mut log) };
-            if status != 0 {
+            let status = sys::Status(unsafe { log_create(callback, level.raw(), &mut log) });
+            if !status.is_ok() {
                 log = std::ptr::null_mut();
             }
-            Some(check(&lib, "logCreate", status))
+            Some(lib.check("logCreate", status))
         }
         _ => None,
     };
 
     let mut backend: sys::Qnn_BackendHandle_t = std::ptr::null_mut();
     // SAFETY: `log` is NULL or a live log handle of this library; the out-pointer is valid.
-    let status = unsafe { (fns.backend_create)(log, std::ptr::null(), &mut backend) };
-    if status != 0 {
+    let status = sys::Status(unsafe { (fns.backend_create)(log, std::ptr::null(), &mut backend) });
+    if !status.is_ok() {
         backend = std::ptr::null_mut();
     }
-    let backend_create = check(&lib, "backendCreate", status);
+    let backend_create = lib.check("backendCreate", status);
 
     let device_platform_info = fns
         .device_get_platform_info
@@ -142,11 +142,11 @@ pub fn probe_backend(path: &Path, log_level: Option<LogLevel>) -> Result<Backend
     let device_create = match (fns.device_create, fns.device_free) {
         (Some(device_create), Some(_)) => {
             // SAFETY: as for backendCreate; a NULL config asks for the default device.
-            let status = unsafe { device_create(log, std::ptr::null(), &mut device) };
-            if status != 0 {
+            let status = sys::Status(unsafe { device_create(log, std::ptr::null(), &mut device) });
+            if !status.is_ok() {
                 device = std::ptr::null_mut();
             }
-            Some(check(&lib, "deviceCreate", status))
+            Some(lib.check("deviceCreate", status))
         }
         _ => None,
     };
@@ -172,14 +172,6 @@ pub fn probe_backend(path: &Path, log_level: Option<LogLevel>) -> Result<Backend
     })
 }
 
-fn check(lib: &BackendLibrary, op: &'static str, status: sys::Qnn_ErrorHandle_t) -> Result<()> {
-    if status == 0 {
-        Ok(())
-    } else {
-        Err(lib.error(op, status))
-    }
-}
-
 fn platform_info(
     lib: &BackendLibrary,
     get: sys::QnnDevice_GetPlatformInfoFn,
@@ -187,8 +179,8 @@ fn platform_info(
 ) -> Result<Vec<HardwareDevice>> {
     let mut info: *const sys::QnnDevice_PlatformInfo_t = std::ptr::null();
     // SAFETY: `log` is NULL or a live log handle; the out-pointer is writable.
-    let status = unsafe { get(log, &mut info) };
-    check(lib, "deviceGetPlatformInfo", status)?;
+    let status = sys::Status(unsafe { get(log, &mut info) });
+    lib.check("deviceGetPlatformInfo", status)?;
     if info.is_null() {
         return Err(Error::invalid_model(
             "deviceGetPlatformInfo succeeded but returned no platform info",
@@ -199,8 +191,8 @@ fn platform_info(
     let devices = unsafe { read_platform_info(info) };
     if let Some(free) = lib.fns.device_free_platform_info {
         // SAFETY: `info` came from deviceGetPlatformInfo and is freed once, after its last use.
-        let status = unsafe { free(log, info) };
-        check(lib, "deviceFreePlatformInfo", status)?;
+        let status = sys::Status(unsafe { free(log, info) });
+        lib.check("deviceFreePlatformInfo", status)?;
     }
     devices
 }

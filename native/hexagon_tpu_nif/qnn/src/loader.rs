@@ -59,6 +59,11 @@ pub(crate) struct BackendLibrary {
 }
 
 impl BackendLibrary {
+    /// `Ok(())` when the call `op` succeeded, else its error (see [`BackendLibrary::error`]).
+    pub(crate) fn check(&self, op: &'static str, status: sys::Status) -> Result<()> {
+        status.ok_or_else(|raw| self.error(op, raw))
+    }
+
     /// The error for a failed call `op` through this library's table: the code, its header
     /// name and the library's own text for it (`errorGetMessage`, and `errorGetVerboseMessage`
     /// where it answers). Every failed backend call is reported through this.
@@ -256,10 +261,8 @@ fn list_providers<T>(
     let mut list: *const *const T = std::ptr::null();
     let mut count = 0u32;
     // SAFETY: both out-pointers are valid for writes; the function is the library's entry point.
-    let status = unsafe { get_providers(&mut list, &mut count) };
-    if status != 0 {
-        return Err(Error::qnn(symbol, status));
-    }
+    sys::Status(unsafe { get_providers(&mut list, &mut count) })
+        .ok_or_else(|raw| Error::qnn(symbol, raw))?;
     // SAFETY: `list`/`count` come from a successful getProviders call; the library stays loaded
     // for the life of the process.
     unsafe { provider_pointers(list, count) }.map_err(|why| Error::IncompatibleApi {

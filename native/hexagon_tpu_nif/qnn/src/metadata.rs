@@ -64,8 +64,8 @@ struct SystemContext<'a> {
 impl Drop for SystemContext<'_> {
     fn drop(&mut self) {
         // SAFETY: the handle came from this library's systemContextCreate and is freed once.
-        let status = unsafe { (self.library.fns.context_free)(self.handle) };
-        if status != 0 {
+        let status = sys::Status(unsafe { (self.library.fns.context_free)(self.handle) });
+        if !status.is_ok() {
             crate::counters::record_release_error();
         }
     }
@@ -83,10 +83,8 @@ pub(crate) fn read_graphs(
 pub(crate) fn read_binary(library: &SystemLibrary, binary: &[u8]) -> Result<BinaryMetadata> {
     let mut handle: sys::QnnSystemContext_Handle_t = std::ptr::null_mut();
     // SAFETY: the out-pointer is valid for a write.
-    let status = unsafe { (library.fns.context_create)(&mut handle) };
-    if status != 0 {
-        return Err(Error::qnn("systemContextCreate", status));
-    }
+    sys::Status(unsafe { (library.fns.context_create)(&mut handle) })
+        .ok_or_else(|raw| Error::qnn("systemContextCreate", raw))?;
     if handle.is_null() {
         return Err(Error::invalid_model(
             "systemContextCreate returned a NULL handle",
@@ -96,33 +94,33 @@ pub(crate) fn read_binary(library: &SystemLibrary, binary: &[u8]) -> Result<Bina
 
     let mut info: *const QnnSystemContext_BinaryInfo_t = std::ptr::null();
     let size = binary.len() as u64;
-    let status = if let Some(get_metadata) = library.fns.context_get_metadata {
-        // SAFETY: the buffer is valid for `size` bytes for the duration of the call; the result
-        // stays owned by the System context, which outlives its use below.
-        unsafe { get_metadata(context.handle, binary.as_ptr().cast(), size, &mut info) }
-    } else {
-        // The deprecated entry takes a mutable buffer, so it gets a copy it may scribble on.
-        let mut copy = binary.to_vec();
-        let get_binary_info = library
-            .fns
-            .context_get_binary_info
-            .expect("the loader requires one of the two metadata entries");
-        let mut info_size = 0u64;
-        // SAFETY: as above; the copy is valid for `size` bytes and outlives the call. The result
-        // is owned by the System context, not by the buffer.
-        unsafe {
-            get_binary_info(
-                context.handle,
-                copy.as_mut_ptr().cast::<c_void>(),
-                size,
-                &mut info,
-                &mut info_size,
-            )
-        }
-    };
-    if status != 0 {
-        return Err(Error::qnn("systemContextGetMetaData", status));
-    }
+    let status = sys::Status(
+        if let Some(get_metadata) = library.fns.context_get_metadata {
+            // SAFETY: the buffer is valid for `size` bytes for the duration of the call; the result
+            // stays owned by the System context, which outlives its use below.
+            unsafe { get_metadata(context.handle, binary.as_ptr().cast(), size, &mut info) }
+        } else {
+            // The deprecated entry takes a mutable buffer, so it gets a copy it may scribble on.
+            let mut copy = binary.to_vec();
+            let get_binary_info = library
+                .fns
+                .context_get_binary_info
+                .expect("the loader requires one of the two metadata entries");
+            let mut info_size = 0u64;
+            // SAFETY: as above; the copy is valid for `size` bytes and outlives the call. The result
+            // is owned by the System context, not by the buffer.
+            unsafe {
+                get_binary_info(
+                    context.handle,
+                    copy.as_mut_ptr().cast::<c_void>(),
+                    size,
+                    &mut info,
+                    &mut info_size,
+                )
+            }
+        },
+    );
+    status.ok_or_else(|raw| Error::qnn("systemContextGetMetaData", raw))?;
     if info.is_null() {
         return Err(Error::invalid_model("QnnSystem returned no binary info"));
     }

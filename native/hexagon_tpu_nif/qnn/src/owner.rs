@@ -140,31 +140,32 @@ fn create(lib: &Arc<BackendLibrary>, log_level: Option<LogLevel>) -> Result<Hand
         let callback = log::callback_for(lib);
         // SAFETY: the callback is a `extern "C"` function with QnnLog_Callback_t's signature that
         // lives for the whole process; `handles.log` is writable.
-        let status = unsafe { log_create(callback, level.raw(), &mut handles.log) };
-        if status != 0 {
-            return Err(lib.error("logCreate", status));
-        }
+        let status = sys::Status(unsafe { log_create(callback, level.raw(), &mut handles.log) });
+        lib.check("logCreate", status)?;
     }
     // SAFETY: `log` is NULL or a live log handle of this library; the out-pointer is valid.
-    let status =
-        unsafe { (fns.backend_create)(handles.log, std::ptr::null(), &mut handles.backend) };
-    if status != 0 {
-        let error = lib.error("backendCreate", status);
+    let status = sys::Status(unsafe {
+        (fns.backend_create)(handles.log, std::ptr::null(), &mut handles.backend)
+    });
+    if let Err(error) = lib.check("backendCreate", status) {
         handles.backend = std::ptr::null_mut();
         let _ = handles.free();
         return Err(error);
     }
     if let (Some(device_create), Some(_)) = (fns.device_create, fns.device_free) {
         // SAFETY: as above; a NULL config asks for the default device.
-        let status = unsafe { device_create(handles.log, std::ptr::null(), &mut handles.device) };
-        if status != 0 {
+        let status = sys::Status(unsafe {
+            device_create(handles.log, std::ptr::null(), &mut handles.device)
+        });
+        if !status.is_ok() {
             handles.device = std::ptr::null_mut();
-            // Backends without devices (the CPU backend) answer NOT_SUPPORTED; carry on.
-            if sys::error_code(status) != sys::QNN_COMMON_ERROR_NOT_SUPPORTED {
-                let error = lib.error("deviceCreate", status);
-                let _ = handles.free();
-                return Err(error);
-            }
+        }
+        // Backends without devices (the CPU backend) answer NOT_SUPPORTED; carry on.
+        if status.code() != sys::QNN_COMMON_ERROR_NOT_SUPPORTED
+            && let Err(error) = lib.check("deviceCreate", status)
+        {
+            let _ = handles.free();
+            return Err(error);
         }
     }
     Ok(handles)
@@ -176,10 +177,10 @@ impl Handles {
         let lib = Arc::clone(&self.lib);
         let fns = lib.fns;
         let mut first_error = None;
-        let mut check = |op: &'static str, status: sys::Qnn_ErrorHandle_t| {
-            if status != 0 {
+        let mut check = |op: &'static str, status: sys::Status| {
+            if let Err(error) = lib.check(op, status) {
                 counters::record_release_error();
-                first_error.get_or_insert(lib.error(op, status));
+                first_error.get_or_insert(error);
             }
         };
         let device = std::mem::replace(&mut self.device, std::ptr::null_mut());
@@ -188,19 +189,22 @@ impl Handles {
         {
             // SAFETY: the device was created on this thread by this library; it was taken out of
             // `self`, so it is freed exactly once.
-            check("deviceFree", unsafe { device_free(device) });
+            check("deviceFree", sys::Status(unsafe { device_free(device) }));
         }
         let backend = std::mem::replace(&mut self.backend, std::ptr::null_mut());
         if !backend.is_null() {
             // SAFETY: as above, for the backend.
-            check("backendFree", unsafe { (fns.backend_free)(backend) });
+            check(
+                "backendFree",
+                sys::Status(unsafe { (fns.backend_free)(backend) }),
+            );
         }
         let log = std::mem::replace(&mut self.log, std::ptr::null_mut());
         if !log.is_null()
             && let Some(log_free) = fns.log_free
         {
             // SAFETY: as above, for the log handle.
-            check("logFree", unsafe { log_free(log) });
+            check("logFree", sys::Status(unsafe { log_free(log) }));
         }
         self.alive.release();
         first_error.map_or(Ok(()), Err)

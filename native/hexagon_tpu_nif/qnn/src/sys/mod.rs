@@ -62,6 +62,33 @@ pub struct Qnn_ApiVersion_t {
     pub backendApiVersion: Qnn_Version_t,
 }
 
+/// A QNN call's result, read once: 0 is success, anything else a failure whose code is the low
+/// 16 bits. Every call site wraps the raw `Qnn_ErrorHandle_t` in one and turns it into a
+/// `Result`, so no status is compared with 0 by hand or forgotten.
+#[must_use = "a QNN call's status says whether it failed"]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Status(pub Qnn_ErrorHandle_t);
+
+impl Status {
+    pub const fn is_ok(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The error code QNN compares on.
+    pub const fn code(self) -> u32 {
+        error_code(self.0)
+    }
+
+    /// `Ok(())`, or `Err` with what `error` makes of the failed handle.
+    pub fn ok_or_else<E>(self, error: impl FnOnce(Qnn_ErrorHandle_t) -> E) -> Result<(), E> {
+        if self.is_ok() {
+            Ok(())
+        } else {
+            Err(error(self.0))
+        }
+    }
+}
+
 /// Extracts the error code QNN compares on (the low 16 bits of a handle).
 pub const fn error_code(handle: Qnn_ErrorHandle_t) -> u32 {
     (handle & 0xFFFF) as u32
