@@ -1,0 +1,50 @@
+"""Runs a compiled model through ONNX Runtime's own QNN execution provider: the reference the
+real-stack demo compares hexagon_tpu with.
+
+    python examples/ort_reference.py MODEL_ctx.onnx INPUT.f32 OUTPUT.f32
+
+MODEL_ctx.onnx is the EP-context model `mix hexagon_tpu.compile --save-ctx DIR` writes beside
+the binary: one EPContext node that names the same .bin file hexagon_tpu loads. ORT loads that
+binary with the same libQnnHtp.so (Qualcomm's HTP emulator on x86-64), feeds it INPUT.f32
+(raw little-endian f32, the model's only input) and writes its only output to OUTPUT.f32.
+ORT's QNN EP quantizes the float input and dequantizes the output itself, as hexagon_tpu does.
+"""
+
+import os
+import sys
+
+import numpy as np
+import onnxruntime as ort
+import onnxruntime_qnn
+
+
+def main(ctx_path: str, input_path: str, output_path: str) -> None:
+    ort.register_execution_provider_library("QNNExecutionProvider", onnxruntime_qnn.get_library_path())
+    devices = [d for d in ort.get_ep_devices() if d.ep_name == "QNNExecutionProvider"][:1]
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    options.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    options.add_provider_for_devices(devices, {"backend_type": "htp"})
+
+    # QNN prints to fd 1; keep this script's own output clean.
+    saved = os.dup(1)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    try:
+        session = ort.InferenceSession(ctx_path, options)
+        (model_input,) = session.get_inputs()
+        shape = [int(d) for d in model_input.shape]
+        features = np.fromfile(input_path, dtype="<f4").reshape(shape)
+        (output,) = session.run(None, {model_input.name: features})
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+    np.asarray(output, dtype="<f4").tofile(output_path)
+    print(f"ORT {ort.__version__} (QNN EP, HTP backend) on {os.path.basename(ctx_path)}: "
+          f"{model_input.name} {shape} -> {session.get_outputs()[0].name} {list(output.shape)}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4:
+        sys.exit("usage: python examples/ort_reference.py MODEL_ctx.onnx INPUT.f32 OUTPUT.f32")
+    main(*sys.argv[1:])
