@@ -11,8 +11,11 @@
 
 [model_path, lib_dir, input_path, ort_path] =
   case System.argv() do
-    [_, _, _, _] = args -> args
-    _ -> raise "usage: mix run examples/demo_real.exs MODEL.bin QNN_LIB_DIR INPUT.f32 ORT_OUTPUT.f32"
+    [_, _, _, _] = args ->
+      args
+
+    _ ->
+      raise "usage: mix run examples/demo_real.exs MODEL.bin QNN_LIB_DIR INPUT.f32 ORT_OUTPUT.f32"
   end
 
 import Bitwise
@@ -37,8 +40,7 @@ below are device figures. The "# LIBNATIVE" line is printed by Qualcomm's librar
 
 {:ok, info} = Runtime.info(runtime)
 
-{load_us, {:ok, model}} =
-  :timer.tc(fn -> HexagonTpu.load_model(model_path, runtime: runtime) end)
+{load_us, {:ok, model}} = :timer.tc(fn -> HexagonTpu.load_model(model_path, runtime: runtime) end)
 
 IO.puts("""
 backend   #{info.provider_name} (core API #{info.core_api}, backend API #{info.backend_api}, build #{info.build_id})

@@ -42,8 +42,13 @@ _setup_apt() {
     apt-get update -qq >/dev/null || _setup_die "apt-get update failed (is the network or the package mirror reachable?)"
     _setup_apt_updated=1
   fi
-  apt-get install -y -qq --no-install-recommends "$@" >/dev/null ||
+  local log
+  log="$(mktemp)"
+  if ! apt-get install -y -qq --no-install-recommends "$@" >"$log" 2>&1; then
+    cat "$log" >&2
     _setup_die "apt-get install $* failed; see apt-get's message above"
+  fi
+  rm -f "$log"
 }
 
 # Rust: rustup puts cargo in ~/.cargo/bin, which a new login shell has on PATH; this one may not.
