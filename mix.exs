@@ -53,6 +53,9 @@ defmodule HexagonTpu.MixProject do
       links: %{"GitHub" => @source_url},
       files: [
         "lib",
+        # the compile task's Python script and its pins (priv/native is not shipped: the NIF
+        # comes from rustler_precompiled or a local build)
+        "priv/compile",
         "native/hexagon_tpu_nif/src",
         "native/hexagon_tpu_nif/qnn/src",
         "native/hexagon_tpu_nif/qnn/Cargo.toml",

@@ -1,0 +1,506 @@
+defmodule HexagonTpu.Compiler do
+  @moduledoc """
+  Compiles ONNX models into QNN context binaries without the QAIRT SDK: the engine of
+  `mix hexagon_tpu.compile`.
+
+  The work is done by ONNX Runtime's QNN execution provider from PyPI's `onnxruntime-qnn`
+  wheel, which carries Qualcomm's QAIRT libraries (2.51 for `onnxruntime-qnn` 2.7.0). The
+  first use creates a Python venv with the pinned packages of `priv/compile/requirements.txt`
+  in a cache folder; later uses reuse it. Qualcomm's files are downloaded from PyPI into that
+  venv on the user's machine; this package never ships them.
+
+  ## The cache folder
+
+  `$HEXAGON_TPU_CACHE`, or else `$XDG_CACHE_HOME/hexagon_tpu`, or else
+  `~/.cache/hexagon_tpu`. The venv's directory is named after the pin set
+  (`venv-ort-qnn-2.7.0-<hash of requirements.txt>`), so a new pin set makes a new venv. It is
+  built in a temporary directory and renamed into place when complete: a crash during the
+  installation never leaves a half-made venv behind. Only the venv's `bin/python` is used
+  (a renamed venv's own scripts, such as `bin/pip`, point at the temporary path).
+
+  The Python interpreter that creates the venv is `$HEXAGON_TPU_PYTHON`, or `python3` on the
+  `PATH`; it needs the `venv` module (Debian: `apt-get install python3-venv`).
+
+  ## The x86-64 HTP emulator
+
+  On an x86-64 host the wheel's `libQnnHtp.so` is an HTP emulator that executes real context
+  binaries; `qnn_lib_dir/0` finds it (with `libQnnSystem.so`), so tests and demos can run
+  compiled models without a device:
+
+      {:ok, dir} = HexagonTpu.Compiler.qnn_lib_dir()
+
+      {:ok, runtime} =
+        HexagonTpu.Runtime.create(
+          lib_path: Path.join(dir, "libQnnHtp.so"),
+          system_lib_path: Path.join(dir, "libQnnSystem.so")
+        )
+
+  Errors are `{:error, message}`: one line saying what was wrong.
+  """
+
+  alias HexagonTpu.{Context, Runtime}
+
+  @script "hexagon_tpu_compile.py"
+  @requirements "requirements.txt"
+  @marker "hexagon_tpu-requirements.txt"
+
+  @typedoc "A compiled binary and its graphs, as `HexagonTpu.Context.from_file/3` reads them."
+  @type result :: %{
+          output: Path.t(),
+          graphs: [Context.graph_info()],
+          warnings: [String.t()],
+          messages: [String.t()]
+        }
+
+  @type compile_option ::
+          {:htp_arch, pos_integer()}
+          | {:soc_model, pos_integer()}
+          | {:calibration, Path.t()}
+          | {:random_calibration, pos_integer()}
+          | {:activations, :u8 | :u16}
+          | {:weights, :u8 | :s8}
+          | {:io, :quantized | :float}
+          | {:force, boolean()}
+          | {:save_qdq, boolean()}
+          | {:save_ctx, boolean()}
+          | {:verbose, boolean()}
+          | {:progress, (String.t() -> any())}
+
+  @type setup_info :: %{venv: Path.t(), python: Path.t(), qnn_lib_dir: Path.t()}
+
+  @doc "The cache folder (see \"The cache folder\"); it may not exist yet."
+  @spec cache_dir() :: Path.t()
+  def cache_dir do
+    cond do
+      dir = non_empty_env("HEXAGON_TPU_CACHE") -> Path.expand(dir)
+      dir = non_empty_env("XDG_CACHE_HOME") -> Path.join(Path.expand(dir), "hexagon_tpu")
+      true -> Path.join(System.user_home!(), ".cache/hexagon_tpu")
+    end
+  end
+
+  @doc "The directory of this package's Python files: the compile script and its pins."
+  @spec priv_dir() :: Path.t()
+  def priv_dir, do: Path.join(to_string(:code.priv_dir(:hexagon_tpu)), "compile")
+
+  @doc "The venv directory of the current pin set (it may not exist yet)."
+  @spec venv_dir() :: Path.t()
+  def venv_dir do
+    pins = File.read!(requirements())
+    [_, version] = Regex.run(~r/^onnxruntime-qnn==(\S+)/m, pins)
+    hash = pins |> :erlang.md5() |> Base.encode16(case: :lower) |> binary_part(0, 8)
+    Path.join(cache_dir(), "venv-ort-qnn-#{version}-#{hash}")
+  end
+
+  @doc """
+  The directory holding the venv's `libQnnHtp.so` and `libQnnSystem.so` (the `onnxruntime_qnn`
+  package directory), if the venv exists. Never creates anything: `setup/1` does.
+  """
+  @spec qnn_lib_dir() :: {:ok, Path.t()} | {:error, String.t()}
+  def qnn_lib_dir, do: lib_dir_of(venv_dir())
+
+  @doc "The venv's Python interpreter, if the venv exists (see `qnn_lib_dir/0`)."
+  @spec python() :: {:ok, Path.t()} | {:error, String.t()}
+  def python do
+    venv = venv_dir()
+
+    with {:ok, _} <- lib_dir_of(venv), do: {:ok, Path.join(venv, "bin/python")}
+  end
+
+  defp lib_dir_of(venv) do
+    found =
+      Path.wildcard(Path.join(venv, "lib/python3*/site-packages/onnxruntime_qnn/libQnnHtp.so"))
+
+    cond do
+      not File.exists?(Path.join(venv, @marker)) ->
+        {:error,
+         "the compile venv #{venv} does not exist; create it with `mix hexagon_tpu.compile --setup`"}
+
+      found == [] ->
+        {:error, "the compile venv #{venv} has no onnxruntime_qnn/libQnnHtp.so"}
+
+      true ->
+        dir = found |> hd() |> Path.dirname()
+
+        if File.exists?(Path.join(dir, "libQnnSystem.so")),
+          do: {:ok, dir},
+          else: {:error, "#{dir} has libQnnHtp.so but no libQnnSystem.so"}
+    end
+  end
+
+  @doc """
+  Ensures the venv exists, creating it once (this downloads about 200 MB from PyPI).
+
+  Options: `:progress`, a function given each progress message (default: none).
+  """
+  @spec setup(keyword()) :: {:ok, setup_info()} | {:error, String.t()}
+  def setup(opts \\ []) do
+    progress = Keyword.get(opts, :progress, fn _ -> :ok end)
+    venv = venv_dir()
+
+    with {:error, _} <- lib_dir_of(venv),
+         {:ok, python} <- system_python(),
+         :ok <- create_venv(python, venv, progress) do
+      setup_info(venv)
+    else
+      {:ok, _dir} -> setup_info(venv)
+      {:error, _} = error -> error
+    end
+  end
+
+  defp setup_info(venv) do
+    with {:ok, dir} <- lib_dir_of(venv),
+         do: {:ok, %{venv: venv, python: Path.join(venv, "bin/python"), qnn_lib_dir: dir}}
+  end
+
+  defp system_python do
+    case non_empty_env("HEXAGON_TPU_PYTHON") do
+      nil ->
+        case System.find_executable("python3") do
+          nil ->
+            {:error,
+             "python3 not found on the PATH: install it (Debian: apt-get install python3 " <>
+               "python3-venv) or set HEXAGON_TPU_PYTHON"}
+
+          path ->
+            {:ok, path}
+        end
+
+      path ->
+        if File.regular?(path) or System.find_executable(path),
+          do: {:ok, System.find_executable(path) || path},
+          else: {:error, "HEXAGON_TPU_PYTHON=#{path}: no such executable"}
+    end
+  end
+
+  defp create_venv(python, venv, progress) do
+    parent = Path.dirname(venv)
+    tmp = Path.join(parent, ".#{Path.basename(venv)}.tmp-#{System.unique_integer([:positive])}")
+
+    with :ok <- mkdir(parent),
+         :ok <- progress.("creating #{venv} with #{python}"),
+         :ok <- make_venv(python, tmp),
+         :ok <- progress.("installing #{requirements()} (about 200 MB from PyPI)"),
+         :ok <- pip_install(tmp),
+         :ok <- File.cp(requirements(), Path.join(tmp, @marker)) |> posix("write a marker"),
+         {:ok, _} <- lib_dir_of(tmp) do
+      case File.rename(tmp, venv) do
+        :ok ->
+          :ok
+
+        {:error, reason} ->
+          # another process may have finished first: its venv is as good as ours
+          File.rm_rf(tmp)
+
+          case lib_dir_of(venv) do
+            {:ok, _} ->
+              :ok
+
+            {:error, _} ->
+              {:error, "cannot rename #{tmp} to #{venv}: #{:file.format_error(reason)}"}
+          end
+      end
+    else
+      {:error, _} = error ->
+        File.rm_rf(tmp)
+        error
+    end
+  end
+
+  defp mkdir(dir) do
+    case File.mkdir_p(dir) do
+      :ok -> :ok
+      {:error, reason} -> {:error, "cannot create #{dir}: #{:file.format_error(reason)}"}
+    end
+  end
+
+  defp posix(:ok, _what), do: :ok
+
+  defp posix({:error, reason}, what),
+    do: {:error, "cannot #{what}: #{:file.format_error(reason)}"}
+
+  defp make_venv(python, tmp) do
+    case cmd(python, ["-m", "venv", tmp]) do
+      {_, 0} ->
+        :ok
+
+      {output, status} ->
+        if output =~ ~r/ensurepip|No module named venv|python3(\.\d+)?-venv/ do
+          {:error,
+           "#{python} has no working venv module: install it (Debian: apt-get install " <>
+             "python3-venv), or point HEXAGON_TPU_PYTHON at a Python that has one"}
+        else
+          {:error, "`#{python} -m venv` failed (exit #{status}): #{last_line(output)}"}
+        end
+    end
+  end
+
+  defp pip_install(tmp) do
+    args = ~w(-m pip install --disable-pip-version-check --no-input -r) ++ [requirements()]
+
+    case cmd(Path.join(tmp, "bin/python"), args) do
+      {_, 0} ->
+        :ok
+
+      {output, status} ->
+        offline? =
+          output =~
+            ~r/NewConnectionError|Temporary failure in name resolution|Network is unreachable|Failed to establish a new connection|No matching distribution found|Could not find a version/
+
+        if offline? do
+          {:error,
+           "pip could not download the pinned packages of #{requirements()} (offline, or PyPI " <>
+             "unreachable, or no wheel for this Python/platform): #{pip_error(output)}"}
+        else
+          {:error,
+           "pip install -r #{requirements()} failed (exit #{status}): #{pip_error(output)}"}
+        end
+    end
+  end
+
+  defp pip_error(output) do
+    lines = String.split(output, "\n", trim: true)
+
+    Enum.find(Enum.reverse(lines), List.last(lines) || "", &(&1 =~ ~r/^ERROR:/))
+    |> String.trim()
+  end
+
+  @doc """
+  Compiles `models` (one ONNX file, or several that become the graphs of one binary) into
+  the context binary `output`, then loads it on the venv's emulator and returns its graphs
+  as this package reads them.
+
+  Options (defaults in brackets): `:htp_arch` [68], `:soc_model` [35, the QCS6490],
+  `:calibration` (a directory of `<input>_<n>.npy` files), `:random_calibration` (a sample
+  count), `:activations` [`:u8`] or `:u16`, `:weights` [`:s8`] or `:u8` (per channel),
+  `:io` [`:quantized`] or `:float` (the graph's input and output types), `:force` [false]
+  (overwrite `output`), `:save_qdq` / `:save_ctx` [false] (keep the quantized models and ORT's
+  EP-context models beside `output`, as `<model>_qdq.onnx` and `<model>_ctx.onnx`),
+  `:verbose` [false] (also return ORT's and QNN's own output in `:messages`), `:progress`
+  (a function given each progress message).
+
+  A model with QuantizeLinear/DequantizeLinear nodes is compiled as it is; a float model is
+  quantized first and needs `:calibration` or `:random_calibration`.
+  """
+  @spec compile(Path.t() | [Path.t()], Path.t(), [compile_option()]) ::
+          {:ok, result()} | {:error, String.t()}
+  def compile(models, output, opts \\ []) do
+    models = List.wrap(models)
+
+    opts =
+      Keyword.validate!(opts,
+        htp_arch: 68,
+        soc_model: 35,
+        calibration: nil,
+        random_calibration: nil,
+        activations: :u8,
+        weights: :s8,
+        io: :quantized,
+        force: false,
+        save_qdq: false,
+        save_ctx: false,
+        verbose: false,
+        progress: fn _ -> :ok end
+      )
+
+    with :ok <- check_models(models),
+         :ok <- check_output(output, opts[:force]),
+         {:ok, args} <- script_args(models, output, opts),
+         {:ok, setup} <- setup(progress: opts[:progress]),
+         {:ok, messages, warnings} <- run_script(setup.python, args, opts) do
+      case read_back(output, setup.qnn_lib_dir) do
+        {:ok, graphs} ->
+          {:ok, %{output: output, graphs: graphs, warnings: warnings, messages: messages}}
+
+        {:error, message} ->
+          {:error, "wrote #{output}, but cannot load it back on #{setup.qnn_lib_dir}: #{message}"}
+      end
+    end
+  end
+
+  defp check_models([]), do: {:error, "no model given"}
+
+  defp check_models(models) do
+    case Enum.reject(models, &File.regular?/1) do
+      [] -> :ok
+      [missing | _] -> {:error, "model #{missing} does not exist"}
+    end
+  end
+
+  defp check_output(output, force) do
+    cond do
+      File.dir?(output) ->
+        {:error, "the output #{output} is a directory"}
+
+      File.exists?(output) and not force ->
+        {:error, "#{output} already exists (use --force to overwrite it)"}
+
+      true ->
+        :ok
+    end
+  end
+
+  defp script_args(models, output, opts) do
+    with {:ok, activations} <- choice(opts, :activations, [:u8, :u16]),
+         {:ok, weights} <- choice(opts, :weights, [:u8, :s8]),
+         {:ok, io} <- choice(opts, :io, [:quantized, :float]),
+         :ok <- positive(opts, :htp_arch),
+         :ok <- positive(opts, :soc_model),
+         :ok <- calibration(opts) do
+      args =
+        [Path.join(priv_dir(), @script) | Enum.map(models, &Path.expand/1)] ++
+          ["-o", Path.expand(output)] ++
+          ~w(--htp-arch #{opts[:htp_arch]} --soc-model #{opts[:soc_model]}) ++
+          ~w(--activations #{activations} --weights #{weights} --io #{io}) ++
+          if(opts[:calibration], do: ["--calibration", Path.expand(opts[:calibration])], else: []) ++
+          if(opts[:random_calibration],
+            do: ["--random-calibration", to_string(opts[:random_calibration])],
+            else: []
+          ) ++
+          flags(opts, [:force, :save_qdq, :save_ctx, :verbose])
+
+      {:ok, args}
+    end
+  end
+
+  defp choice(opts, key, allowed) do
+    value = opts[key]
+
+    value =
+      if is_binary(value), do: Enum.find(allowed, &(Atom.to_string(&1) == value)), else: value
+
+    if value in allowed,
+      do: {:ok, value},
+      else:
+        {:error,
+         "invalid #{key} #{inspect(opts[key])}: expected one of #{Enum.map_join(allowed, ", ", &to_string/1)}"}
+  end
+
+  defp positive(opts, key) do
+    if is_integer(opts[key]) and opts[key] > 0,
+      do: :ok,
+      else: {:error, "invalid #{key} #{inspect(opts[key])}: expected a positive integer"}
+  end
+
+  defp calibration(opts) do
+    cond do
+      opts[:calibration] && opts[:random_calibration] ->
+        {:error, "give a calibration directory or a random calibration count, not both"}
+
+      opts[:calibration] && not File.dir?(opts[:calibration]) ->
+        {:error, "the calibration directory #{opts[:calibration]} does not exist"}
+
+      opts[:random_calibration] &&
+          not (is_integer(opts[:random_calibration]) and opts[:random_calibration] > 0) ->
+        {:error,
+         "invalid random_calibration #{inspect(opts[:random_calibration])}: expected a positive count"}
+
+      true ->
+        :ok
+    end
+  end
+
+  defp flags(opts, keys) do
+    for key <- keys, opts[key], do: "--" <> String.replace(Atom.to_string(key), "_", "-")
+  end
+
+  defp run_script(python, args, opts) do
+    {output, status} = cmd(python, args, [{"PYTHONNOUSERSITE", "1"}])
+    lines = String.split(output, "\n", trim: true)
+    own = for "hexagon_tpu_compile: " <> rest <- lines, do: rest
+    errors = for "error: " <> message <- own, do: message
+    warnings = for "warning: " <> message <- own, do: message
+
+    for "info: " <> message <- own, do: opts[:progress].(message)
+
+    messages = if opts[:verbose], do: lines, else: own
+
+    case {status, errors} do
+      {0, _} ->
+        {:ok, messages, warnings}
+
+      {_, [_ | _]} ->
+        {:error, List.last(errors)}
+
+      {status, []} ->
+        {:error, "#{@script} exited with status #{status}: #{last_line(output)}"}
+    end
+  end
+
+  @doc """
+  Loads a context binary on the emulator in `lib_dir` and returns its graphs' metadata
+  (then frees everything it created).
+  """
+  @spec read_back(Path.t(), Path.t()) :: {:ok, [Context.graph_info()]} | {:error, String.t()}
+  def read_back(binary, lib_dir) do
+    opts = [
+      lib_path: Path.join(lib_dir, "libQnnHtp.so"),
+      system_lib_path: Path.join(lib_dir, "libQnnSystem.so"),
+      log_level: :error
+    ]
+
+    case Runtime.create(opts) do
+      {:ok, runtime} ->
+        result = Context.from_file(runtime, binary)
+        Runtime.close(runtime)
+
+        case result do
+          {:ok, context} ->
+            Context.close(context)
+            {:ok, context.graphs}
+
+          {:error, error} ->
+            {:error, Exception.message(error)}
+        end
+
+      {:error, error} ->
+        {:error, Exception.message(error)}
+    end
+  end
+
+  @doc "The graphs of a binary, described one tensor a line (what `mix hexagon_tpu.compile` prints)."
+  @spec describe([Context.graph_info()]) :: String.t()
+  def describe(graphs) do
+    Enum.map_join(graphs, "\n", fn graph ->
+      [
+        "graph #{graph.name}"
+        | tensor_lines("input", graph.inputs) ++ tensor_lines("output", graph.outputs)
+      ]
+      |> Enum.join("\n")
+    end)
+  end
+
+  defp tensor_lines(kind, tensors) do
+    for t <- tensors do
+      "  #{kind} #{HexagonTpu.TensorInfo.describe(t)}#{quantization(t.quantization)} (#{t.data_type})"
+    end
+  end
+
+  defp quantization(%{kind: :per_tensor, scale: scale, zero_point: zp}),
+    do: " scale=#{Float.round(scale, 8)} zero_point=#{zp}"
+
+  defp quantization(%{kind: :per_axis, axis: axis, scales: scales}),
+    do: " per-axis(#{axis}, #{length(scales)} scales)"
+
+  defp quantization(%{kind: :unsupported, encoding: encoding}), do: " #{encoding}"
+  defp quantization(:none), do: ""
+
+  defp requirements, do: Path.join(priv_dir(), @requirements)
+
+  defp cmd(executable, args, env \\ []) do
+    System.cmd(executable, args, stderr_to_stdout: true, env: env)
+  rescue
+    error in ErlangError -> {"cannot run #{executable}: #{inspect(error.original)}", 127}
+  end
+
+  defp last_line(output) do
+    output |> String.split("\n", trim: true) |> List.last("") |> String.trim()
+  end
+
+  defp non_empty_env(name) do
+    case System.get_env(name) do
+      nil -> nil
+      "" -> nil
+      value -> value
+    end
+  end
+end

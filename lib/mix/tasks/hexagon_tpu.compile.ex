@@ -1,0 +1,140 @@
+defmodule Mix.Tasks.HexagonTpu.Compile do
+  @shortdoc "Compiles an ONNX model into a QNN context binary for the Hexagon NPU"
+
+  @moduledoc """
+  Compiles an ONNX model into a QNN context binary, without the QAIRT SDK.
+
+      mix hexagon_tpu.compile MODEL.onnx -o MODEL.bin [options]
+      mix hexagon_tpu.compile PREFILL.onnx DECODE.onnx -o LLM.bin [options]
+      mix hexagon_tpu.compile --setup
+
+  ONNX Runtime's QNN execution provider (PyPI's `onnxruntime-qnn`, pinned in
+  `priv/compile/requirements.txt`, installed once into a venv in the cache folder: see
+  `HexagonTpu.Compiler`) quantizes the model if it is float, compiles it for the HTP with CPU
+  fallback disabled (every node must run on the NPU), and writes the context binary. The task
+  then loads the binary with this package, on the wheel's x86-64 HTP emulator, and prints its
+  graphs, inputs and outputs as `HexagonTpu.Context.from_file/3` reads them. Several models
+  become the graphs of one binary.
+
+  A model that holds QuantizeLinear/DequantizeLinear nodes (QDQ) is compiled as it is. A float
+  model is quantized first with ONNX Runtime's QNN configuration, with per-channel weights,
+  from calibration data.
+
+  ## Options
+
+    * `-o`, `--output PATH` - the context binary to write (required)
+    * `--htp-arch N` - the HTP architecture (default 68, the QCS6490's)
+    * `--soc-model N` - QNN's SoC model id (default 35, the QCS6490)
+    * `--calibration DIR` - calibration data for a float model: one `.npy` file per sample
+      and input, named `<input>_<n>.npy` (n = 0, 1, ...; in `<input>`, every character other
+      than letters, digits, `.`, `_` and `-` becomes `_`), each of exactly the input's shape.
+      Use inputs like the ones the model will see: they set the quantization ranges
+    * `--random-calibration N` - quantize with N random samples (uniform in [-1, 1]) instead;
+      only for trying things out: accuracy suffers, and the task says so
+    * `--activations u8|u16` - activation type of a float model (default u8)
+    * `--weights u8|s8` - per-channel weight type of a float model (default s8)
+    * `--io quantized|float` - the graph's input and output types: quantized (default: u8/u16
+      tensors that this package quantizes and dequantizes on the host), or float (f32 tensors,
+      converted on the NPU)
+    * `--force` - overwrite the output
+    * `--save-qdq` - keep the quantized model beside the output as `<model>_qdq.onnx`
+    * `--save-ctx` - write ONNX Runtime's EP-context model beside the output as
+      `<model>_ctx.onnx` (ONNX Runtime runs the binary through it)
+    * `--verbose` - print ONNX Runtime's and QNN's own output too
+    * `--setup` - only create the venv (if needed) and print where it is (see below)
+
+  ## `--setup`
+
+  Creates the venv if it does not exist, then prints three lines on stdout:
+
+      venv: /home/me/.cache/hexagon_tpu/venv-ort-qnn-2.7.0-1a2b3c4d
+      python: /home/me/.cache/hexagon_tpu/venv-ort-qnn-2.7.0-1a2b3c4d/bin/python
+      qnn_lib_dir: /home/me/.cache/hexagon_tpu/venv-ort-qnn-2.7.0-1a2b3c4d/lib/python3.11/site-packages/onnxruntime_qnn
+
+  `qnn_lib_dir` holds `libQnnHtp.so` (on x86-64, the HTP emulator) and `libQnnSystem.so`.
+  Progress goes to stderr. Scripts should pick the lines by their prefix, e.g.
+  `mix hexagon_tpu.compile --setup | sed -n 's/^qnn_lib_dir: //p'`.
+
+  Errors are printed as one line and the task exits with status 1.
+  """
+
+  use Mix.Task
+
+  alias HexagonTpu.Compiler
+
+  @switches [
+    output: :string,
+    htp_arch: :integer,
+    soc_model: :integer,
+    calibration: :string,
+    random_calibration: :integer,
+    activations: :string,
+    weights: :string,
+    io: :string,
+    force: :boolean,
+    save_qdq: :boolean,
+    save_ctx: :boolean,
+    verbose: :boolean,
+    setup: :boolean
+  ]
+
+  @impl Mix.Task
+  def run(argv) do
+    case OptionParser.parse(argv, strict: @switches, aliases: [o: :output]) do
+      {opts, models, []} ->
+        if opts[:setup], do: setup(models), else: compile(models, opts)
+
+      {_, _, [{switch, nil} | _]} ->
+        fail("unknown option #{switch} (see `mix help hexagon_tpu.compile`)")
+
+      {_, _, [{switch, value} | _]} ->
+        fail("invalid value #{inspect(value)} for #{switch}")
+    end
+  end
+
+  defp setup([]) do
+    case Compiler.setup(progress: &progress/1) do
+      {:ok, info} ->
+        IO.puts("venv: #{info.venv}")
+        IO.puts("python: #{info.python}")
+        IO.puts("qnn_lib_dir: #{info.qnn_lib_dir}")
+
+      {:error, message} ->
+        fail(message)
+    end
+  end
+
+  defp setup(models), do: fail("--setup takes no model, given #{Enum.join(models, " ")}")
+
+  defp compile([], _opts),
+    do: fail("no model given: mix hexagon_tpu.compile MODEL.onnx -o MODEL.bin")
+
+  defp compile(models, opts) do
+    output = opts[:output] || fail("no output given: add -o MODEL.bin")
+
+    # The binary is read back through the NIF: make this package's modules loadable.
+    Mix.Task.run("compile", [])
+    Mix.Task.run("loadpaths", [])
+
+    {verbose, opts} = Keyword.pop(opts, :verbose, false)
+    opts = Keyword.drop(opts, [:output, :setup]) ++ [verbose: verbose, progress: &progress/1]
+
+    case Compiler.compile(models, output, opts) do
+      {:ok, result} ->
+        if verbose, do: Enum.each(result.messages, &IO.puts(:stderr, &1))
+        for warning <- result.warnings, do: Mix.shell().error("warning: " <> warning)
+        Mix.shell().info("wrote #{output}")
+        Mix.shell().info(Compiler.describe(result.graphs))
+
+      {:error, message} ->
+        fail(message)
+    end
+  end
+
+  defp progress(message), do: IO.puts(:stderr, "==> " <> message)
+
+  defp fail(message) do
+    Mix.shell().error("mix hexagon_tpu.compile: " <> message)
+    exit({:shutdown, 1})
+  end
+end

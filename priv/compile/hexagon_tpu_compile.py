@@ -1,0 +1,479 @@
+#!/usr/bin/env python3
+"""Compiles ONNX models into one QNN context binary for the Hexagon NPU (HTP).
+
+This is the Python half of `mix hexagon_tpu.compile`; it runs in the venv that task creates
+(priv/compile/requirements.txt) and can also be run by hand in any environment with those
+packages:
+
+    python hexagon_tpu_compile.py model.onnx -o model.bin --calibration calib/
+
+A model that already holds QuantizeLinear/DequantizeLinear nodes (QDQ) is compiled as it is;
+a float model is quantized first with ONNX Runtime's QNN configuration (per-channel weights)
+and calibration data. ONNX Runtime's QNN execution provider then compiles it for the chosen
+HTP architecture and SoC with CPU fallback disabled: every node must run on the HTP.
+
+Calibration data: a directory of .npy files, one per sample and input, named
+`<input>_<n>.npy` (n = 0, 1, ...), where <input> is the ONNX input name with every character
+other than letters, digits, '.', '_' and '-' replaced by '_'. Each array has exactly the
+input's shape.
+
+On failure it prints one line, `hexagon_tpu_compile: error: ...`, on stderr and exits 1.
+"""
+
+import argparse
+import contextlib
+import glob
+import os
+import re
+import shutil
+import sys
+import tempfile
+
+PREFIX = "hexagon_tpu_compile"
+
+
+class CompileError(Exception):
+    """A failure to report as one line."""
+
+
+def say(kind, message):
+    print(f"{PREFIX}: {kind}: {message}", file=sys.stderr, flush=True)
+
+
+def lib_dir():
+    """The onnxruntime_qnn package directory: libQnnHtp.so and libQnnSystem.so live there."""
+    import onnxruntime_qnn
+
+    return os.path.dirname(os.path.abspath(onnxruntime_qnn.__file__))
+
+
+@contextlib.contextmanager
+def captured_output(verbose):
+    """Sends what ORT and QNN print (QNN writes to fd 1) to a file; yields a reader of it."""
+    log = tempfile.TemporaryFile(mode="w+b")
+    lines = []
+    if verbose:
+        yield lambda: lines
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    os.dup2(log.fileno(), 1)
+    os.dup2(log.fileno(), 2)
+    try:
+        yield lambda: lines
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
+        log.seek(0)
+        lines.extend(log.read().decode("utf-8", "replace").splitlines())
+        log.close()
+
+
+# ---------------------------------------------------------------------------------- checks
+
+
+def file_stem(name):
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
+
+
+def static_inputs(model):
+    """[(name, numpy dtype, shape)] of the graph inputs that are not initializers."""
+    import onnx
+    from onnx import helper
+
+    initializers = {i.name for i in model.graph.initializer}
+    inputs = []
+    for value in model.graph.input:
+        if value.name in initializers:
+            continue
+        tensor = value.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in tensor.shape.dim]
+        if any(not isinstance(d, int) or d <= 0 for d in dims):
+            raise CompileError(
+                f"input '{value.name}' has a dynamic shape {dims}; the HTP needs static shapes "
+                "(fix them, e.g. python -m onnxruntime.tools.make_dynamic_shape_fixed)"
+            )
+        dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type)
+        inputs.append((value.name, dtype, tuple(dims)))
+    del onnx
+    return inputs
+
+
+def check_fp16(model, htp_arch, path):
+    from onnx import TensorProto
+
+    graph = model.graph
+    values = list(graph.input) + list(graph.output) + list(graph.value_info)
+    names = [v.name for v in values if v.type.tensor_type.elem_type == TensorProto.FLOAT16]
+    names += [i.name for i in graph.initializer if i.data_type == TensorProto.FLOAT16]
+    if names and htp_arch <= 68:
+        shown = ", ".join(sorted(set(names))[:5]) + (", ..." if len(set(names)) > 5 else "")
+        raise CompileError(
+            f"{path}: fp16 tensors ({shown}) cannot run on HTP v{htp_arch}, which has no fp16: "
+            "export the model in float32 (it is then quantized) or target --htp-arch 73 or newer"
+        )
+
+
+def is_qdq(model):
+    ops = {node.op_type for node in model.graph.node}
+    return bool(ops & {"QuantizeLinear", "DequantizeLinear"})
+
+
+# ---------------------------------------------------------------------------- calibration
+
+
+def load_calibration(directory, inputs):
+    """A list of samples ({input name: float32 array}), read from <input>_<n>.npy files."""
+    import numpy as np
+
+    if not os.path.isdir(directory):
+        raise CompileError(f"calibration directory {directory} does not exist")
+    per_input = {}
+    for name, _dtype, shape in inputs:
+        pattern = re.compile(re.escape(file_stem(name)) + r"_(\d+)\.npy$")
+        found = {}
+        for path in glob.glob(os.path.join(glob.escape(directory), "*.npy")):
+            match = pattern.match(os.path.basename(path))
+            if match:
+                found[int(match.group(1))] = path
+        if not found:
+            raise CompileError(
+                f"calibration data for input '{name}' is missing: expected "
+                f"{os.path.join(directory, file_stem(name))}_<n>.npy files of shape {list(shape)}"
+            )
+        per_input[name] = found
+    counts = {name: sorted(found) for name, found in per_input.items()}
+    first = next(iter(counts))
+    for name, indices in counts.items():
+        if indices != counts[first]:
+            missing = sorted(set(counts[first]) ^ set(indices))
+            raise CompileError(
+                f"calibration samples {missing} lack a file for input '{name}' or '{first}' "
+                "(every sample needs one .npy per input)"
+            )
+    samples = []
+    for n in counts[first]:
+        sample = {}
+        for name, _dtype, shape in inputs:
+            path = per_input[name][n]
+            try:
+                array = np.load(path, allow_pickle=False)
+            except Exception as error:  # noqa: BLE001 - report any unreadable file
+                raise CompileError(f"calibration file {path} cannot be read: {error}") from None
+            if tuple(array.shape) != shape:
+                raise CompileError(
+                    f"calibration file {path} for input '{name}' has shape {list(array.shape)}, "
+                    f"expected {list(shape)}"
+                )
+            sample[name] = array.astype(np.float32)
+        samples.append(sample)
+    return samples
+
+
+def random_calibration(inputs, count):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    return [
+        {name: rng.uniform(-1.0, 1.0, size=shape).astype(np.float32) for name, _dtype, shape in inputs}
+        for _ in range(count)
+    ]
+
+
+def quantize(path, out_path, samples, activations, weights, work):
+    from onnxruntime.quantization import CalibrationDataReader, QuantType, quantize as ort_quantize
+    from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config, qnn_preprocess_model
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.samples = iter(samples)
+
+        def get_next(self):
+            return next(self.samples, None)
+
+    prepared = os.path.join(work, "preprocessed.onnx")
+    if not qnn_preprocess_model(path, prepared):
+        prepared = path
+    types = {"u8": QuantType.QUInt8, "u16": QuantType.QUInt16, "s8": QuantType.QInt8}
+    config = get_qnn_qdq_config(
+        prepared,
+        Reader(),
+        activation_type=types[activations],
+        weight_type=types[weights],
+        per_channel=True,
+    )
+    ort_quantize(prepared, out_path, config)
+
+
+# -------------------------------------------------------------------------------- compile
+
+
+def session_options(ctx_path, fallback, share):
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    so.add_session_config_entry("ep.context_enable", "1")
+    so.add_session_config_entry("ep.context_embed_mode", "0")
+    so.add_session_config_entry("ep.context_file_path", ctx_path)
+    so.add_session_config_entry("session.disable_cpu_ep_fallback", "0" if fallback else "1")
+    if share:
+        so.add_session_config_entry("ep.share_ep_contexts", "1")
+    if share == "last":
+        so.add_session_config_entry("ep.stop_share_ep_contexts", "1")
+    return so
+
+
+def qnn_device():
+    import onnxruntime as ort
+    import onnxruntime_qnn
+
+    if "QNNExecutionProvider" not in [d.ep_name for d in ort.get_ep_devices()]:
+        ort.register_execution_provider_library("QNNExecutionProvider", onnxruntime_qnn.get_library_path())
+    return [d for d in ort.get_ep_devices() if d.ep_name == "QNNExecutionProvider"][:1]
+
+
+def provider_options(args):
+    return {
+        "backend_type": "htp",
+        "htp_arch": str(args.htp_arch),
+        "soc_model": str(args.soc_model),
+        "offload_graph_io_quantization": "1" if args.io == "quantized" else "0",
+    }
+
+
+def run_sessions(models, ctx_paths, args, fallback):
+    """Compiles every model (sharing one context when there are several); returns the error
+    (or None) and what ORT and QNN printed."""
+    import onnxruntime as ort
+
+    share = len(models) > 1
+    with captured_output(args.verbose) as log:
+        try:
+            for i, (model, ctx) in enumerate(zip(models, ctx_paths)):
+                mode = ("last" if i == len(models) - 1 else True) if share else None
+                so = session_options(ctx, fallback, mode)
+                if fallback:
+                    so.log_severity_level = 2  # ORT's warnings say why a node was rejected
+                so.add_provider_for_devices(qnn_device(), provider_options(args))
+                ort.InferenceSession(model, so)
+            error = None
+        except Exception as caught:  # noqa: BLE001 - ORT raises several exception types
+            error = caught
+    return error, log()
+
+
+def cpu_nodes(model_path, ctx_path):
+    """[(op_type, name)] of the nodes ORT left outside the QNN partitions in ctx_path."""
+    import onnx
+
+    ctx = onnx.load(ctx_path, load_external_data=False)
+    left = [(n.op_type, n.name or "(unnamed)") for n in ctx.graph.node if n.op_type != "EPContext"]
+    real = [n for n in left if n[0] not in ("QuantizeLinear", "DequantizeLinear")]
+    return real or left
+
+
+def explain_failure(error, log, models, args, work):
+    text = str(error)
+    joined = "\n".join(log)
+    code = re.search(r"error code[: ]+(\d+)", joined + text)
+    if "assigned to the default CPU EP" in text or "fallback to CPU EP has been explicitly disabled" in text:
+        ctx_paths = [os.path.join(work, f"fallback_{i}_ctx.onnx") for i in range(len(models))]
+        fallback_error, fallback_log = run_sessions(models, ctx_paths, args, fallback=True)
+        found = []
+        if fallback_error is None:
+            for model, ctx in zip(models, ctx_paths):
+                found += cpu_nodes(model, ctx)
+        if found:
+            # "QNN.backendValidateOpConfig() failed for node `relu` of type `Relu` with error code 3110"
+            codes = dict(re.findall(r"failed for node `([^`]*)` of type `[^`]*` with error code (\d+)", "\n".join(fallback_log)))
+            shown = ", ".join(
+                f"{op} '{name}'" + (f" (QNN error {codes[name]})" if name in codes else "") for op, name in found[:10]
+            )
+            more = f" and {len(found) - 10} more" if len(found) > 10 else ""
+            hint = (
+                "; 3110 on v68 usually means a float op left unquantized"
+                if args.htp_arch <= 68 and "3110" in codes.values()
+                else ""
+            )
+            return (
+                f"the HTP (v{args.htp_arch}) cannot run {len(found)} node(s): {shown}{more}{hint}; "
+                "rewrite them with supported ops (e.g. Sum -> Add) or remove them"
+            )
+        return "some nodes cannot run on the HTP and CPU fallback is disabled: " + one_line(text)
+    detail = one_line(text)
+    qnn = [line for line in log if "<E>" in line or "error code" in line.lower()]
+    if qnn:
+        detail += " (QNN: " + one_line(qnn[-1]) + ")"
+    if code:
+        detail = f"QNN error {code.group(1)}: " + detail
+    return "ONNX Runtime's QNN EP failed to compile the model: " + detail
+
+
+def one_line(text):
+    return " ".join(str(text).split())[:600]
+
+
+def context_bin(ctx_path):
+    """The .bin file ORT wrote for ctx_path (the EPContext node's ep_cache_context)."""
+    import onnx
+
+    ctx = onnx.load(ctx_path, load_external_data=False)
+    for node in ctx.graph.node:
+        if node.op_type == "EPContext":
+            for attr in node.attribute:
+                if attr.name == "ep_cache_context":
+                    return os.path.join(os.path.dirname(ctx_path), attr.s.decode())
+    raise CompileError(f"ORT wrote no EPContext node into {ctx_path}")
+
+
+def save_ctx(ctx_path, bin_path, stem):
+    """Writes ORT's EP-context model for this binary beside it (ORT reads the .bin only from
+    the model's own directory)."""
+    import onnx
+
+    out = os.path.join(os.path.dirname(os.path.abspath(bin_path)), f"{stem}_ctx.onnx")
+    ctx = onnx.load(ctx_path, load_external_data=False)
+    for node in ctx.graph.node:
+        if node.op_type == "EPContext":
+            for attr in node.attribute:
+                if attr.name == "ep_cache_context":
+                    attr.s = os.path.basename(bin_path).encode()
+    onnx.save(ctx, out)
+    return out
+
+
+def compile_models(args):
+    import onnx
+
+    for path in args.models:
+        if not os.path.isfile(path):
+            raise CompileError(f"model {path} does not exist")
+    if os.path.exists(args.output) and not args.force:
+        raise CompileError(f"{args.output} already exists (use --force to overwrite it)")
+    if args.calibration and args.random_calibration:
+        raise CompileError("give --calibration DIR or --random-calibration N, not both")
+    stems = [os.path.splitext(os.path.basename(p))[0] for p in args.models]
+    if len(set(stems)) != len(stems):
+        raise CompileError(f"models need distinct file names, given {args.models}")
+
+    out_dir = os.path.dirname(os.path.abspath(args.output))
+    if not os.path.isdir(out_dir):
+        raise CompileError(f"output directory {out_dir} does not exist")
+
+    with tempfile.TemporaryDirectory(prefix="hexagon_tpu_compile.", dir=out_dir) as work:
+        ready = []
+        for path, stem in zip(args.models, stems):
+            try:
+                model = onnx.load(path, load_external_data=False)
+            except Exception as error:  # noqa: BLE001 - any parse failure
+                raise CompileError(f"{path} is not an ONNX model: {one_line(error)}") from None
+            check_fp16(model, args.htp_arch, path)
+            inputs = static_inputs(model)
+            if is_qdq(model):
+                if args.calibration or args.random_calibration:
+                    say("warning", f"{path} is already quantized (QDQ): calibration data is not used")
+                say("info", f"{path}: QDQ model, compiled as it is")
+                ready.append(path)
+                continue
+            if args.calibration:
+                samples = load_calibration(args.calibration, inputs)
+            elif args.random_calibration:
+                say(
+                    "warning",
+                    f"{path}: quantizing with {args.random_calibration} random calibration samples "
+                    "(uniform in [-1, 1]): accuracy will suffer; pass --calibration DIR with real inputs",
+                )
+                samples = random_calibration(inputs, args.random_calibration)
+            else:
+                names = ", ".join(f"'{n}' {list(s)}" for n, _d, s in inputs)
+                raise CompileError(
+                    f"{path} is a float model and needs calibration data to be quantized: "
+                    f"pass --calibration DIR (<input>_<n>.npy files for {names}) "
+                    "or --random-calibration N"
+                )
+            qdq = os.path.join(work, f"{stem}_qdq.onnx")
+            say(
+                "info",
+                f"{path}: quantizing ({args.activations} activations, {args.weights} per-channel "
+                f"weights, {len(samples)} calibration samples)",
+            )
+            with captured_output(args.verbose) as log:
+                try:
+                    quantize(path, qdq, samples, args.activations, args.weights, work)
+                    error = None
+                except Exception as caught:  # noqa: BLE001
+                    error = caught
+            if error is not None:
+                raise CompileError(f"quantizing {path} failed: {one_line(error)}")
+            del log
+            check_fp16(onnx.load(qdq, load_external_data=False), args.htp_arch, qdq)
+            if args.save_qdq:
+                kept = os.path.join(out_dir, f"{stem}_qdq.onnx")
+                shutil.copyfile(qdq, kept)
+                say("info", f"the quantized model: {kept}")
+            ready.append(qdq)
+
+        ctx_paths = [os.path.join(work, f"{stem}_ctx.onnx") for stem in stems]
+        say("info", f"compiling for HTP v{args.htp_arch}, SoC model {args.soc_model}")
+        error, log = run_sessions(ready, ctx_paths, args, fallback=False)
+        if error is not None:
+            raise CompileError(explain_failure(error, log, ready, args, work))
+
+        bins = {context_bin(ctx) for ctx in ctx_paths}
+        if len(bins) != 1:
+            raise CompileError(f"ORT wrote {len(bins)} context binaries, expected one: {sorted(bins)}")
+        os.replace(bins.pop(), args.output)
+        if args.save_ctx:
+            for ctx, stem in zip(ctx_paths, stems):
+                say("info", f"ORT's EP-context model: {save_ctx(ctx, args.output, stem)}")
+    say("info", f"wrote {args.output}")
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser(prog=PREFIX, description=__doc__.split("\n\n")[0])
+    parser.add_argument("models", nargs="*", metavar="MODEL.onnx", help="one model, or several graphs of one binary")
+    parser.add_argument("-o", "--output", help="the context binary to write")
+    parser.add_argument("--htp-arch", type=int, default=68, help="HTP architecture (QCS6490: 68)")
+    parser.add_argument("--soc-model", type=int, default=35, help="QNN SoC model id (QCS6490: 35)")
+    parser.add_argument("--calibration", metavar="DIR", help="calibration data: <input>_<n>.npy files")
+    parser.add_argument("--random-calibration", type=int, metavar="N", help="quantize with N random samples")
+    parser.add_argument("--activations", choices=["u8", "u16"], default="u8")
+    parser.add_argument("--weights", choices=["u8", "s8"], default="s8", help="per-channel weight type")
+    parser.add_argument("--io", choices=["quantized", "float"], default="quantized", help="graph I/O types")
+    parser.add_argument("--save-qdq", action="store_true", help="keep quantized models as <model>_qdq.onnx beside the output")
+    parser.add_argument("--save-ctx", action="store_true", help="write ORT's EP-context models, <model>_ctx.onnx, beside the output")
+    parser.add_argument("--force", action="store_true", help="overwrite the output")
+    parser.add_argument("--verbose", action="store_true", help="show ORT's and QNN's own output")
+    parser.add_argument("--lib-dir", action="store_true", help="print the QNN library directory and exit")
+    args = parser.parse_args(argv)
+    if not args.lib_dir and (not args.models or not args.output):
+        parser.error("give MODEL.onnx ... -o OUTPUT.bin")
+    if args.random_calibration is not None and args.random_calibration <= 0:
+        parser.error("--random-calibration needs a positive count")
+    return args
+
+
+def main(argv=None):
+    args = parse(sys.argv[1:] if argv is None else argv)
+    try:
+        if args.lib_dir:
+            print(lib_dir())
+        else:
+            compile_models(args)
+    except CompileError as error:
+        say("error", str(error))
+        return 1
+    except ImportError as error:
+        say("error", f"a Python package is missing ({error}): install priv/compile/requirements.txt")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,420 @@
+"""Test models for the :qnn_host suite, and ONNX Runtime's reference runs of them.
+
+Run with the venv of `mix hexagon_tpu.compile` (test/support/qnn_host.ex calls it):
+
+    python onnx_models.py model NAME DIR      writes DIR/NAME.onnx (float or QDQ),
+                                              DIR/calibration/ and DIR/inputs/ (<input>_<n>.npy)
+    python onnx_models.py run MODEL.onnx INPUTS OUT --backend cpu|qnn [--raw] [--lib-dir D]
+                                              runs MODEL on every sample in INPUTS, writing
+                                              OUT/<output index>_<n>.npy
+    python onnx_models.py ort-compile QDQ.onnx DIR --lib-dir D
+                                              ONNX Runtime's own compile (the recipe of
+                                              real-qnn-stack.md): DIR/<stem>_ctx.onnx + .bin
+
+Every model is small and seeded: the same bytes on every run. `--raw` runs only the EPContext
+node of an EP-context model, so its inputs and outputs are the QNN graph's own (quantized)
+tensors.
+"""
+
+import argparse
+import os
+import sys
+import zlib
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = [helper.make_opsetid("", 17)]
+SAMPLES = {"calibration": 8, "inputs": 2}
+
+
+def stem(name):
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
+
+
+def save(model, path):
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
+def init(rng, name, shape, scale=None):
+    fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else shape[0]
+    scale = scale if scale is not None else np.sqrt(2.0 / fan_in)
+    return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+
+def value(name, shape, elem=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+# ----------------------------------------------------------------------------- the models
+
+
+def float_io(rng):
+    """Conv 3x3 -> Relu -> Conv 1x1 -> Sigmoid on [1, 3, 8, 8]: a float model, float graph I/O."""
+    nodes = [
+        helper.make_node("Conv", ["image", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], name="conv2"),
+        helper.make_node("Sigmoid", ["c2"], ["probs"], name="sigmoid"),
+    ]
+    inits = [init(rng, "w1", [8, 3, 3, 3]), init(rng, "b1", [8], 0.1), init(rng, "w2", [4, 8, 1, 1]), init(rng, "b2", [4], 0.1)]
+    graph = helper.make_graph(nodes, "float_io", [value("image", [1, 3, 8, 8])], [value("probs", [1, 4, 8, 8])], inits)
+    return helper.make_model(graph, opset_imports=OPSET), (0.0, 1.0)
+
+
+def u8_io(rng):
+    """A hand-written QDQ model with uint8 graph I/O: y = q(relu(dq(x) * c + d))."""
+
+    def q(name, scale, zp):
+        return [
+            helper.make_tensor(name + "_scale", TensorProto.FLOAT, [], [scale]),
+            helper.make_tensor(name + "_zp", TensorProto.UINT8, [], [zp]),
+        ]
+
+    c = rng.uniform(0.5, 2.0, size=[1, 16]).astype(np.float32)
+    d = rng.uniform(-1.0, 1.0, size=[1, 16]).astype(np.float32)
+    c_scale, d_scale = float(c.max() / 255), float(2 / 255)
+    consts = [
+        numpy_helper.from_array(np.round(c / c_scale).astype(np.uint8), "c_q"),
+        numpy_helper.from_array((np.round(d / d_scale) + 128).astype(np.uint8), "d_q"),
+        helper.make_tensor("c_q_scale", TensorProto.FLOAT, [], [c_scale]),
+        helper.make_tensor("c_q_zp", TensorProto.UINT8, [], [0]),
+        helper.make_tensor("d_q_scale", TensorProto.FLOAT, [], [d_scale]),
+        helper.make_tensor("d_q_zp", TensorProto.UINT8, [], [128]),
+    ]
+    consts += q("x", 0.02, 128) + q("m", 0.04, 128) + q("s", 0.05, 110) + q("y", 0.03, 0)
+    dq = lambda i, o, p: helper.make_node("DequantizeLinear", [i, p + "_scale", p + "_zp"], [o], name="dq_" + o)  # noqa: E731
+    qn = lambda i, o, p: helper.make_node("QuantizeLinear", [i, p + "_scale", p + "_zp"], [o], name="q_" + o)  # noqa: E731
+    nodes = [
+        dq("x", "x_f", "x"),
+        dq("c_q", "c_f", "c_q"),
+        dq("d_q", "d_f", "d_q"),
+        helper.make_node("Mul", ["x_f", "c_f"], ["m"], name="mul"),
+        qn("m", "m_q", "m"),
+        dq("m_q", "m_f", "m"),
+        helper.make_node("Add", ["m_f", "d_f"], ["s"], name="add"),
+        qn("s", "s_q", "s"),
+        dq("s_q", "s_f", "s"),
+        helper.make_node("Relu", ["s_f"], ["r"], name="relu"),
+        qn("r", "y", "y"),
+    ]
+    graph = helper.make_graph(
+        nodes, "u8_io", [value("x", [1, 16], TensorProto.UINT8)], [value("y", [1, 16], TensorProto.UINT8)], consts
+    )
+    return helper.make_model(graph, opset_imports=OPSET), (0, 255)
+
+
+def a16w8(rng):
+    """Conv -> Tanh -> Conv -> Add (residual) on [1, 4, 8, 8], for 16-bit activations."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("Tanh", ["c1"], ["t1"], name="tanh"),
+        helper.make_node("Conv", ["t1", "w2", "b2"], ["c2"], name="conv2"),
+        helper.make_node("Add", ["c2", "x"], ["y"], name="residual"),
+    ]
+    inits = [init(rng, "w1", [8, 4, 3, 3]), init(rng, "b1", [8], 0.1), init(rng, "w2", [4, 8, 1, 1]), init(rng, "b2", [4], 0.1)]
+    graph = helper.make_graph(nodes, "a16w8", [value("x", [1, 4, 8, 8])], [value("y", [1, 4, 8, 8])], inits)
+    return helper.make_model(graph, opset_imports=OPSET), (-1.0, 1.0)
+
+
+def per_channel_conv(rng):
+    """A conv whose output channels' weights differ in magnitude by 1000x: only per-channel
+    weight scales keep the small channels."""
+    w = rng.standard_normal([6, 3, 3, 3]).astype(np.float32)
+    w *= (10.0 ** np.linspace(-2, 1, 6)).astype(np.float32).reshape(6, 1, 1, 1)
+    nodes = [
+        helper.make_node("Conv", ["img", "w", "b"], ["c"], name="conv_pc", strides=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["out"], name="relu"),
+    ]
+    inits = [numpy_helper.from_array(w, "w"), init(rng, "b", [6], 0.01)]
+    graph = helper.make_graph(nodes, "per_channel_conv", [value("img", [1, 3, 16, 16])], [value("out", [1, 6, 8, 8])], inits)
+    return helper.make_model(graph, opset_imports=OPSET), (0.0, 1.0)
+
+
+def graph_a(rng):
+    """First graph of the two-graph binary: Conv -> Relu -> GlobalAveragePool."""
+    nodes = [
+        helper.make_node("Conv", ["pixels", "wa", "ba"], ["ca"], name="conv_a", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["ca"], ["ra"], name="relu_a"),
+        helper.make_node("GlobalAveragePool", ["ra"], ["pooled"], name="pool_a"),
+    ]
+    inits = [init(rng, "wa", [8, 3, 3, 3]), init(rng, "ba", [8], 0.1)]
+    graph = helper.make_graph(nodes, "graph_a", [value("pixels", [1, 3, 8, 8])], [value("pooled", [1, 8, 1, 1])], inits)
+    return helper.make_model(graph, opset_imports=OPSET), (0.0, 1.0)
+
+
+def graph_b(rng):
+    """Second graph of the two-graph binary: MatMul -> Add -> Tanh on [1, 12]."""
+    nodes = [
+        helper.make_node("MatMul", ["features", "wb"], ["mb"], name="matmul_b"),
+        helper.make_node("Add", ["mb", "bb"], ["ab"], name="add_b"),
+        helper.make_node("Tanh", ["ab"], ["encoded"], name="tanh_b"),
+    ]
+    inits = [init(rng, "wb", [12, 6], 0.3), init(rng, "bb", [6], 0.1)]
+    graph = helper.make_graph(nodes, "graph_b", [value("features", [1, 12])], [value("encoded", [1, 6])], inits)
+    return helper.make_model(graph, opset_imports=OPSET), (-1.0, 1.0)
+
+
+def squeezenet(rng):
+    """onnx's bundled light_squeezenet (SqueezeNet 1.1, weights left out) with seeded He-init
+    weights, at 112x112."""
+    path = os.path.join(os.path.dirname(onnx.__file__), "backend/test/data/light/light_squeezenet.onnx")
+    src = onnx.load(path)
+    shapes = {i.name: numpy_helper.to_array(i) for i in src.graph.initializer}
+    # every weight and bias gets a seeded value: biases small and positive, weights He-scaled
+    weights = {n.output[0]: [int(d) for d in shapes[n.input[0]]] for n in src.graph.node if n.op_type == "ConstantOfShape"}
+    weights.update({name: list(a.shape) for name, a in shapes.items() if not name.endswith("__SHAPE")})
+    inits, nodes = [], []
+    for name, shape in sorted(weights.items()):
+        if len(shape) == 1:
+            inits.append(numpy_helper.from_array(rng.uniform(0.0, 0.1, size=shape).astype(np.float32), name))
+        else:
+            inits.append(init(rng, name, shape))
+    for node in src.graph.node:
+        if node.op_type == "ConstantOfShape":
+            continue
+        elif node.op_type == "Dropout":
+            nodes.append(helper.make_node("Identity", [node.input[0]], [node.output[0]], name=node.name))
+        elif node.op_type == "Softmax":
+            # opset 9's Softmax flattens from axis 1; opset 13's works on one axis (default -1)
+            nodes.append(helper.make_node("Softmax", list(node.input), list(node.output), name=node.name, axis=1))
+        else:
+            nodes.append(node)
+    graph = helper.make_graph(
+        nodes, "squeezenet", [value("data_0", [1, 3, 112, 112])], [value("softmaxout_1", [1, 1000, 1, 1])], inits
+    )
+    # Conv, Relu, MaxPool, Concat and GlobalAveragePool mean the same in opset 9 and 17
+    return helper.make_model(graph, opset_imports=OPSET), (0.0, 1.0)
+
+
+def mlp(rng):
+    """Gemm -> Sigmoid -> Gemm -> Softmax on [1, 20]; the test quantizes it to QDQ first."""
+    nodes = [
+        helper.make_node("Gemm", ["v", "w1", "b1"], ["h"], name="fc1", transB=1),
+        helper.make_node("Sigmoid", ["h"], ["hs"], name="sigmoid"),
+        helper.make_node("Gemm", ["hs", "w2", "b2"], ["logits"], name="fc2", transB=1),
+        helper.make_node("Softmax", ["logits"], ["p"], name="softmax", axis=1),
+    ]
+    inits = [init(rng, "w1", [32, 20]), init(rng, "b1", [32], 0.1), init(rng, "w2", [5, 32]), init(rng, "b2", [5], 0.1)]
+    graph = helper.make_graph(nodes, "mlp", [value("v", [1, 20])], [value("p", [1, 5])], inits)
+    return helper.make_model(graph, opset_imports=OPSET), (-1.0, 1.0)
+
+
+def unsupported(rng):
+    """Mod has no HTP implementation: the compile must fail naming it."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("Mod", ["r", "k"], ["y"], name="the_mod_node", fmod=1),
+    ]
+    inits = [numpy_helper.from_array(np.full([1, 8], 0.7, np.float32), "k")]
+    graph = helper.make_graph(nodes, "unsupported", [value("x", [1, 8])], [value("y", [1, 8])], inits)
+    return helper.make_model(graph, opset_imports=OPSET), (0.0, 1.0)
+
+
+def fp16(rng):
+    """A float16 model: v68 has no fp16."""
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu16")]
+    graph = helper.make_graph(nodes, "fp16", [value("x", [1, 8], TensorProto.FLOAT16)], [value("y", [1, 8], TensorProto.FLOAT16)])
+    return helper.make_model(graph, opset_imports=OPSET), (0.0, 1.0)
+
+
+MODELS = {
+    f.__name__: f
+    for f in [float_io, u8_io, a16w8, per_channel_conv, graph_a, graph_b, squeezenet, mlp, unsupported, fp16]
+}
+
+
+def write_model(name, directory):
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    model, (low, high) = MODELS[name](rng)
+    os.makedirs(directory, exist_ok=True)
+    save(model, os.path.join(directory, name + ".onnx"))
+    inits = {i.name for i in model.graph.initializer}
+    for kind, count in SAMPLES.items():
+        sub = os.path.join(directory, kind)
+        os.makedirs(sub, exist_ok=True)
+        for v in model.graph.input:
+            if v.name in inits:
+                continue
+            shape = [d.dim_value for d in v.type.tensor_type.shape.dim]
+            dtype = helper.tensor_dtype_to_np_dtype(v.type.tensor_type.elem_type)
+            for n in range(count):
+                if np.issubdtype(dtype, np.integer):
+                    data = rng.integers(low, high, size=shape, endpoint=True).astype(dtype)
+                else:
+                    data = rng.uniform(low, high, size=shape).astype(dtype)
+                np.save(os.path.join(sub, f"{stem(v.name)}_{n}.npy"), data)
+
+
+# -------------------------------------------------------------------------- reference runs
+
+
+def qnn_session(path, lib_dir, fallback):
+    import onnxruntime as ort
+    import onnxruntime_qnn
+
+    if "QNNExecutionProvider" not in [d.ep_name for d in ort.get_ep_devices()]:
+        ort.register_execution_provider_library("QNNExecutionProvider", onnxruntime_qnn.get_library_path())
+    devs = [d for d in ort.get_ep_devices() if d.ep_name == "QNNExecutionProvider"][:1]
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    so.add_session_config_entry("session.disable_cpu_ep_fallback", "0" if fallback else "1")
+    so.add_provider_for_devices(devs, {"backend_path": os.path.join(lib_dir, "libQnnHtp.so")})
+    return ort.InferenceSession(path, so)
+
+
+def raw_model(ctx_path, out_path):
+    """Only the EPContext node of an EP-context model, with the QNN graph's own tensor types."""
+    model = onnx.load(ctx_path, load_external_data=False)
+    graph = model.graph
+    types = {v.name: v for v in list(graph.input) + list(graph.output) + list(graph.value_info)}
+    inits = {i.name: i for i in graph.initializer}
+    producers = {o: n for n in graph.node for o in n.output}
+    consumers = {}
+    for n in graph.node:
+        for i in n.input:
+            consumers.setdefault(i, n)
+    (ep,) = [n for n in graph.node if n.op_type == "EPContext"]
+
+    def typed(name, node, shape_from):
+        if name in types:
+            return types[name]
+        zp = inits[node.input[2]]
+        shape = [d.dim_value for d in types[shape_from].type.tensor_type.shape.dim]
+        return value(name, shape, zp.data_type)
+
+    ins = [typed(i, producers.get(i), producers[i].input[0] if i in producers else i) for i in ep.input]
+    outs = [typed(o, consumers.get(o), consumers[o].output[0] if o in consumers else o) for o in ep.output]
+    raw = helper.make_graph([ep], "raw", ins, outs)
+    raw_model = helper.make_model(raw, opset_imports=list(model.opset_import))
+    raw_model.ir_version = model.ir_version
+    onnx.save(raw_model, out_path)
+    return out_path
+
+
+def run(args):
+    import onnxruntime as ort
+
+    model_path = args.model
+    if args.raw:
+        model_path = raw_model(args.model, os.path.join(os.path.dirname(args.model), "raw_" + os.path.basename(args.model)))
+    if args.backend == "qnn":
+        session = qnn_session(model_path, args.lib_dir, fallback=False)
+    else:
+        session = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    os.makedirs(args.out, exist_ok=True)
+    n = 0
+    while True:
+        feeds = {}
+        for i in session.get_inputs():
+            path = os.path.join(args.inputs, f"{stem(i.name)}_{n}.npy")
+            if not os.path.exists(path):
+                break
+            feeds[i.name] = np.load(path)
+        if len(feeds) != len(session.get_inputs()):
+            break
+        if args.raw:
+            feeds = {k: quantize_like(session, k, v, args.model) for k, v in feeds.items()}
+        for index, result in enumerate(session.run(None, feeds)):
+            np.save(os.path.join(args.out, f"{index}_{n}.npy"), result)
+        n += 1
+    if n == 0:
+        sys.exit(f"no inputs for {model_path} in {args.inputs}")
+
+
+def quantize_like(session, name, data, ctx_path):
+    """For --raw: quantizes a float sample with the ctx model's own QuantizeLinear parameters."""
+    if data.dtype != np.float32:
+        return data
+    model = onnx.load(ctx_path, load_external_data=False)
+    inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    producers = [n for n in model.graph.node if n.op_type == "QuantizeLinear" and n.output[0] == name]
+    if not producers:
+        return data  # a float QNN input (--io float)
+    (node,) = producers
+    scale, zp = inits[node.input[1]], inits[node.input[2]]
+    info = np.iinfo(zp.dtype)
+    return np.clip(np.round(data / scale) + zp.astype(np.int64), info.min, info.max).astype(zp.dtype)
+
+
+def ort_compile(args):
+    """real-qnn-stack.md's recipe, independent of priv/compile/hexagon_tpu_compile.py."""
+    import onnxruntime as ort
+    import onnxruntime_qnn
+
+    ort.register_execution_provider_library("QNNExecutionProvider", onnxruntime_qnn.get_library_path())
+    devs = [d for d in ort.get_ep_devices() if d.ep_name == "QNNExecutionProvider"]
+    name = os.path.splitext(os.path.basename(args.model))[0]
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    so.add_session_config_entry("ep.context_enable", "1")
+    so.add_session_config_entry("ep.context_embed_mode", "0")
+    so.add_session_config_entry("ep.context_file_path", os.path.join(args.out, name + "_ctx.onnx"))
+    so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    so.add_provider_for_devices(devs[:1], {"backend_type": "htp", "htp_arch": "68", "soc_model": "35"})
+    os.makedirs(args.out, exist_ok=True)
+    ort.InferenceSession(args.model, so)
+
+
+def quantize_qdq(args):
+    """Quantizes a float model to QDQ (u8 activations, s8 per-channel weights) for a test
+    that needs a QDQ model made outside the compile task."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantType, quantize
+    from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config
+
+    model = onnx.load(args.model)
+    names = [i.name for i in model.graph.input]
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.n = 0
+
+        def get_next(self):
+            paths = {k: os.path.join(args.calibration, f"{stem(k)}_{self.n}.npy") for k in names}
+            if not all(os.path.exists(p) for p in paths.values()):
+                return None
+            self.n += 1
+            return {k: np.load(p) for k, p in paths.items()}
+
+    config = get_qnn_qdq_config(args.model, Reader(), activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, per_channel=True)
+    quantize(args.model, args.out, config)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command", required=True)
+    m = sub.add_parser("model")
+    m.add_argument("name", choices=sorted(MODELS))
+    m.add_argument("dir")
+    r = sub.add_parser("run")
+    r.add_argument("model")
+    r.add_argument("inputs")
+    r.add_argument("out")
+    r.add_argument("--backend", choices=["cpu", "qnn"], required=True)
+    r.add_argument("--raw", action="store_true")
+    r.add_argument("--lib-dir")
+    c = sub.add_parser("ort-compile")
+    c.add_argument("model")
+    c.add_argument("out")
+    q = sub.add_parser("quantize")
+    q.add_argument("model")
+    q.add_argument("calibration")
+    q.add_argument("out")
+    args = parser.parse_args()
+    if args.command == "model":
+        write_model(args.name, args.dir)
+    elif args.command == "run":
+        run(args)
+    elif args.command == "ort-compile":
+        ort_compile(args)
+    else:
+        quantize_qdq(args)
+
+
+if __name__ == "__main__":
+    main()
