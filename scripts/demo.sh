@@ -47,7 +47,7 @@ echo "==> examples/tiny_model.py: a small float ONNX classifier, seeded"
 
 echo "==> mix hexagon_tpu.compile: quantize (calibration data), compile for HTP v68 (QCS6490)"
 mix hexagon_tpu.compile "$real/tiny_classifier.onnx" -o "$real/tiny_classifier.bin" \
-  --calibration "$real/calibration" --save-ctx "$real"
+  --calibration "$real/calibration" --save-ctx
 
 echo "==> examples/ort_reference.py: ONNX Runtime's QNN EP on the same binary (the reference)"
 "$HEXAGON_TPU_QNN_PYTHON" "$root/examples/ort_reference.py" \

@@ -108,20 +108,22 @@ _setup_qnn_stack() {
     }
   fi
 
-  echo "==> mix hexagon_tpu.compile --setup (the pinned onnxruntime-qnn venv; the first run downloads ~200 MB)"
-  local log
-  log="$(mktemp)"
-  if ! (cd "$root" && HEXAGON_TPU_OFFLINE="${HEXAGON_TPU_OFFLINE:-1}" mix hexagon_tpu.compile --setup) >"$log" 2>&1; then
-    HEXAGON_TPU_QNN_STACK_NOTE="the venv could not be made: $(grep -v '^\s*$' "$log" | tail -1)"
-    rm -f "$log"
+  # Its progress (stderr) goes to the terminal as it happens; its stdout ends with three lines,
+  # `venv: DIR`, `python: PATH` and `qnn_lib_dir: DIR`.
+  echo "==> mix hexagon_tpu.compile --setup (the pinned onnxruntime-qnn venv; its first run downloads ~350 MB from PyPI)"
+  local out err
+  out="$(mktemp)" err="$(mktemp)"
+  if ! (cd "$root" && HEXAGON_TPU_OFFLINE="${HEXAGON_TPU_OFFLINE:-1}" mix hexagon_tpu.compile --setup) \
+    >"$out" 2> >(tee "$err" >&2); then
+    HEXAGON_TPU_QNN_STACK_NOTE="the venv could not be made: $(cat "$out" "$err" | grep -v '^[[:space:]]*$' | tail -1)"
+    rm -f "$out" "$err"
     return 1
   fi
-  sed 's/^/    /' "$log"
-  HEXAGON_TPU_QNN_LIB_DIR="$(sed -n 's/^QNN libraries: *//p' "$log" | tail -1)"
-  HEXAGON_TPU_QNN_PYTHON="$(sed -n 's/^venv: *//p' "$log" | tail -1)/bin/python"
-  rm -f "$log"
+  HEXAGON_TPU_QNN_LIB_DIR="$(sed -n 's/^qnn_lib_dir: //p' "$out" | tail -1)"
+  HEXAGON_TPU_QNN_PYTHON="$(sed -n 's/^python: //p' "$out" | tail -1)"
+  rm -f "$out" "$err"
   if [ ! -f "$HEXAGON_TPU_QNN_LIB_DIR/libQnnHtp.so" ] || [ ! -x "$HEXAGON_TPU_QNN_PYTHON" ]; then
-    HEXAGON_TPU_QNN_STACK_NOTE="mix hexagon_tpu.compile --setup did not report a usable venv and library folder"
+    HEXAGON_TPU_QNN_STACK_NOTE="mix hexagon_tpu.compile --setup reported no usable venv (qnn_lib_dir '$HEXAGON_TPU_QNN_LIB_DIR', python '$HEXAGON_TPU_QNN_PYTHON')"
     return 1
   fi
 }
