@@ -19,17 +19,18 @@ import onnxruntime_qnn
 
 
 def main(ctx_path: str, input_path: str, output_path: str) -> None:
-    ort.register_execution_provider_library("QNNExecutionProvider", onnxruntime_qnn.get_library_path())
-    devices = [d for d in ort.get_ep_devices() if d.ep_name == "QNNExecutionProvider"][:1]
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    options.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
-    options.add_provider_for_devices(devices, {"backend_type": "htp"})
-
-    # QNN prints to fd 1; keep this script's own output clean.
+    # QNN prints to fd 1 (from the moment its library loads); keep this script's output clean.
+    sys.stdout.flush()
     saved = os.dup(1)
-    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
     try:
+        ort.register_execution_provider_library("QNNExecutionProvider", onnxruntime_qnn.get_library_path())
+        devices = [d for d in ort.get_ep_devices() if d.ep_name == "QNNExecutionProvider"][:1]
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        options.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+        options.add_provider_for_devices(devices, {"backend_type": "htp"})
         session = ort.InferenceSession(ctx_path, options)
         (model_input,) = session.get_inputs()
         shape = [int(d) for d in model_input.shape]
@@ -38,6 +39,7 @@ def main(ctx_path: str, input_path: str, output_path: str) -> None:
     finally:
         os.dup2(saved, 1)
         os.close(saved)
+        os.close(devnull)
 
     np.asarray(output, dtype="<f4").tofile(output_path)
     print(f"ORT {ort.__version__} (QNN EP, HTP backend) on {os.path.basename(ctx_path)}: "

@@ -110,7 +110,7 @@ _setup_qnn_stack() {
 
   # Its progress (stderr) goes to the terminal as it happens; its stdout ends with three lines,
   # `venv: DIR`, `python: PATH` and `qnn_lib_dir: DIR`.
-  echo "==> mix hexagon_tpu.compile --setup (the pinned onnxruntime-qnn venv; its first run downloads ~350 MB from PyPI)"
+  echo "==> mix hexagon_tpu.compile --setup (Qualcomm's QNN stack from PyPI, once)"
   local out err
   out="$(mktemp)" err="$(mktemp)"
   if ! (cd "$root" && HEXAGON_TPU_OFFLINE="${HEXAGON_TPU_OFFLINE:-1}" mix hexagon_tpu.compile --setup) \
