@@ -63,14 +63,25 @@ if [ "$(printf '%s\n' 1.91.0 "${_setup_rust%%-*}" | sort -V | head -1)" != 1.91.
   _setup_die "Rust $_setup_rust is older than 1.91, which this workspace needs: run 'rustup update stable', then run this again"
 fi
 
-if ! command -v cc >/dev/null 2>&1; then
-  _setup_apt gcc libc6-dev ||
-    _setup_die "no C linker (cc), which Rust needs to link: run 'sudo apt-get install -y gcc libc6-dev', then run this again"
+# Debian packages: the required ones, and python3-venv for the QNN stack (which is optional).
+# As root, one apt-get for all of them; otherwise one line with the command.
+_setup_needed=() _setup_wanted=() _setup_what=()
+if ! command -v cc >/dev/null 2>&1; then # Rust links with cc
+  _setup_needed+=(gcc libc6-dev) _setup_what+=("a C linker (cc)")
 fi
-
 if ! command -v mix >/dev/null 2>&1; then
-  _setup_apt elixir erlang-dev erlang-xmerl ||
-    _setup_die "Elixir is not installed: run 'sudo apt-get install -y elixir erlang-dev erlang-xmerl' (Elixir >= 1.14), then run this again"
+  _setup_needed+=(elixir erlang-dev erlang-xmerl) _setup_what+=("Elixir (>= 1.14)")
+fi
+if [ "${HEXAGON_TPU_QNN_HOST:-1}" != 0 ] && ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+  command -v python3 >/dev/null 2>&1 || _setup_wanted+=(python3)
+  _setup_wanted+=(python3-venv)
+fi
+if ((${#_setup_needed[@]} + ${#_setup_wanted[@]})); then
+  if ! _setup_apt "${_setup_needed[@]}" "${_setup_wanted[@]}" && ((${#_setup_needed[@]})); then
+    _setup_list="${_setup_needed[*]} ${_setup_wanted[*]}"
+    _setup_missing="${_setup_what[*]}"
+    _setup_die "this machine lacks ${_setup_missing//) /) and }: run 'sudo apt-get install -y ${_setup_list% }', then run this again"
+  fi
 fi
 
 # The VM warns, and Elixir misreads file names, under a non-UTF-8 locale (a bare container has none).
@@ -95,17 +106,9 @@ _setup_qnn_stack() {
     HEXAGON_TPU_QNN_STACK_NOTE="HEXAGON_TPU_QNN_HOST=0 is set"
     return 1
   fi
-  if ! command -v python3 >/dev/null 2>&1; then
-    _setup_apt python3 python3-venv || {
-      HEXAGON_TPU_QNN_STACK_NOTE="python3 is missing (run 'sudo apt-get install -y python3 python3-venv')"
-      return 1
-    }
-  fi
   if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
-    _setup_apt python3-venv || {
-      HEXAGON_TPU_QNN_STACK_NOTE="python3's venv module is missing (run 'sudo apt-get install -y python3-venv')"
-      return 1
-    }
+    HEXAGON_TPU_QNN_STACK_NOTE="python3 or its venv module is missing (run 'sudo apt-get install -y python3 python3-venv')"
+    return 1
   fi
 
   # Its progress (stderr) goes to the terminal as it happens; its stdout ends with three lines,
