@@ -116,8 +116,9 @@ _setup_qnn_stack() {
   echo "==> mix hexagon_tpu.compile --setup (Qualcomm's QNN stack from PyPI, once)"
   local out err
   out="$(mktemp)" err="$(mktemp)"
+  # stdout to $out, stderr through tee (the pipeline waits for it; pipefail keeps mix's status).
   if ! (cd "$root" && HEXAGON_TPU_OFFLINE="${HEXAGON_TPU_OFFLINE:-1}" mix hexagon_tpu.compile --setup) \
-    >"$out" 2> >(tee "$err" >&2); then
+    2>&1 >"$out" | tee "$err" >&2; then
     HEXAGON_TPU_QNN_STACK_NOTE="the venv could not be made: $(cat "$out" "$err" | grep -v '^[[:space:]]*$' | tail -1)"
     rm -f "$out" "$err"
     return 1
