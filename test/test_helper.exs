@@ -10,7 +10,24 @@ if Code.ensure_loaded?(:telemetry) and function_exported?(:telemetry, :start_sta
 # Models are built per run from their JSON specs (see test/support/models.ex).
 File.rm_rf!(HexagonTpu.Test.Models.dir())
 
-exclude = [:qnn_host, :hardware]
+# Qualcomm's own libraries (the x86-64 HTP emulator and QnnSystem from PyPI's onnxruntime-qnn,
+# in the venv `mix hexagon_tpu.compile --setup` creates): the :qnn_host suite runs whenever
+# they are installed. Its models are made per run (test/support/qnn_host.ex).
+File.rm_rf!(HexagonTpu.Test.QnnHost.dir())
+
+exclude =
+  case HexagonTpu.Test.QnnHost.unavailable_reason() do
+    nil ->
+      IO.puts("Running the :qnn_host tests on #{HexagonTpu.Test.QnnHost.lib_dir()}")
+      [:hardware]
+
+    reason ->
+      IO.puts(
+        "Qualcomm's QNN libraries are not installed: excluding the tests tagged :qnn_host (#{reason})"
+      )
+
+      [:qnn_host, :hardware]
+  end
 
 exclude =
   if Code.ensure_loaded?(Nx) do

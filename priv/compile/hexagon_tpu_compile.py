@@ -10,7 +10,10 @@ packages:
 A model that already holds QuantizeLinear/DequantizeLinear nodes (QDQ) is compiled as it is;
 a float model is quantized first with ONNX Runtime's QNN configuration (per-channel weights)
 and calibration data. ONNX Runtime's QNN execution provider then compiles it for the chosen
-HTP architecture and SoC with CPU fallback disabled: every node must run on the HTP.
+HTP architecture and SoC with CPU fallback disabled: every node must run on the HTP. (With
+--io quantized, ORT leaves the graph's input QuantizeLinear and output DequantizeLinear to the
+host, which it does only with fallback allowed: then any other node left outside the QNN
+partition is an error.)
 
 Calibration data: a directory of .npy files, one per sample and input, named
 `<input>_<n>.npy` (n = 0, 1, ...), where <input> is the ONNX input name with every character
@@ -268,14 +271,35 @@ def run_sessions(models, ctx_paths, args, fallback):
     return error, log()
 
 
-def cpu_nodes(model_path, ctx_path):
-    """[(op_type, name)] of the nodes ORT left outside the QNN partitions in ctx_path."""
+def cpu_nodes(ctx_path):
+    """[(op_type, name)] of the nodes ORT left outside the QNN partitions in ctx_path, except
+    the QuantizeLinear of a graph input and the DequantizeLinear of a graph output (graph I/O
+    quantization offloaded to the host, --io quantized)."""
     import onnx
 
-    ctx = onnx.load(ctx_path, load_external_data=False)
-    left = [(n.op_type, n.name or "(unnamed)") for n in ctx.graph.node if n.op_type != "EPContext"]
+    graph = onnx.load(ctx_path, load_external_data=False).graph
+    inputs = {i.name for i in graph.input}
+    outputs = {o.name for o in graph.output}
+    left = []
+    for n in graph.node:
+        io_q = n.op_type == "QuantizeLinear" and n.input[0] in inputs
+        io_dq = n.op_type == "DequantizeLinear" and n.output[0] in outputs
+        if n.op_type != "EPContext" and not io_q and not io_dq:
+            left.append((n.op_type, n.name or "(unnamed)"))
     real = [n for n in left if n[0] not in ("QuantizeLinear", "DequantizeLinear")]
     return real or left
+
+
+def unsupported(found, log, args):
+    # "QNN.backendValidateOpConfig() failed for node `relu` of type `Relu` with error code 3110"
+    codes = dict(re.findall(r"failed for node `([^`]*)` of type `[^`]*` with error code (\d+)", "\n".join(log)))
+    shown = ", ".join(f"{op} '{name}'" + (f" (QNN error {codes[name]})" if name in codes else "") for op, name in found[:10])
+    more = f" and {len(found) - 10} more" if len(found) > 10 else ""
+    hint = "; 3110 on v68 usually means a float op left unquantized" if args.htp_arch <= 68 and "3110" in codes.values() else ""
+    return (
+        f"the HTP (v{args.htp_arch}) cannot run {len(found)} node(s): {shown}{more}{hint}; "
+        "rewrite them with supported ops (e.g. Sum -> Add) or remove them"
+    )
 
 
 def explain_failure(error, log, models, args, work):
@@ -287,24 +311,10 @@ def explain_failure(error, log, models, args, work):
         fallback_error, fallback_log = run_sessions(models, ctx_paths, args, fallback=True)
         found = []
         if fallback_error is None:
-            for model, ctx in zip(models, ctx_paths):
-                found += cpu_nodes(model, ctx)
+            for ctx in ctx_paths:
+                found += cpu_nodes(ctx)
         if found:
-            # "QNN.backendValidateOpConfig() failed for node `relu` of type `Relu` with error code 3110"
-            codes = dict(re.findall(r"failed for node `([^`]*)` of type `[^`]*` with error code (\d+)", "\n".join(fallback_log)))
-            shown = ", ".join(
-                f"{op} '{name}'" + (f" (QNN error {codes[name]})" if name in codes else "") for op, name in found[:10]
-            )
-            more = f" and {len(found) - 10} more" if len(found) > 10 else ""
-            hint = (
-                "; 3110 on v68 usually means a float op left unquantized"
-                if args.htp_arch <= 68 and "3110" in codes.values()
-                else ""
-            )
-            return (
-                f"the HTP (v{args.htp_arch}) cannot run {len(found)} node(s): {shown}{more}{hint}; "
-                "rewrite them with supported ops (e.g. Sum -> Add) or remove them"
-            )
+            return unsupported(found, fallback_log, args)
         return "some nodes cannot run on the HTP and CPU fallback is disabled: " + one_line(text)
     detail = one_line(text)
     qnn = [line for line in log if "<E>" in line or "error code" in line.lower()]
@@ -421,9 +431,16 @@ def compile_models(args):
 
         ctx_paths = [os.path.join(work, f"{stem}_ctx.onnx") for stem in stems]
         say("info", f"compiling for HTP v{args.htp_arch}, SoC model {args.soc_model}")
-        error, log = run_sessions(ready, ctx_paths, args, fallback=False)
+        # ORT offloads the graph's I/O (de)quantization to the host (quantized QNN I/O) only
+        # when CPU fallback is allowed: for --io quantized it is, and every node other than
+        # that I/O Q/DQ is then refused here instead.
+        quantized_io = args.io == "quantized"
+        error, log = run_sessions(ready, ctx_paths, args, fallback=quantized_io)
         if error is not None:
             raise CompileError(explain_failure(error, log, ready, args, work))
+        found = [node for ctx in ctx_paths for node in cpu_nodes(ctx)]
+        if found:
+            raise CompileError(unsupported(found, log, args))
 
         bins = {context_bin(ctx) for ctx in ctx_paths}
         if len(bins) != 1:
