@@ -7,7 +7,8 @@ MODEL_ctx.onnx is the EP-context model `mix hexagon_tpu.compile --save-ctx DIR` 
 the binary: one EPContext node that names the same .bin file hexagon_tpu loads. ORT loads that
 binary with the same libQnnHtp.so (Qualcomm's HTP emulator on x86-64), feeds it INPUT.f32
 (raw little-endian f32, the model's only input) and writes its only output to OUTPUT.f32.
-ORT's QNN EP quantizes the float input and dequantizes the output itself, as hexagon_tpu does.
+For quantized graph I/O, ORT quantizes the float input and dequantizes the output on its CPU
+EP, as hexagon_tpu does on the host; the script prints which nodes run outside the QNN EP.
 """
 
 import os
@@ -29,7 +30,10 @@ def main(ctx_path: str, input_path: str, output_path: str) -> None:
         devices = [d for d in ort.get_ep_devices() if d.ep_name == "QNNExecutionProvider"][:1]
         options = ort.SessionOptions()
         options.log_severity_level = 3
-        options.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+        # The graph's own nodes are one EPContext node for the QNN EP. With quantized graph I/O
+        # (the compile task's default) ORT adds QuantizeLinear/DequantizeLinear nodes around
+        # it, which run on ORT's CPU EP: the host-side (de)quantization hexagon_tpu does too.
+        options.add_session_config_entry("session.disable_cpu_ep_fallback", "0")
         options.add_provider_for_devices(devices, {"backend_type": "htp"})
         session = ort.InferenceSession(ctx_path, options)
         (model_input,) = session.get_inputs()
@@ -41,6 +45,11 @@ def main(ctx_path: str, input_path: str, output_path: str) -> None:
         os.close(saved)
         os.close(devnull)
 
+    import onnx
+
+    around = sorted({n.op_type for n in onnx.load(ctx_path).graph.node if n.op_type != "EPContext"})
+    if around:
+        print(f"ORT runs {', '.join(around)} on its CPU EP, around the EPContext node")
     np.asarray(output, dtype="<f4").tofile(output_path)
     print(f"ORT {ort.__version__} (QNN EP, HTP backend) on {os.path.basename(ctx_path)}: "
           f"{model_input.name} {shape} -> {session.get_outputs()[0].name} {list(output.shape)}")
