@@ -22,7 +22,7 @@ defmodule HexagonTpu.MixProject do
   end
 
   def application do
-    [extra_applications: [:logger]]
+    [extra_applications: [:logger], mod: {HexagonTpu.Application, []}]
   end
 
   defp elixirc_paths(:test), do: ["lib", "test/support"]

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Cross-builds the cargo workspace for aarch64-unknown-linux-gnu (the Dragon Q6A's
-# triple), runs the qnn and qnn_sim tests under qemu-user, checks the NIF's glibc
+# triple), runs the qnn and qnn_sim tests under qemu-user (the qnn crate's
+# tests/real_stack.rs on Qualcomm's own aarch64 QNN libraries from PyPI's
+# onnxruntime-qnn wheel, and natively on the x86-64 wheel's emulator; see
+# prepare_real_stack; AARCH64_REAL_QNN=0 leaves them out), checks the NIF's glibc
 # floor and, unless AARCH64_BEAM_SMOKE=0, loads the aarch64 NIF into Debian's arm64
 # BEAM under qemu, calls a few trivial NIFs and runs a smoke prediction on the aarch64
 # host QNN backend. Arguments pick steps (see the end).
@@ -25,6 +28,16 @@ SMOKE_NIF_CALLS="nif_loaded counters"
 SMOKE_NIF_MODULE="Elixir.HexagonTpu.Native"
 # qnn_sim test targets that spawn an aarch64 executable (see run_tests).
 QEMU_SKIP_SIM_TESTS="cli"
+# Qualcomm's QAIRT 2.51 libraries, from PyPI's onnxruntime-qnn wheels: downloaded at test time
+# into a cache, checked against the sha256 PyPI publishes, never committed or redistributed.
+REAL_QNN_VERSION=2.7.0
+REAL_QNN_WHEEL="onnxruntime_qnn-$REAL_QNN_VERSION-cp311-cp311-manylinux_2_34_aarch64.whl"
+REAL_QNN_WHEEL_SHA256=ad08bbfebd7c07ffe83995418303215f46cb25a89e12676f47ee20c32002eaad
+# The x86-64 side (the emulator, and ORT's QNN EP to compile the test binary): a venv with
+# these pins, or the python QNN_PYTHON names.
+REAL_QNN_PIP_PINS="onnxruntime-qnn==$REAL_QNN_VERSION onnxruntime==1.32.0 onnx==1.23.2 numpy==2.4.6"
+REAL_QNN_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/hexagon_tpu"
+REAL_STACK_TEST="$CRATE_DIR/qnn/tests/real_stack.rs"
 
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L $SYSROOT"
@@ -66,7 +79,106 @@ build_release() {
   (cd "$CRATE_DIR" && cargo build --release --target "$TARGET" --workspace)
 }
 
+# The python that compiles the test binary with ORT's QNN EP and whose onnxruntime_qnn holds
+# the x86-64 libraries: $QNN_PYTHON, or a venv in the cache with REAL_QNN_PIP_PINS.
+real_stack_python() {
+  if [ -n "${QNN_PYTHON:-}" ]; then
+    echo "$QNN_PYTHON"
+    return 0
+  fi
+  local venv="$REAL_QNN_CACHE/ci-venv-$REAL_QNN_VERSION"
+  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import onnxruntime_qnn, onnx, numpy' 2>/dev/null; then
+    apt_install python3-venv
+    log "creating $venv ($REAL_QNN_PIP_PINS)" >&2
+    rm -rf "$venv"
+    python3 -m venv "$venv" >&2
+    # shellcheck disable=SC2086 # the pins are separate words
+    "$venv/bin/python" -m pip install -q $REAL_QNN_PIP_PINS >&2
+  fi
+  echo "$venv/bin/python"
+}
+
+# Fetches the aarch64 wheel once into $REAL_QNN_CACHE/wheels (sha256 checked every time),
+# unpacks its libQnnSystem.so, libQnnHtp.so and libQnnHtpV68Stub.so once, compiles the test
+# binary on x86-64, and sets REAL_STACK_{AARCH64_LIBS,X86_LIBS,BINARY}.
+prepare_real_stack() {
+  local py
+  py=$(real_stack_python)
+  local wheels="$REAL_QNN_CACHE/wheels" wheel="$REAL_QNN_CACHE/wheels/$REAL_QNN_WHEEL"
+  mkdir -p "$wheels"
+  if [ ! -f "$wheel" ] || ! echo "$REAL_QNN_WHEEL_SHA256  $wheel" | sha256sum -c --quiet - 2>/dev/null; then
+    log "downloading $REAL_QNN_WHEEL into $wheels"
+    local tmp
+    tmp=$(mktemp -d "$wheels/download.XXXXXX")
+    "$py" -m pip download -q --no-deps --only-binary=:all: --platform manylinux_2_34_aarch64 \
+      --python-version 3.11 "onnxruntime-qnn==$REAL_QNN_VERSION" -d "$tmp"
+    if ! echo "$REAL_QNN_WHEEL_SHA256  $tmp/$REAL_QNN_WHEEL" | sha256sum -c --quiet -; then
+      echo "error: $REAL_QNN_WHEEL does not have sha256 $REAL_QNN_WHEEL_SHA256" >&2
+      rm -rf "$tmp"
+      exit 1
+    fi
+    mv "$tmp/$REAL_QNN_WHEEL" "$wheel"
+    rm -rf "$tmp"
+  fi
+  echo "$REAL_QNN_WHEEL: sha256 $REAL_QNN_WHEEL_SHA256 ok"
+
+  REAL_STACK_AARCH64_LIBS="$REAL_QNN_CACHE/qairt-$REAL_QNN_VERSION-aarch64-${REAL_QNN_WHEEL_SHA256:0:12}"
+  if [ ! -f "$REAL_STACK_AARCH64_LIBS/libQnnHtp.so" ]; then
+    rm -rf "$REAL_STACK_AARCH64_LIBS.tmp"
+    mkdir -p "$REAL_STACK_AARCH64_LIBS.tmp"
+    python3 - "$wheel" "$REAL_STACK_AARCH64_LIBS.tmp" <<'PY'
+import os, sys, zipfile
+wheel, out = sys.argv[1:]
+with zipfile.ZipFile(wheel) as z:
+    for name in ("libQnnSystem.so", "libQnnHtp.so", "libQnnHtpV68Stub.so"):
+        with z.open(f"onnxruntime_qnn/{name}") as src, open(os.path.join(out, name), "wb") as dst:
+            dst.write(src.read())
+PY
+    rm -rf "$REAL_STACK_AARCH64_LIBS"
+    mv "$REAL_STACK_AARCH64_LIBS.tmp" "$REAL_STACK_AARCH64_LIBS"
+  fi
+  REAL_STACK_X86_LIBS=$("$py" -c 'import os, onnxruntime_qnn; print(os.path.dirname(onnxruntime_qnn.__file__))')
+
+  REAL_STACK_WORK=$(mktemp -d)
+  log "compiling the real-stack test binary with ORT's QNN EP ($py)"
+  "$py" "$CRATE_DIR/qnn/tests/real_stack_model.py" "$REAL_STACK_WORK" 2>&1 | grep -v '^\s*$' | tail -n 3
+  REAL_STACK_BINARY="$REAL_STACK_WORK/real_stack_ctx_qnn.bin"
+  [ -f "$REAL_STACK_BINARY" ] || { echo "error: the generator wrote no $REAL_STACK_BINARY" >&2; exit 1; }
+}
+
+# Sets REAL_ENV to the environment of the qnn tests on the real stack: $1 the library
+# directory, $2 the backend kind (see tests/real_stack.rs), $3 the report file.
+real_stack_env() {
+  REAL_ENV=("QNN_REAL_SYSTEM_LIB=$1/libQnnSystem.so" "QNN_REAL_BACKEND_LIB=$1/libQnnHtp.so"
+    "QNN_REAL_BACKEND_KIND=$2" "QNN_REAL_CONTEXT_BINARY=$REAL_STACK_BINARY" "QNN_REAL_REPORT=$3")
+}
+
+# Fails unless every test of tests/real_stack.rs reported `checked` in report $1 ($2 names the run).
+check_real_stack_report() {
+  local expected checked skipped
+  expected=$(grep -c '^#\[test\]' "$REAL_STACK_TEST")
+  checked=$(grep -c '^real_stack: checked ' "$1" 2>/dev/null || true)
+  skipped=$(grep -c '^real_stack: skipped ' "$1" 2>/dev/null || true)
+  echo "$2: real_stack $checked of $expected tests checked against Qualcomm's libraries, $skipped skipped"
+  if [ "$checked" -ne "$expected" ] || [ "$skipped" -ne 0 ]; then
+    echo "error: $2: the real-stack tests did not all run (report $1)" >&2
+    exit 1
+  fi
+}
+
 run_tests() {
+  local real_env=() real_report=""
+  if [ "${AARCH64_REAL_QNN:-1}" != "0" ]; then
+    local started=$SECONDS
+    prepare_real_stack
+    real_report=$(mktemp)
+    real_stack_env "$REAL_STACK_AARCH64_LIBS" no-dsp "$real_report"
+    real_env=("${REAL_ENV[@]}")
+    echo "real stack prepared in $((SECONDS - started)) s: aarch64 libraries in $REAL_STACK_AARCH64_LIBS"
+  else
+    log "real-stack tests skipped (AARCH64_REAL_QNN=0): tests/real_stack.rs reports itself skipped"
+  fi
+
   # The tests dlopen the aarch64 libqnn_sim.so from next to the test binary, so
   # the cdylib has to exist for this target's debug profile first.
   log "cargo build -p qnn_sim --target $TARGET"
@@ -93,7 +205,12 @@ run_tests() {
   local out status=0
   out=$(mktemp)
   log "cargo test -p qnn --target $TARGET (runner: $CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER)"
-  (cd "$CRATE_DIR" && cargo test --no-fail-fast -p qnn --target "$TARGET") 2>&1 | tee -a "$out" || status=$?
+  # With the real stack, tests/real_stack.rs runs on the aarch64 wheel's libraries here (they
+  # find libstdc++ and libatomic in $SYSROOT through qemu's -L, each other through RPATH $ORIGIN).
+  local qnn_started=$SECONDS
+  (cd "$CRATE_DIR" && env "${real_env[@]}" cargo test --no-fail-fast -p qnn --target "$TARGET") 2>&1 |
+    tee -a "$out" || status=$?
+  [ -z "$real_report" ] || echo "qnn tests under qemu took $((SECONDS - qnn_started)) s"
   log "cargo test -p qnn_sim --target $TARGET --lib --bins ${sim_tests[*]}"
   (cd "$CRATE_DIR" && cargo test --no-fail-fast -p qnn_sim --target "$TARGET" --lib --bins "${sim_tests[@]}") 2>&1 |
     tee -a "$out" || status=$?
@@ -111,6 +228,25 @@ run_tests() {
     echo "error: aarch64 tests failed (cargo exit $status)" >&2
     exit 1
   fi
+  [ -z "$real_report" ] || run_real_stack_native "$real_report"
+}
+
+# After the qemu run: checks its real-stack report ($1), then runs tests/real_stack.rs natively
+# on the x86-64 wheel's HTP emulator, where the backend comes up.
+run_real_stack_native() {
+  check_real_stack_report "$1" "aarch64 (qemu, aarch64 wheel)"
+  local report status=0 started=$SECONDS
+  report=$(mktemp)
+  real_stack_env "$REAL_STACK_X86_LIBS" works "$report"
+  log "cargo test -p qnn --test real_stack (x86-64, the emulator in $REAL_STACK_X86_LIBS)"
+  (cd "$CRATE_DIR" && env "${REAL_ENV[@]}" cargo test --no-fail-fast -p qnn --test real_stack) || status=$?
+  if [ "$status" -ne 0 ]; then
+    echo "error: the x86-64 real-stack tests failed (cargo exit $status)" >&2
+    exit 1
+  fi
+  check_real_stack_report "$report" "x86-64 (native, x86-64 wheel)"
+  echo "x86-64 real-stack run took $((SECONDS - started)) s"
+  rm -rf "$1" "$report" "$REAL_STACK_WORK"
 }
 
 check_glibc() {
@@ -278,18 +414,28 @@ predict(Mod) ->
     F32 = fun(Xs) -> << <<X:32/float-little>> || X <- Xs >> end,
     try
         Site = <<"hexagon_tpu_nif_smoke:predict/1">>,
-        {ok, {Runtime, _}} = Mod:runtime_create(Sim, Sim, error, Site),
-        {ok, {Context, _}} = Mod:context_from_file(Runtime, Model, Site),
+        %% Loads, closes and busy executes answer by message (HexagonTpu.Native.call/1).
+        Call = fun(Nif) ->
+                       Tag = make_ref(),
+                       case Nif(Tag) of
+                           queued -> receive {hexagon_tpu_reply, Tag, R} -> R after 60000 -> timeout end;
+                           R -> R
+                       end
+               end,
+        {ok, {Runtime, _}} = Call(fun(T) -> Mod:runtime_create(Sim, Sim, error, Site, T) end),
+        {ok, {Context, _}} =
+            Call(fun(T) -> Mod:context_from_file(Runtime, Model, 1 bsl 31, Site, T) end),
         {ok, {Graph, _}} = Mod:graph_retrieve(Context, <<"smoke">>, Site),
         A = F32([1.0, 2.0, 3.5, 4.0]),
         B = F32([0.5, 0.5, 1.0, 10.0]),
-        {ok, {[Sum], Ns}} = Mod:graph_execute(Graph, [A, B], [f32, f32], [f32]),
+        Execute = fun(T) -> Mod:graph_execute(Graph, [A, B], [f32, f32], [f32], T) end,
+        {ok, {[Sum], Ns}} = Call(Execute),
         Expected = F32([1.5, 2.5, 4.5, 14.0]),
         io:format("smoke: predict -> ~w (graphExecute ~b ns)~n",
                   [[X || <<X:32/float-little>> <= Sum], Ns]),
         Sum = Expected,
-        ok = Mod:context_close(Context),
-        {error, #{reason := closed}} = Mod:graph_execute(Graph, [A, B], [f32, f32], [f32]),
+        ok = Call(fun(T) -> Mod:context_close(Context, T) end),
+        {error, #{reason := closed}} = Call(Execute),
         io:format("smoke: after context_close, execute -> closed~n"),
         [#{kind := runtime, site := Site}, #{kind := graph, site := Site}] = Mod:ledger_live(),
         io:format("smoke: ledger_live() lists the runtime and graph still held~n"),

@@ -15,9 +15,36 @@ defmodule HexagonTpu do
 
   Observability: `HexagonTpu.Stats`, `HexagonTpu.Monitor` and the telemetry events listed
   in `HexagonTpu.Telemetry`. Errors: `HexagonTpu.Error`.
+
+  ## Arguments and errors
+
+  Every public function of `hexagon_tpu` checks its arguments before it does any work (no
+  library is opened and no context loaded for a call that is then refused), and answers in
+  one of two ways:
+
+    * **A wrong type raises `ArgumentError`**: a runtime, context or graph argument that is not
+      one, a path that is not a binary or charlist, a graph name that is not a UTF-8 string,
+      options that are not a keyword list, an unknown option, an option given twice, or an
+      option outside its documented type (`graph: 1`, `runtime: :cpu`, `log_level: :loud`,
+      `max_bytes: 0`). These are bugs in the calling code. The message names the function and
+      the argument or option, says what was expected, and quotes what was given.
+    * **A wrong value returns `{:error, %HexagonTpu.Error{}}`** with a reason to match on: an
+      empty path or one with a NUL byte (`:invalid_argument`), a missing or unreadable file
+      (`:io`), a library that will not open (`:library_not_found`), an unknown graph
+      (`:graph_not_found`), and anything wrong with the inputs of
+      `predict/3` (`:invalid_input`): a wrong count, size, type or shape, a key that is not a
+      string or atom, a value that is not a tensor, or a map that names one input twice
+      (`"image"` and `:image`). Inputs are data from outside, so they never raise.
+
+  The bang variants raise either way: the `ArgumentError`, or the `HexagonTpu.Error`.
+
+  Paths are bytes, as on Linux: a binary that is not UTF-8 is passed to the system as it is.
+  A message quotes at most #{HexagonTpu.Args.max_quoted()} bytes of anything the caller gave
+  (a longer one is cut and marked `…` with its size), so a megabyte-long name or path never
+  ends up whole in a log.
   """
 
-  alias HexagonTpu.{Context, Error, Graph, Native, Runtime}
+  alias HexagonTpu.{Args, Context, Error, Graph, Native, Runtime, Site}
 
   @runtime_opts [:lib_path, :system_lib_path, :log_level]
 
@@ -39,7 +66,10 @@ defmodule HexagonTpu do
       (otherwise the error lists the names)
     * `:runtime` - a `HexagonTpu.Runtime` to load into. Without it, a runtime is opened for
       `:lib_path`, `:system_lib_path` and `:log_level` (see `HexagonTpu.Runtime.create/1`
-      for the defaults) and shared by every model loaded with the same ones
+      for the defaults) and shared by every model loaded with the same ones; with it, those
+      options are refused (`ArgumentError`): the runtime has its libraries already
+
+  Every option is checked before anything is opened or loaded (see "Arguments and errors").
 
   The model lives until it is garbage collected; `HexagonTpu.Context.close(model.context)`
   frees it now.
@@ -51,11 +81,35 @@ defmodule HexagonTpu do
   """
   @spec load_model(Path.t(), [load_option()]) :: {:ok, model()} | {:error, Error.t()}
   def load_model(path, opts \\ []) do
-    opts = Keyword.validate!(opts, [:graph, :runtime | @runtime_opts])
+    # Every argument is checked before anything is opened or loaded.
+    fun = "HexagonTpu.load_model/2"
+    path = Args.path!(path, "`path`", fun)
+    opts = Args.keyword!(opts, [:graph, :runtime | @runtime_opts], fun)
+    graph = if opts[:graph] != nil, do: Args.name!(opts[:graph], "the :graph option", fun)
+    runtime_opts = opts |> Keyword.take(@runtime_opts) |> Runtime.options!(fun)
 
-    with {:ok, runtime} <- runtime(opts),
+    runtime =
+      case opts[:runtime] do
+        nil ->
+          nil
+
+        runtime ->
+          given = for {key, value} <- runtime_opts, value != nil, do: key
+
+          if given != [] do
+            raise ArgumentError,
+                  "#{fun}: the :runtime option cannot be combined with " <>
+                    "#{Enum.map_join(given, ", ", &inspect/1)} " <>
+                    "(a runtime has its libraries and log level already)"
+          end
+
+          Args.handle!(runtime, Runtime, "the :runtime option", fun)
+      end
+
+    with :ok <- Args.check_path(path, "`path`"),
+         {:ok, runtime} <- runtime(runtime, runtime_opts),
          {:ok, context} <- Context.from_file(runtime, path) do
-      case pick_graph(context, opts[:graph]) do
+      case pick_graph(context, graph) do
         {:ok, graph} ->
           {:ok, graph}
 
@@ -85,18 +139,23 @@ defmodule HexagonTpu do
   """
   @spec predict(model(), [Graph.input()] | map(), [Graph.execute_option()]) ::
           {:ok, [Graph.output()]} | {:error, Error.t()}
-  def predict(%Graph{} = model, inputs, opts \\ []), do: Graph.execute(model, inputs, opts)
+  def predict(model, inputs, opts \\ []),
+    do: Graph.execute(model, inputs, opts, "HexagonTpu.predict/3")
 
   @doc "Like `predict/3`, but raises `HexagonTpu.Error`."
   @spec predict!(model(), [Graph.input()] | map(), [Graph.execute_option()]) :: [Graph.output()]
-  def predict!(model, inputs, opts \\ []), do: model |> predict(inputs, opts) |> Error.unwrap!()
+  def predict!(model, inputs, opts \\ []),
+    do: model |> Graph.execute(inputs, opts, "HexagonTpu.predict!/3") |> Error.unwrap!()
 
   @doc """
   Whether inference can run here: the NIF is loaded and the backend libraries open.
   `availability/1` says why not.
   """
   @spec available?([Runtime.option()]) :: boolean()
-  def available?(opts \\ []), do: availability(opts) == :ok
+  def available?(opts \\ []) do
+    _ = Runtime.options!(opts, "HexagonTpu.available?/1")
+    availability(opts) == :ok
+  end
 
   @doc """
   `:ok` when the NIF is loaded and the backend libraries open (with `opts` as for
@@ -108,6 +167,9 @@ defmodule HexagonTpu do
   """
   @spec availability([Runtime.option()]) :: :ok | {:error, Error.t()}
   def availability(opts \\ []) do
+    # Checked first, so that a wrong option raises whether or not the NIF is loaded.
+    _ = Runtime.options!(opts, "HexagonTpu.availability/1")
+
     cond do
       # With RustlerPrecompiled a NIF that fails to load leaves the module unloaded.
       not Code.ensure_loaded?(Native) ->
@@ -132,12 +194,8 @@ defmodule HexagonTpu do
     end
   end
 
-  defp runtime(opts) do
-    case opts[:runtime] do
-      %Runtime{} = runtime -> {:ok, runtime}
-      nil -> shared_runtime(Keyword.take(opts, @runtime_opts))
-    end
-  end
+  defp runtime(nil, runtime_opts), do: shared_runtime(runtime_opts)
+  defp runtime(%Runtime{} = runtime, _runtime_opts), do: {:ok, runtime}
 
   # One runtime per set of library options, kept in :persistent_term (written once per set,
   # so the global GC a :persistent_term update causes is not a concern). A racing second
@@ -156,8 +214,12 @@ defmodule HexagonTpu do
     end
   end
 
+  # Its ledger site says it is shared (so `HexagonTpu.Stats.with_leak_check/1` does not take
+  # it for a leak) and names the caller it was first opened for.
   defp new_shared_runtime(key, runtime_opts) do
-    with {:ok, runtime} <- Runtime.create(runtime_opts) do
+    site = Site.shared_runtime(Site.caller())
+
+    with {:ok, runtime} <- Runtime.create_at(runtime_opts, site) do
       :persistent_term.put(key, runtime)
       {:ok, runtime}
     end
@@ -169,17 +231,18 @@ defmodule HexagonTpu do
         Graph.retrieve(context, name)
 
       [] ->
-        {:error, Error.new(:invalid_model, "context #{inspect(context.source)} holds no graph")}
+        {:error,
+         Error.new(:invalid_model, "context #{Args.quote_input(context.source)} holds no graph")}
 
       names ->
         {:error,
          Error.new(
            :ambiguous_graph,
-           "context #{inspect(context.source)} holds #{length(names)} graphs " <>
+           "context #{Args.quote_input(context.source)} holds #{length(names)} graphs " <>
              "(#{Enum.map_join(names, ", ", &"`#{&1}`")}); pick one with graph: name"
          )}
     end
   end
 
-  defp pick_graph(context, name) when is_binary(name), do: Graph.retrieve(context, name)
+  defp pick_graph(context, name), do: Graph.retrieve(context, name)
 end

@@ -13,7 +13,10 @@ defmodule HexagonTpu.CompilerTest do
 
   setup %{tmp_dir: tmp} do
     saved =
-      Map.new(~w(HEXAGON_TPU_CACHE XDG_CACHE_HOME HEXAGON_TPU_PYTHON), &{&1, System.get_env(&1)})
+      Map.new(
+        ~w(HEXAGON_TPU_CACHE XDG_CACHE_HOME HEXAGON_TPU_PYTHON HEXAGON_TPU_COMPILE_REQUIREMENTS),
+        &{&1, System.get_env(&1)}
+      )
 
     on_exit(fn ->
       for {name, value} <- saved,
@@ -43,6 +46,16 @@ defmodule HexagonTpu.CompilerTest do
         do: assert(line =~ ~r/^[A-Za-z0-9_.-]+==[0-9][0-9A-Za-z.]*$/, line)
 
     assert Compiler.venv_dir() =~ ~r|^#{cache}/venv-ort-qnn-2\.7\.0-[0-9a-f]{8}$|
+  end
+
+  test "a pin set of one's own gets its own venv", %{tmp_dir: tmp, cache: cache} do
+    default = Compiler.venv_dir()
+    own = Path.join(tmp, "requirements.txt")
+    File.write!(own, "onnxruntime-qnn==2.6.0\n")
+    System.put_env("HEXAGON_TPU_COMPILE_REQUIREMENTS", own)
+    assert Compiler.requirements() == own
+    assert Compiler.venv_dir() =~ ~r|^#{cache}/venv-ort-qnn-2\.6\.0-[0-9a-f]{8}$|
+    refute Compiler.venv_dir() == default
   end
 
   test "qnn_lib_dir/0 says how to create a missing venv, and creates nothing", %{cache: cache} do

@@ -118,4 +118,69 @@ defmodule HexagonTpu.ConcurrencyTest do
     assert {:ok, _} = Task.await(task)
     assert {:error, %Error{reason: :closed}} = Graph.execute(graph, [f32([1, 2, 3, 4])])
   end
+
+  test "a slow model saturated by many callers does not hold up another model", %{lib: lib} do
+    t = Models.t(:float_32, [4])
+    runtime = Support.runtime!(lib)
+    slow = Support.load!(Models.identity(t, t, sleep_ms: @sleep_ms), runtime: runtime)
+    fast = Support.load!(Models.identity(t, t, name: "fast"), runtime: runtime)
+    callers = 8
+
+    # One slow execute runs; the other seven find the graph busy and wait in `receive`, not on
+    # a dirty scheduler (there are only as many of those as cores: 2 on CI machines).
+    tasks =
+      for _ <- 1..callers,
+          do: Task.async(fn -> Graph.execute(slow, [f32([1, 2, 3, 4])], output: :binary) end)
+
+    assert Support.await_executes_entered(lib, 0)
+    assert wait_until(fn -> Enum.count(tasks, &in_receive?(&1.pid)) == callers - 1 end)
+
+    # The fast model answers many times while the slow queue has barely started: with callers
+    # parked on dirty schedulers it would wait for most of the 8 x @sleep_ms.
+    for i <- 1..20 do
+      assert {:ok, [out]} = Graph.execute(fast, [f32([i, 2, 3, 4])], output: :binary)
+      assert from_f32(out) == [i * 1.0, 2.0, 3.0, 4.0]
+    end
+
+    assert Support.host_backend_counters(lib).execute_count < 20 + callers
+    slow_done = Support.host_backend_counters(lib).execute_count - 20
+    assert slow_done < callers
+
+    # Every slow caller gets its own correct answer, in turn, one at a time.
+    for {:ok, [out]} <- Task.await_many(tasks, 60_000),
+        do: assert(from_f32(out) == [1.0, 2.0, 3.0, 4.0])
+
+    assert %{execute_count: 28, execute_overlaps: 0} = Support.host_backend_counters(lib)
+  end
+
+  test "a caller that dies while queued does not stall the graph", %{lib: lib} do
+    t = Models.t(:float_32, [4])
+    graph = Support.load!(Models.identity(t, t, sleep_ms: 100), lib: lib)
+    first = Task.async(fn -> Graph.execute(graph, [f32([1, 2, 3, 4])], output: :binary) end)
+    assert Support.await_executes_entered(lib, 0)
+
+    {doomed, ref} = spawn_monitor(fn -> Graph.execute(graph, [f32([5, 6, 7, 8])]) end)
+    wait_until(fn -> waiting_in_receive?(doomed) end)
+    Process.exit(doomed, :kill)
+    assert_receive {:DOWN, ^ref, :process, ^doomed, :killed}
+
+    assert {:ok, _} = Task.await(first, 30_000)
+    # The dead caller's execute still runs (its answer is dropped); the graph moves on.
+    assert {:ok, [out]} = Graph.execute(graph, [f32([9, 9, 9, 9])], output: :binary)
+    assert from_f32(out) == [9.0, 9.0, 9.0, 9.0]
+    assert %{execute_count: 3, execute_overlaps: 0} = Support.host_backend_counters(lib)
+  end
+
+  defp waiting_in_receive?(pid), do: wait_until(fn -> in_receive?(pid) end)
+
+  defp in_receive?(pid),
+    do: Process.info(pid, :current_function) == {:current_function, {HexagonTpu.Native, :call, 1}}
+
+  defp wait_until(fun, tries \\ 3_000) do
+    cond do
+      fun.() -> true
+      tries == 0 -> false
+      true -> Process.sleep(1) && wait_until(fun, tries - 1)
+    end
+  end
 end

@@ -37,7 +37,7 @@ defmodule HexagonTpu.ErrorsTest do
 
     test "unknown input name", %{graph: graph} do
       Graph.execute(graph, %{"a" => f32([1, 2, 3, 4]), "b" => <<0::128>>, "c" => <<>>})
-      |> assert_error(:invalid_input, ["`c`", "`a`, `b`"])
+      |> assert_error(:invalid_input, [~s("c"), "`a`, `b`"])
     end
 
     test "missing input name", %{graph: graph} do

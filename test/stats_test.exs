@@ -355,6 +355,62 @@ defmodule HexagonTpu.StatsTest do
     end
   end
 
+  describe "load_model/2's shared runtime" do
+    test "is not a leak for with_leak_check/1, and the ledger says what it is",
+         %{lib: lib, path: path} do
+      opts = Support.runtime_opts(lib)
+
+      # The first load_model/2 with these options opens the runtime it keeps for reuse.
+      {line, before, after_} =
+        Stats.with_leak_check(fn ->
+          {:ok, model} = HexagonTpu.load_model(path, opts)
+          line = __ENV__.line - 1
+          {:ok, [_]} = HexagonTpu.predict(model, [f32([0.1, 0.2, 0.3, 0.4])])
+          :ok = Context.close(model.context)
+          line
+        end)
+
+      assert after_.runtimes_alive - before.runtimes_alive == 1
+      assert after_.shared_runtimes - before.shared_runtimes == 1
+      assert Stats.alive_diff(before, after_) == @zero
+      assert Stats.leaked(before, after_) == []
+
+      assert [%{site: site}] = Enum.filter(Stats.live(), &(&1.detail == lib))
+
+      shared = ~r/^HexagonTpu\.load_model\/2 shared runtime, opened for (anonymous fn\/\d+ in )?/
+      assert site =~ shared and site =~ "HexagonTpu.StatsTest."
+
+      assert String.ends_with?(site, "(test/stats_test.exs:#{line})"), site
+      assert [{^site, :runtime, 1}] = Enum.filter(Stats.live_by_site(), &(elem(&1, 0) == site))
+
+      # A model kept alive is still a leak, named at its own site; the runtime is reused.
+      {{model, line}, before, after_} =
+        Stats.with_leak_check(fn -> {HexagonTpu.load_model!(path, opts), __ENV__.line} end)
+
+      assert Stats.alive_diff(before, after_) == %{@zero | contexts_alive: 1, graphs_alive: 1}
+      assert after_.shared_runtimes == before.shared_runtimes
+      at = "(test/stats_test.exs:#{line})"
+
+      assert [{context_site, :context, 1}, {graph_site, :graph, 1}] =
+               Enum.sort_by(Stats.leaked(before, after_), &elem(&1, 1))
+
+      assert String.ends_with?(context_site, at) and String.ends_with?(graph_site, at)
+
+      # Snapshots from native/0 carry no :shared_runtimes: alive_diff/2 counts every runtime.
+      runtime = model.context.runtime
+      :ok = Graph.close(model)
+      :ok = Context.close(model.context)
+      before = Stats.native()
+      :ok = Runtime.close(runtime)
+
+      assert Support.eventually(fn ->
+               Stats.alive_diff(before, Stats.native()) == %{@zero | runtimes_alive: -1}
+             end)
+
+      assert Support.live_handles(lib) == 0
+    end
+  end
+
   defp close(%Context{} = context), do: :ok = Context.close(context)
   defp close(%Graph{} = graph), do: :ok = Graph.close(graph)
 

@@ -15,7 +15,9 @@ defmodule HexagonTpu.Compiler do
   `~/.cache/hexagon_tpu`. The venv's directory is named after the pin set
   (`venv-ort-qnn-2.7.0-<hash of requirements.txt>`), so a new pin set makes a new venv. It is
   built in a temporary directory and renamed into place when complete: a crash during the
-  installation never leaves a half-made venv behind. Only the venv's `bin/python` is used
+  installation never leaves a half-made venv behind. `$HEXAGON_TPU_COMPILE_REQUIREMENTS` may
+  name a requirements file of your own instead (another `onnxruntime-qnn`, to match the QAIRT
+  version of a device's runtime: see docs/models.md, "The version rule"); it gets its own venv. Only the venv's `bin/python` is used
   (a renamed venv's own scripts, such as `bin/pip`, point at the temporary path).
 
   The Python interpreter that creates the venv is `$HEXAGON_TPU_PYTHON`, or `python3` on the
@@ -86,7 +88,13 @@ defmodule HexagonTpu.Compiler do
   @spec venv_dir() :: Path.t()
   def venv_dir do
     pins = File.read!(requirements())
-    [_, version] = Regex.run(~r/^onnxruntime-qnn==(\S+)/m, pins)
+
+    version =
+      case Regex.run(~r/^onnxruntime-qnn==(\S+)/m, pins) do
+        [_, version] -> version
+        nil -> "unpinned"
+      end
+
     hash = pins |> :erlang.md5() |> Base.encode16(case: :lower) |> binary_part(0, 8)
     Path.join(cache_dir(), "venv-ort-qnn-#{version}-#{hash}")
   end
@@ -484,7 +492,18 @@ defmodule HexagonTpu.Compiler do
   defp quantization(%{kind: :unsupported, encoding: encoding}), do: " #{encoding}"
   defp quantization(:none), do: ""
 
-  defp requirements, do: Path.join(priv_dir(), @requirements)
+  @doc """
+  The pin set: `$HEXAGON_TPU_COMPILE_REQUIREMENTS` if set (a requirements file of your own,
+  for example an older `onnxruntime-qnn` whose QAIRT matches your device's runtime), else
+  `priv/compile/requirements.txt`.
+  """
+  @spec requirements() :: Path.t()
+  def requirements do
+    case non_empty_env("HEXAGON_TPU_COMPILE_REQUIREMENTS") do
+      nil -> Path.join(priv_dir(), @requirements)
+      path -> Path.expand(path)
+    end
+  end
 
   defp cmd(executable, args, env \\ []) do
     System.cmd(executable, args, stderr_to_stdout: true, env: env)

@@ -17,12 +17,14 @@ defmodule HexagonTpu.Context do
   `{:error, %HexagonTpu.Error{reason: :closed}}`.
   """
 
-  alias HexagonTpu.{Error, Native, Runtime, Site, Telemetry, TensorInfo}
+  alias HexagonTpu.{Args, Error, Native, Runtime, Site, Telemetry, TensorInfo}
+
+  @default_max_bytes 2 * 1024 * 1024 * 1024
 
   defstruct [:ref, :runtime, :source, graphs: []]
 
   @typedoc "Where the context was loaded from: a path, or `{:binary, byte_size}`."
-  @type source :: String.t() | {:binary, non_neg_integer()}
+  @type source :: binary() | {:binary, non_neg_integer()}
 
   @typedoc "One graph's metadata, in the binary's order."
   @type graph_info :: %{name: String.t(), inputs: [TensorInfo.t()], outputs: [TensorInfo.t()]}
@@ -37,7 +39,16 @@ defmodule HexagonTpu.Context do
   @doc """
   Loads a context binary from a file.
 
-  No options are defined yet; the argument is reserved.
+  Only a regular file is read: FIFOs, devices, sockets and directories are refused before a
+  byte is read, and so is a file larger than the limit. Large files are mapped, not copied.
+
+  `path` is a binary or a charlist; a binary that is not UTF-8 is opened as it is (Linux paths
+  are bytes). An empty path, or one with a NUL byte, is refused with
+  `{:error, %HexagonTpu.Error{reason: :invalid_argument}}`.
+
+  Options:
+
+    * `:max_bytes` - the largest file accepted; default #{@default_max_bytes} (2 GiB)
 
   ## Examples
 
@@ -47,23 +58,39 @@ defmodule HexagonTpu.Context do
       #=> ["mobilenet_v2"]
   """
   @spec from_file(Runtime.t(), Path.t(), keyword()) :: {:ok, t()} | {:error, Error.t()}
-  def from_file(%Runtime{} = runtime, path, opts \\ []) do
-    Keyword.validate!(opts, [])
-    path = to_string(path)
-    site = Site.caller()
-    load(runtime, path, fn -> Native.context_from_file(runtime.ref, path, site) end)
+  def from_file(runtime, path, opts \\ []) do
+    fun = "HexagonTpu.Context.from_file/3"
+    runtime = Args.handle!(runtime, Runtime, "`runtime`", fun)
+    path = Args.path!(path, "`path`", fun)
+    opts = Args.keyword!(opts, [max_bytes: @default_max_bytes], fun)
+    max_bytes = opts[:max_bytes]
+
+    unless is_integer(max_bytes) and max_bytes > 0,
+      do: Args.type_error!(fun, "the :max_bytes option", "a positive integer", max_bytes)
+
+    with :ok <- Args.check_path(path, "`path`") do
+      site = Site.caller()
+
+      load(runtime, path, fn ->
+        Native.call(&Native.context_from_file(runtime.ref, path, max_bytes, site, &1))
+      end)
+    end
   end
 
   @doc """
-  Loads a context binary already in memory. QNN reads the binary in place; it is not copied.
+  Loads a context binary already in memory. It is copied once, for the runtime's own thread
+  (where QNN creates every context), and that copy is freed after the load.
   """
   @spec from_binary(Runtime.t(), binary(), keyword()) :: {:ok, t()} | {:error, Error.t()}
-  def from_binary(%Runtime{} = runtime, binary, opts \\ []) when is_binary(binary) do
-    Keyword.validate!(opts, [])
+  def from_binary(runtime, binary, opts \\ []) do
+    fun = "HexagonTpu.Context.from_binary/3"
+    runtime = Args.handle!(runtime, Runtime, "`runtime`", fun)
+    unless is_binary(binary), do: Args.type_error!(fun, "`binary`", "a binary", binary)
+    Args.keyword!(opts, [], fun)
     site = Site.caller()
 
     load(runtime, {:binary, byte_size(binary)}, fn ->
-      Native.context_from_binary(runtime.ref, binary, site)
+      Native.call(&Native.context_from_binary(runtime.ref, binary, site, &1))
     end)
   end
 
@@ -110,11 +137,13 @@ defmodule HexagonTpu.Context do
   metadata: this works after `close/1` too.
   """
   @spec graphs(t()) :: [String.t()]
-  def graphs(%__MODULE__{graphs: graphs}), do: Enum.map(graphs, & &1.name)
+  def graphs(%__MODULE__{graphs: graphs}) when is_list(graphs), do: Enum.map(graphs, & &1.name)
+  def graphs(other), do: not_a_context!(other, "graphs/1")
 
   @doc "Whether `close/1` was called on this context."
   @spec closed?(t()) :: boolean()
-  def closed?(%__MODULE__{ref: ref}), do: Native.context_closed(ref)
+  def closed?(%__MODULE__{ref: ref}) when is_reference(ref), do: Native.context_closed(ref)
+  def closed?(other), do: not_a_context!(other, "closed?/1")
 
   @doc """
   Frees the context now instead of at garbage collection.
@@ -125,14 +154,20 @@ defmodule HexagonTpu.Context do
   `close/1`.
   """
   @spec close(t()) :: :ok | {:error, Error.t()}
-  def close(%__MODULE__{ref: ref}), do: Native.context_close(ref)
+  def close(%__MODULE__{ref: ref}) when is_reference(ref),
+    do: Native.call(&Native.context_close(ref, &1))
+
+  def close(other), do: not_a_context!(other, "close/1")
+
+  defp not_a_context!(other, fun),
+    do: Args.type_error!("HexagonTpu.Context.#{fun}", "`context`", "a HexagonTpu.Context", other)
 
   defimpl Inspect do
     def inspect(context, _opts) do
       source =
         case context.source do
           {:binary, size} -> "<<#{size} bytes>>"
-          path -> inspect(path)
+          path -> HexagonTpu.Args.quote_input(path)
         end
 
       "#HexagonTpu.Context<#{source} graphs: #{inspect(HexagonTpu.Context.graphs(context))}>"

@@ -7,10 +7,18 @@ defmodule HexagonTpu.Error do
   tensor, handle or path, what was expected and what was given), and `qnn_code` carries QNN's
   own error code (the low 16 bits of the `Qnn_ErrorHandle_t`) when QNN reported the failure.
 
+  When a function returns this error and when it raises `ArgumentError` instead is the
+  convention in the `HexagonTpu` moduledoc ("Arguments and errors"): wrong types raise, wrong
+  values return an error. Messages quote at most 200 bytes of what the caller gave.
+
   Reasons:
 
-    * `:invalid_input` - wrong input count, unknown or missing input name, wrong byte size,
-      dtype or shape, or a term that is not a tensor; rejected before QNN is called
+    * `:invalid_input` - wrong input count, unknown, missing or doubly given input name (a map
+      with both `"image"` and `:image`), an input key that is not a string or atom, wrong byte
+      size, dtype or shape, or a term that is not a tensor; rejected before QNN is called
+    * `:invalid_argument` - an argument of the right type whose value cannot work: an empty
+      path (from an option, or an environment variable that is set but empty), or a path
+      with a NUL byte; nothing was opened
     * `:closed` - the runtime, context or graph was closed with `close/1`
     * `:library_not_found` - a QNN library could not be opened (the message lists every path
       tried and the `dlerror`)
@@ -30,6 +38,7 @@ defmodule HexagonTpu.Error do
 
   @type reason ::
           :invalid_input
+          | :invalid_argument
           | :closed
           | :library_not_found
           | :missing_symbol

@@ -5,7 +5,11 @@ defmodule HexagonTpu.Graph do
   ## Inputs and outputs
 
   `execute/3` takes the inputs as a list in the graph's input order, or as a map from input
-  name (string or atom) to value. Each value is:
+  name (string or atom) to value. A map that names one input twice (`"image"` and `:image`)
+  is refused rather than one of them used. Inputs are data, so everything wrong with them (not
+  a list or map, a key that is not a string or atom, a value that is not a tensor, a wrong
+  size) is an `{:error, %HexagonTpu.Error{reason: :invalid_input}}`, never a raise. Each
+  value is:
 
     * an `Nx.Tensor` (where Nx is available) with the input's shape, either in the model's
       own type (passed through untouched) or in a float type (`{:f, 32}`, `{:f, 16}`,
@@ -39,11 +43,14 @@ defmodule HexagonTpu.Graph do
   ## Concurrency
 
   Any number of processes may execute the same graph: QNN promises nothing about concurrent
-  `graphExecute` calls on one graph handle, so they run one at a time (each waits on a dirty
-  CPU scheduler). Different graphs and different contexts run in parallel.
+  `graphExecute` calls on one graph handle, so they run one at a time. An execute on an idle
+  graph runs directly on a dirty CPU scheduler; one that finds the graph busy is queued and run,
+  in order, on the graph's own native thread, while its caller waits in `receive`. No scheduler
+  ever waits for another caller's execute, so a slow model saturated by many callers does not
+  hold up other models. Different graphs and different contexts run in parallel.
   """
 
-  alias HexagonTpu.{Context, Error, Native, Site, Telemetry, TensorInfo}
+  alias HexagonTpu.{Args, Context, Error, Native, Site, Telemetry, TensorInfo}
 
   @nx? Code.ensure_loaded?(Nx)
   @accepted if @nx?,
@@ -74,10 +81,14 @@ defmodule HexagonTpu.Graph do
   @doc """
   Retrieves the graph called `name` from a context.
 
-  Fails with `:graph_not_found` (the message lists the graphs there are) or `:closed`.
+  `name` is a UTF-8 string (anything else raises `ArgumentError`). Fails with
+  `:graph_not_found` (the message lists the graphs there are) or `:closed`.
   """
   @spec retrieve(Context.t(), String.t()) :: {:ok, t()} | {:error, Error.t()}
-  def retrieve(%Context{} = context, name) when is_binary(name) do
+  def retrieve(context, name) do
+    context = Args.handle!(context, Context, "`context`", "HexagonTpu.Graph.retrieve/2")
+    name = Args.name!(name, "`name`", "HexagonTpu.Graph.retrieve/2")
+
     case Native.graph_retrieve(context.ref, name, Site.caller()) do
       {:ok, {ref, info}} ->
         info = Context.graph_info(info)
@@ -102,11 +113,13 @@ defmodule HexagonTpu.Graph do
 
   @doc "The graph's inputs, in order (cached metadata; never calls QNN)."
   @spec inputs(t()) :: [TensorInfo.t()]
-  def inputs(%__MODULE__{inputs: inputs}), do: inputs
+  def inputs(%__MODULE__{inputs: inputs}) when is_list(inputs), do: inputs
+  def inputs(other), do: not_a_graph!(other, "inputs/1")
 
   @doc "The graph's outputs, in order (cached metadata; never calls QNN)."
   @spec outputs(t()) :: [TensorInfo.t()]
-  def outputs(%__MODULE__{outputs: outputs}), do: outputs
+  def outputs(%__MODULE__{outputs: outputs}) when is_list(outputs), do: outputs
+  def outputs(other), do: not_a_graph!(other, "outputs/1")
 
   @doc """
   Runs the graph once.
@@ -136,11 +149,22 @@ defmodule HexagonTpu.Graph do
   """
   @spec execute(t(), [input()] | %{optional(String.t() | atom()) => input()}, [execute_option()]) ::
           {:ok, [output()]} | {:error, Error.t()}
-  def execute(%__MODULE__{} = graph, inputs, opts \\ []) do
-    opts = Keyword.validate!(opts, quantize: :auto, dequantize: :auto, output: default_output())
-    quantize = option!(opts, :quantize, [:auto, :none])
-    dequantize = option!(opts, :dequantize, [:auto, :none])
-    output = option!(opts, :output, output_kinds())
+  def execute(graph, inputs, opts \\ []),
+    do: execute(graph, inputs, opts, "HexagonTpu.Graph.execute/3")
+
+  @doc false
+  # execute/3, with the name of the public function called for ArgumentError messages
+  # (HexagonTpu.predict/3 calls this).
+  @spec execute(t(), term(), term(), String.t()) :: {:ok, [output()]} | {:error, Error.t()}
+  def execute(graph, inputs, opts, fun) do
+    graph = Args.handle!(graph, __MODULE__, "`graph`", fun)
+
+    opts =
+      Args.keyword!(opts, [quantize: :auto, dequantize: :auto, output: default_output()], fun)
+
+    quantize = option!(opts, :quantize, [:auto, :none], fun)
+    dequantize = option!(opts, :dequantize, [:auto, :none], fun)
+    output = option!(opts, :output, output_kinds(), fun)
 
     Telemetry.span(
       [:hexagon_tpu, :execute],
@@ -162,19 +186,26 @@ defmodule HexagonTpu.Graph do
   def execute!(graph, inputs, opts \\ []), do: graph |> execute(inputs, opts) |> Error.unwrap!()
 
   @doc """
-  Frees the graph handle now instead of at garbage collection. Waits for a running execute.
+  Frees the graph handle now instead of at garbage collection, once the executes running or
+  queued before it are done (the caller waits in `receive`, not on a scheduler).
   Later calls return `{:error, %HexagonTpu.Error{reason: :closed}}`. The context stays
   loaded; close it with `HexagonTpu.Context.close/1`.
   """
   @spec close(t()) :: :ok | {:error, Error.t()}
-  def close(%__MODULE__{ref: ref}), do: Native.graph_close(ref)
+  def close(%__MODULE__{ref: ref}) when is_reference(ref),
+    do: Native.call(&Native.graph_close(ref, &1))
+
+  def close(other), do: not_a_graph!(other, "close/1")
+
+  defp not_a_graph!(other, fun),
+    do: Args.type_error!("HexagonTpu.Graph.#{fun}", "`graph`", "a HexagonTpu.Graph", other)
 
   defp run(graph, inputs, quantize, dequantize, output) do
     with {:ok, ordered} <- order_inputs(graph, inputs),
          {:ok, binaries, input_modes} <- prepare_inputs(graph.inputs, ordered, quantize) do
       output_modes = Enum.map(graph.outputs, &output_mode(&1, dequantize))
 
-      case Native.graph_execute(graph.ref, binaries, input_modes, output_modes) do
+      case Native.call(&Native.graph_execute(graph.ref, binaries, input_modes, output_modes, &1)) do
         {:ok, {binaries, execute_ns}} ->
           {:ok, build_outputs(binaries, graph.outputs, output_modes, output), execute_ns}
 
@@ -185,18 +216,72 @@ defmodule HexagonTpu.Graph do
   end
 
   defp order_inputs(graph, inputs) when is_list(inputs) do
-    if length(inputs) == length(graph.inputs) do
-      {:ok, inputs}
-    else
-      invalid(
-        "graph `#{graph.name}` takes #{length(graph.inputs)} input(s) " <>
-          "(#{names(graph.inputs)}), given #{length(inputs)}"
-      )
+    given = proper_length(inputs)
+
+    cond do
+      given == length(graph.inputs) ->
+        {:ok, inputs}
+
+      given == nil ->
+        invalid(
+          "graph `#{graph.name}`: inputs must be a proper list, given #{Args.quote_input(inputs)}"
+        )
+
+      true ->
+        invalid(
+          "graph `#{graph.name}` takes #{length(graph.inputs)} input(s) " <>
+            "(#{names(graph.inputs)}), given #{given}"
+        )
     end
   end
 
   defp order_inputs(graph, inputs) when is_map(inputs) and not is_struct(inputs) do
-    by_name = Map.new(inputs, fn {key, value} -> {to_string(key), value} end)
+    with {:ok, by_name} <- inputs_by_name(graph, inputs) do
+      order_by_name(graph, by_name)
+    end
+  end
+
+  defp order_inputs(graph, other) do
+    invalid(
+      "graph `#{graph.name}`: inputs must be a list (in input order) or a map by input name, " <>
+        "given #{Args.quote_input(other)}"
+    )
+  end
+
+  defp proper_length(list) do
+    length(list)
+  rescue
+    ArgumentError -> nil
+  end
+
+  # Keys are strings or atoms; "image" and :image name the same input, so a map holding both
+  # is ambiguous and refused rather than one of them being used.
+  defp inputs_by_name(graph, inputs) do
+    Enum.reduce_while(inputs, {:ok, %{}}, fn {key, value}, {:ok, by_name} ->
+      name = if is_atom(key) and key != nil, do: Atom.to_string(key), else: key
+
+      cond do
+        not is_binary(name) ->
+          {:halt,
+           invalid(
+             "graph `#{graph.name}`: input names must be strings or atoms, " <>
+               "given the key #{Args.quote_input(key)}"
+           )}
+
+        Map.has_key?(by_name, name) ->
+          {:halt,
+           invalid(
+             "graph `#{graph.name}`: input #{Args.quote_input(name)} is given twice, " <>
+               "as a string and as an atom; give it once"
+           )}
+
+        true ->
+          {:cont, {:ok, Map.put(by_name, name, value)}}
+      end
+    end)
+  end
+
+  defp order_by_name(graph, by_name) do
     expected = Enum.map(graph.inputs, & &1.name)
 
     case Enum.reject(Map.keys(by_name), &(&1 in expected)) do
@@ -214,17 +299,10 @@ defmodule HexagonTpu.Graph do
 
       unknown ->
         invalid(
-          "graph `#{graph.name}` has no input(s) named #{quote_names(unknown)}; " <>
+          "graph `#{graph.name}` has no input(s) named #{quote_given(unknown)}; " <>
             "its inputs are #{names(graph.inputs)}"
         )
     end
-  end
-
-  defp order_inputs(graph, other) do
-    invalid(
-      "graph `#{graph.name}`: inputs must be a list (in input order) or a map by input name, " <>
-        "given #{inspect(other, limit: 5, printable_limit: 32)}"
-    )
   end
 
   defp prepare_inputs(infos, values, quantize) do
@@ -289,10 +367,7 @@ defmodule HexagonTpu.Graph do
   end
 
   defp prepare_input(other, info, _quantize) do
-    invalid(
-      "input `#{info.name}`: expected #{@accepted}, " <>
-        "given #{inspect(other, limit: 5, printable_limit: 32)}"
-    )
+    invalid("input `#{info.name}`: expected #{@accepted}, given #{Args.quote_input(other)}")
   end
 
   defp expected_types(info, quantize) do
@@ -331,15 +406,18 @@ defmodule HexagonTpu.Graph do
     defp output_kinds, do: [:binary]
   end
 
-  defp option!(opts, key, allowed) do
+  defp option!(opts, key, allowed, fun) do
     value = Keyword.fetch!(opts, key)
 
-    if value in allowed do
-      value
-    else
-      raise ArgumentError,
-            "invalid #{inspect(key)} #{inspect(value)}, expected one of #{inspect(allowed)}"
-    end
+    if value in allowed,
+      do: value,
+      else:
+        Args.type_error!(
+          fun,
+          "the #{inspect(key)} option",
+          "one of #{Enum.map_join(allowed, ", ", &inspect/1)}",
+          value
+        )
   end
 
   defp model_type_name(%TensorInfo{type: {kind, bits}}), do: "#{kind}#{bits}"
@@ -347,6 +425,13 @@ defmodule HexagonTpu.Graph do
 
   defp names(infos), do: infos |> Enum.map(& &1.name) |> quote_names()
   defp quote_names(names), do: Enum.map_join(names, ", ", &"`#{&1}`")
+
+  # Names the caller gave (not the model's): each quoted with its length capped, five at most.
+  defp quote_given(names) do
+    {shown, rest} = names |> Enum.sort() |> Enum.split(5)
+    more = if rest == [], do: "", else: " and #{length(rest)} more"
+    Enum.map_join(shown, ", ", &Args.quote_input/1) <> more
+  end
 
   defp invalid(message), do: {:error, Error.new(:invalid_input, message)}
 

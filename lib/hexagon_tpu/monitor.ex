@@ -44,7 +44,7 @@ defmodule HexagonTpu.Monitor do
 
   require Logger
 
-  alias HexagonTpu.{Stats, Telemetry}
+  alias HexagonTpu.{Args, Stats, Telemetry}
 
   @alive [:runtimes_alive, :contexts_alive, :graphs_alive]
   @kinds %{runtimes_alive: :runtime, contexts_alive: :context, graphs_alive: :graph}
@@ -67,11 +67,20 @@ defmodule HexagonTpu.Monitor do
           | {:metadata, map()}
           | {:name, GenServer.name()}
 
+  @doc """
+  The child specification for `{HexagonTpu.Monitor, opts}`. The options are checked here, so
+  a wrong one raises when the supervision tree is built.
+  """
+  @spec child_spec([option()]) :: Supervisor.child_spec()
+  def child_spec(opts) do
+    options!(opts, "HexagonTpu.Monitor.child_spec/1")
+    %{id: __MODULE__, start: {__MODULE__, :start_link, [opts]}}
+  end
+
   @doc "Starts a Monitor (see the module documentation for the options)."
   @spec start_link([option()]) :: GenServer.on_start()
   def start_link(opts \\ []) do
-    opts = Keyword.validate!(opts, @defaults)
-    validate!(opts)
+    opts = options!(opts, "HexagonTpu.Monitor.start_link/1")
     gen_opts = if opts[:name], do: [name: opts[:name]], else: []
     GenServer.start_link(__MODULE__, opts, gen_opts)
   end
@@ -81,7 +90,18 @@ defmodule HexagonTpu.Monitor do
   utilization covers the time since the previous sample.
   """
   @spec sample(GenServer.server()) :: map()
-  def sample(server), do: GenServer.call(server, :sample)
+  def sample(server) do
+    unless server?(server),
+      do:
+        Args.type_error!(
+          "HexagonTpu.Monitor.sample/1",
+          "`server`",
+          "a pid or a GenServer name",
+          server
+        )
+
+    GenServer.call(server, :sample)
+  end
 
   @impl true
   def init(opts) do
@@ -214,26 +234,46 @@ defmodule HexagonTpu.Monitor do
     %{state | saturated: streak}
   end
 
-  defp validate!(opts) do
+  defp options!(opts, fun) do
+    opts = Args.keyword!(opts, @defaults, fun)
+    validate!(opts, fun)
+    opts
+  end
+
+  defp validate!(opts, fun) do
     for key <- [:interval_ms, :growth_samples, :saturation_samples] do
       value = opts[key]
 
       unless is_integer(value) and value > 0,
-        do:
-          raise(
-            ArgumentError,
-            "#{inspect(key)} must be a positive integer, got: #{inspect(value)}"
-          )
+        do: Args.type_error!(fun, "the #{inspect(key)} option", "a positive integer", value)
     end
 
     saturation = opts[:saturation]
 
     unless is_number(saturation) and saturation > 0 and saturation <= 1,
-      do: raise(ArgumentError, ":saturation must be in (0.0, 1.0], got: #{inspect(saturation)}")
+      do: Args.type_error!(fun, "the :saturation option", "a number in (0.0, 1.0]", saturation)
 
     unless is_map(opts[:metadata]),
-      do: raise(ArgumentError, ":metadata must be a map, got: #{inspect(opts[:metadata])}")
+      do: Args.type_error!(fun, "the :metadata option", "a map", opts[:metadata])
+
+    unless valid_name?(opts[:name]),
+      do:
+        Args.type_error!(
+          fun,
+          "the :name option",
+          "nil, an atom, {:global, term} or {:via, module, term}",
+          opts[:name]
+        )
 
     :ok
   end
+
+  defp valid_name?(name) when is_atom(name), do: not is_boolean(name)
+  defp valid_name?({:global, _}), do: true
+  defp valid_name?({:via, module, _}) when is_atom(module), do: true
+  defp valid_name?(_), do: false
+
+  defp server?(server) when is_pid(server), do: true
+  defp server?({name, node}) when is_atom(name) and is_atom(node), do: true
+  defp server?(server), do: server != nil and valid_name?(server)
 end

@@ -78,7 +78,7 @@ end
 defmodule HexagonTpu.Native do
   @moduledoc false
   # The only module that names NIFs. Stubs raise :nif_not_loaded until the NIF replaces them.
-  # Rust side: native/hexagon_tpu_nif/src (runtime.rs, context.rs, graph.rs, stats.rs).
+  # Rust side: native/hexagon_tpu_nif/src (runtime.rs, context.rs, graph.rs, log.rs, stats.rs).
 
   use HexagonTpu.Native.Loader
 
@@ -86,22 +86,42 @@ defmodule HexagonTpu.Native do
   # `false`: Elixir 1.18+ infers that type and flags `not Native.nif_loaded()` as always true.
   def nif_loaded, do: :persistent_term.get({__MODULE__, :nif_loaded}, false)
 
+  # NIFs that take a `tag` answer directly, or `:queued` when the work finishes on another
+  # thread (the runtime's own thread, or a busy graph's): the answer then arrives as
+  # `{:hexagon_tpu_reply, tag, result}`. `call/1` hides the difference; no scheduler waits.
+  def call(nif) when is_function(nif, 1) do
+    tag = make_ref()
+
+    case nif.(tag) do
+      :queued ->
+        receive do
+          {:hexagon_tpu_reply, ^tag, result} -> result
+        end
+
+      result ->
+        result
+    end
+  end
+
   # runtime.rs
-  def runtime_create(_backend_lib, _system_lib, _log_level, _site), do: err()
+  def runtime_create(_backend_lib, _system_lib, _log_level, _site, _tag), do: err()
   def runtime_info(_runtime), do: err()
   def runtime_closed(_runtime), do: err()
-  def runtime_close(_runtime), do: err()
+  def runtime_close(_runtime, _tag), do: err()
 
   # context.rs
-  def context_from_file(_runtime, _path, _site), do: err()
-  def context_from_binary(_runtime, _binary, _site), do: err()
+  def context_from_file(_runtime, _path, _max_bytes, _site, _tag), do: err()
+  def context_from_binary(_runtime, _binary, _site, _tag), do: err()
   def context_closed(_context), do: err()
-  def context_close(_context), do: err()
+  def context_close(_context, _tag), do: err()
 
   # graph.rs
   def graph_retrieve(_context, _name, _site), do: err()
-  def graph_execute(_graph, _inputs, _input_modes, _output_modes), do: err()
-  def graph_close(_graph), do: err()
+  def graph_execute(_graph, _inputs, _input_modes, _output_modes, _tag), do: err()
+  def graph_close(_graph, _tag), do: err()
+
+  # log.rs
+  def log_forward_to(_pid), do: err()
 
   # stats.rs
   def counters, do: err()

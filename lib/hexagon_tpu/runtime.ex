@@ -18,6 +18,12 @@ defmodule HexagonTpu.Runtime do
 
   `htp/1` skips the environment variables: it always means the device's HTP backend.
 
+  A path is a binary or a charlist. Linux paths are bytes, so a binary that is not UTF-8 is
+  opened as it is (messages show such bytes as U+FFFD). An empty path, from an option or an
+  environment variable that is set but empty, is refused with
+  `{:error, %HexagonTpu.Error{reason: :invalid_argument}}` naming where it came from
+  (`dlopen("")` would open the VM's own executable), and so is a path with a NUL byte.
+
   On the Dragon Q6A the HTP backend also needs its DSP skeleton libraries: set
   `DSP_LIBRARY_PATH=/usr/lib/dsp` (or `ADSP_LIBRARY_PATH`) in the VM's environment.
 
@@ -29,12 +35,13 @@ defmodule HexagonTpu.Runtime do
   those contexts goes.
   """
 
-  alias HexagonTpu.{Error, Native, Site}
+  alias HexagonTpu.{Args, Error, Native, Site}
 
   @default_backend_lib "/usr/lib/libQnnHtp.so"
   @default_system_lib "/usr/lib/libQnnSystem.so"
 
   @log_levels [:error, :warn, :info, :verbose, :debug]
+  @options [:lib_path, :system_lib_path, :log_level]
 
   defstruct [:ref, :backend_lib, :system_lib, :info]
 
@@ -56,13 +63,16 @@ defmodule HexagonTpu.Runtime do
 
   @type t :: %__MODULE__{
           ref: reference(),
-          backend_lib: String.t(),
-          system_lib: String.t(),
+          backend_lib: binary(),
+          system_lib: binary(),
           info: info()
         }
 
-  @typedoc "QNN's log level for the backend (its messages go to QNN's default log sink)."
-  @type log_level :: :error | :warn | :info | :verbose | :debug
+  @typedoc """
+  The most verbose level of QNN's own log that reaches `Logger` (see `HexagonTpu.QnnLog`), or
+  `:none` to create no QNN log at all.
+  """
+  @type log_level :: :error | :warn | :info | :verbose | :debug | :none
 
   @type option ::
           {:lib_path, Path.t()} | {:system_lib_path, Path.t()} | {:log_level, log_level() | nil}
@@ -74,7 +84,9 @@ defmodule HexagonTpu.Runtime do
 
     * `:lib_path` - the backend library (see "Which libraries")
     * `:system_lib_path` - the QnnSystem library
-    * `:log_level` - QNN's own log level, one of #{inspect(@log_levels)}; default: QNN's
+    * `:log_level` - the most verbose level of QNN's own log forwarded to `Logger`, one of
+      #{inspect(@log_levels)} or `:none`; default `:warn`, so a failure's explanation from
+      QNN is logged. QNN's lines are rate-limited (`HexagonTpu.QnnLog`); none go to stdout
 
   ## Examples
 
@@ -87,14 +99,19 @@ defmodule HexagonTpu.Runtime do
         )
   """
   @spec create([option()]) :: {:ok, t()} | {:error, Error.t()}
-  def create(opts \\ []) do
-    opts = Keyword.validate!(opts, [:lib_path, :system_lib_path, :log_level])
+  def create(opts \\ []), do: create_at(opts, Site.caller())
+
+  @doc false
+  # `create/1` with the creation site given (`HexagonTpu.load_model/2`'s shared runtimes).
+  @spec create_at([option()], String.t()) :: {:ok, t()} | {:error, Error.t()}
+  def create_at(opts, site) do
+    opts = options!(opts, "HexagonTpu.Runtime.create/1")
 
     open(
-      opts[:lib_path] || System.get_env("HEXAGON_TPU_BACKEND_LIB") || @default_backend_lib,
-      opts[:system_lib_path] || System.get_env("HEXAGON_TPU_SYSTEM_LIB") || @default_system_lib,
+      library(opts, :lib_path, "HEXAGON_TPU_BACKEND_LIB", @default_backend_lib),
+      library(opts, :system_lib_path, "HEXAGON_TPU_SYSTEM_LIB", @default_system_lib),
       opts[:log_level],
-      Site.caller()
+      site
     )
   end
 
@@ -105,11 +122,11 @@ defmodule HexagonTpu.Runtime do
   """
   @spec htp([option()]) :: {:ok, t()} | {:error, Error.t()}
   def htp(opts \\ []) do
-    opts = Keyword.validate!(opts, [:lib_path, :system_lib_path, :log_level])
+    opts = options!(opts, "HexagonTpu.Runtime.htp/1")
 
     open(
-      opts[:lib_path] || @default_backend_lib,
-      opts[:system_lib_path] || @default_system_lib,
+      library(opts, :lib_path, nil, @default_backend_lib),
+      library(opts, :system_lib_path, nil, @default_system_lib),
       opts[:log_level],
       Site.caller()
     )
@@ -123,26 +140,59 @@ defmodule HexagonTpu.Runtime do
   @spec htp!([option()]) :: t()
   def htp!(opts \\ []), do: opts |> htp() |> Error.unwrap!()
 
-  defp open(backend_lib, system_lib, log_level, site) do
-    backend_lib = to_string(backend_lib)
-    system_lib = to_string(system_lib)
+  @doc false
+  # The options of create/1 with their types checked (ArgumentError naming `fun` otherwise):
+  # paths as binaries, the log level as the NIF takes it. Used by HexagonTpu too.
+  @spec options!(term(), String.t()) :: keyword()
+  def options!(opts, fun) do
+    opts
+    |> Args.keyword!(@options, fun)
+    |> Enum.map(fn
+      {key, nil} -> {key, nil}
+      {:log_level, level} -> {:log_level, log_level!(level, fun)}
+      {key, path} -> {key, Args.path!(path, "the #{inspect(key)} option", fun)}
+    end)
+  end
 
-    case Native.runtime_create(backend_lib, system_lib, log_level(log_level), site) do
-      {:ok, {ref, info}} ->
-        {:ok, %__MODULE__{ref: ref, backend_lib: backend_lib, system_lib: system_lib, info: info}}
-
-      {:error, %Error{}} = error ->
-        error
+  # The library path to open, and how the caller gave it (for the message when it is unusable).
+  defp library(opts, key, env, default) do
+    cond do
+      opts[key] -> {opts[key], "the #{inspect(key)} option"}
+      env && System.get_env(env) -> {System.get_env(env), "the environment variable #{env}"}
+      true -> {default, "the default #{inspect(key)}"}
     end
   end
 
-  defp log_level(nil), do: nil
-  defp log_level(:warning), do: :warn
-  defp log_level(level) when level in @log_levels, do: level
+  defp open({backend_lib, backend_what}, {system_lib, system_what}, log_level, site) do
+    with :ok <- Args.check_path(backend_lib, backend_what),
+         :ok <- Args.check_path(system_lib, system_what) do
+      log_level = nif_log_level(log_level)
 
-  defp log_level(other) do
-    raise ArgumentError,
-          "invalid :log_level #{inspect(other)}, expected one of #{inspect(@log_levels)} or nil"
+      case Native.call(&Native.runtime_create(backend_lib, system_lib, log_level, site, &1)) do
+        {:ok, {ref, info}} ->
+          {:ok,
+           %__MODULE__{ref: ref, backend_lib: backend_lib, system_lib: system_lib, info: info}}
+
+        {:error, %Error{}} = error ->
+          error
+      end
+    end
+  end
+
+  defp nif_log_level(nil), do: :warn
+  defp nif_log_level(:none), do: nil
+  defp nif_log_level(level), do: level
+
+  defp log_level!(:warning, _fun), do: :warn
+  defp log_level!(level, _fun) when level in [:none | @log_levels], do: level
+
+  defp log_level!(other, fun) do
+    Args.type_error!(
+      fun,
+      "the :log_level option",
+      "one of #{Enum.map_join(@log_levels, ", ", &inspect/1)} or :none",
+      other
+    )
   end
 
   @doc """
@@ -151,11 +201,13 @@ defmodule HexagonTpu.Runtime do
   Returns `{:error, %HexagonTpu.Error{reason: :closed}}` once the runtime is closed.
   """
   @spec info(t()) :: {:ok, info()} | {:error, Error.t()}
-  def info(%__MODULE__{ref: ref}), do: Native.runtime_info(ref)
+  def info(%__MODULE__{ref: ref}) when is_reference(ref), do: Native.runtime_info(ref)
+  def info(other), do: not_a_runtime!(other, "info/1")
 
   @doc "Whether `close/1` was called on this runtime."
   @spec closed?(t()) :: boolean()
-  def closed?(%__MODULE__{ref: ref}), do: Native.runtime_closed(ref)
+  def closed?(%__MODULE__{ref: ref}) when is_reference(ref), do: Native.runtime_closed(ref)
+  def closed?(other), do: not_a_runtime!(other, "closed?/1")
 
   @doc """
   Releases the runtime now instead of at garbage collection.
@@ -165,7 +217,13 @@ defmodule HexagonTpu.Runtime do
   released when the last of them is closed or collected.
   """
   @spec close(t()) :: :ok | {:error, Error.t()}
-  def close(%__MODULE__{ref: ref}), do: Native.runtime_close(ref)
+  def close(%__MODULE__{ref: ref}) when is_reference(ref),
+    do: Native.call(&Native.runtime_close(ref, &1))
+
+  def close(other), do: not_a_runtime!(other, "close/1")
+
+  defp not_a_runtime!(other, fun),
+    do: Args.type_error!("HexagonTpu.Runtime.#{fun}", "`runtime`", "a HexagonTpu.Runtime", other)
 
   defimpl Inspect do
     def inspect(runtime, _opts) do

@@ -24,9 +24,10 @@ defmodule HexagonTpu.Stats do
   logs warnings that name the top creation sites of a growing kind.
   """
 
-  alias HexagonTpu.Native
+  alias HexagonTpu.{Args, Native, Site}
 
   @alive [:runtimes_alive, :contexts_alive, :graphs_alive]
+  @snapshot_keys @alive ++ [:runtimes_created, :contexts_created, :graphs_created]
 
   @typedoc "The native counters; see `native/0`."
   @type counters :: %{
@@ -65,7 +66,7 @@ defmodule HexagonTpu.Stats do
 
     * `runtimes_alive` / `contexts_alive` / `graphs_alive` - QNN objects not yet freed (the
       leak guard: these return to their baseline after `sweep/0` once the references are
-      dropped, or at once after `close/1`)
+      dropped and the runtime's thread has run the frees, or at once after `close/1`)
     * `runtimes_created` / `contexts_created` / `graphs_created` - lifetime totals
     * `executes` / `execute_errors` - calls that reached QNN's `graphExecute`, and those of
       them QNN failed (inputs rejected before QNN is called count in neither)
@@ -73,6 +74,10 @@ defmodule HexagonTpu.Stats do
       nanoseconds (the whole call, conversions and scheduling included, is the telemetry
       `duration`)
     * `release_errors` - QNN free calls that reported an error (the handle is gone either way)
+    * `runtime_jobs_pending` - loads, closes and frees handed to runtimes' own threads (where
+      QNN's handles are created and freed) and not yet done
+    * `log_lines` / `log_dropped` - lines of QNN's log forwarded to `Logger`, and those dropped
+      by the rate limit (see `HexagonTpu.QnnLog`)
 
   Reading them costs a few atomic loads; it runs on a normal scheduler.
   """
@@ -85,12 +90,17 @@ defmodule HexagonTpu.Stats do
   Each entry is a map:
 
     * `:kind` - `:runtime`, `:context` or `:graph`
-    * `:site` - where it was created: the first stack frame outside this package's
-      `Runtime`, `Context`, `Graph` and `HexagonTpu` modules, formatted as
-      `"MyApp.Vision.init/1 (lib/my_app/vision.ex:42)"` (a frame of an anonymous function
-      reads `"anonymous fn/N in MyApp.Vision.init/1 (...)"`, N counting the variables it
-      captures; tail calls leave no frame, so the site is the nearest caller still on the
-      stack)
+    * `:site` - where it was created: the first stack frame outside this package and
+      outside Elixir's and Erlang's standard library (the `:elixir`, `:stdlib` and `:kernel`
+      applications, so a `for`, `Enum.map/2`, `Stream` or `Task` in between is skipped on
+      every Elixir version), formatted as `"MyApp.Vision.init/1 (lib/my_app/vision.ex:42)"`
+      (a frame of an anonymous function reads `"anonymous fn/N in MyApp.Vision.init/1
+      (...)"`, N counting the variables it captures). Tail calls leave no frame, so the site
+      is the nearest caller still on the stack; when the stack holds none (a `Task.async/1`
+      fn that ends in the call, or a stack deeper than the VM's `:backtrace_depth`), the
+      caller's function with its source file and no line. The runtime
+      `HexagonTpu.load_model/2` keeps for reuse reads
+      `"HexagonTpu.load_model/2 shared runtime, opened for "` and the site it was opened for
     * `:age_ms` - milliseconds since it was created
     * `:detail` - runtime: the backend library path; context: the file it was loaded from
       or `<binary N bytes>`, and its graph names; graph: the graph name
@@ -145,14 +155,22 @@ defmodule HexagonTpu.Stats do
 
   Objects are attributed by creation order (see `live/0`'s `:id`), so objects created by
   other processes in the window count too, as they do in `alive_diff/2`. The ledger is read
-  when this is called: something freed after `after_` was taken is not listed.
+  when this is called: something freed after `after_` was taken is not listed. The runtimes
+  `HexagonTpu.load_model/2` keeps for reuse are not leaks and are never listed (see
+  `with_leak_check/1`).
   """
   @spec leaked(counters(), counters()) :: [site_count()]
   def leaked(before, after_) do
+    snapshots!(before, after_, "leaked/2")
     first = created_total(before)
     last = created_total(after_)
-    live() |> Enum.filter(&(&1.id > first and &1.id <= last)) |> by_site()
+
+    live()
+    |> Enum.filter(&(&1.id > first and &1.id <= last and not shared_runtime?(&1)))
+    |> by_site()
   end
+
+  defp shared_runtime?(entry), do: entry.kind == :runtime and Site.shared_runtime?(entry.site)
 
   defp created_total(counters),
     do: counters.runtimes_created + counters.contexts_created + counters.graphs_created
@@ -183,7 +201,9 @@ defmodule HexagonTpu.Stats do
   intended one.
   """
   @spec dirty_utilization(pos_integer()) :: utilization()
-  def dirty_utilization(sample_ms \\ 1000) when is_integer(sample_ms) and sample_ms > 0 do
+  def dirty_utilization(sample_ms \\ 1000)
+
+  def dirty_utilization(sample_ms) when is_integer(sample_ms) and sample_ms > 0 do
     was_on = :erlang.system_flag(:microstate_accounting, true)
 
     try do
@@ -193,6 +213,15 @@ defmodule HexagonTpu.Stats do
     after
       unless was_on, do: :erlang.system_flag(:microstate_accounting, false)
     end
+  end
+
+  def dirty_utilization(other) do
+    Args.type_error!(
+      "HexagonTpu.Stats.dirty_utilization/1",
+      "`sample_ms`",
+      "a positive integer (milliseconds)",
+      other
+    )
   end
 
   @doc """
@@ -257,6 +286,13 @@ defmodule HexagonTpu.Stats do
   The sweep runs before the first snapshot too, so garbage from earlier work does not
   count. `fun` runs in the calling process: what it returns is still referenced by the
   result, so return plain data, not the resources themselves.
+
+  The runtime `HexagonTpu.load_model/2` opens on its first call (one per set of library
+  options, kept for every later call) is not a leak: `live/0` lists it with the site
+  `"HexagonTpu.load_model/2 shared runtime, opened for "` followed by the caller it was
+  opened for, each snapshot here counts such runtimes under `:shared_runtimes`, and
+  `alive_diff/2` and `leaked/2` leave them out. So a check around the first
+  `load_model/2` reports only what the model itself left alive.
   """
   @spec with_leak_check((... -> result)) :: {result, counters(), counters()} when result: term()
   def with_leak_check(fun) when is_function(fun, 0) do
@@ -265,16 +301,25 @@ defmodule HexagonTpu.Stats do
     {result, before, settle()}
   end
 
+  def with_leak_check(other) do
+    Args.type_error!(
+      "HexagonTpu.Stats.with_leak_check/1",
+      "`fun`",
+      "a function of no arguments",
+      other
+    )
+  end
+
   # Sweeps until the alive counters stop changing (a resource can also be held for a moment
   # by a process that is exiting or about to be scheduled), for at most ~50 ms.
   defp settle(rounds \\ 10, last \\ nil) do
     sweep()
-    counters = native()
+    counters = await_runtime_jobs(native(), 5_000)
     alive = Map.take(counters, @alive)
 
     cond do
       alive == last or rounds == 0 ->
-        counters
+        Map.put(counters, :shared_runtimes, Enum.count(live(), &shared_runtime?/1))
 
       true ->
         Process.sleep(5)
@@ -282,13 +327,37 @@ defmodule HexagonTpu.Stats do
     end
   end
 
+  # Frees of garbage-collected objects run on the runtimes' own threads: wait for them.
+  defp await_runtime_jobs(%{runtime_jobs_pending: 0} = counters, _ms_left), do: counters
+  defp await_runtime_jobs(counters, ms_left) when ms_left <= 0, do: counters
+
+  defp await_runtime_jobs(_counters, ms_left) do
+    Process.sleep(1)
+    await_runtime_jobs(native(), ms_left - 1)
+  end
+
   @doc """
   The change in each `*_alive` counter between two `native/0` snapshots: all zero when
   nothing leaked.
+
+  When both snapshots come from `with_leak_check/1`, runtimes that `HexagonTpu.load_model/2`
+  opened for reuse in between (their `:shared_runtimes` count) are not counted in
+  `runtimes_alive`.
   """
   @spec alive_diff(counters(), counters()) :: %{atom() => integer()}
   def alive_diff(before, after_) do
-    Map.new(@alive, fn key -> {key, Map.fetch!(after_, key) - Map.fetch!(before, key)} end)
+    snapshots!(before, after_, "alive_diff/2")
+
+    shared =
+      case {before, after_} do
+        {%{shared_runtimes: was}, %{shared_runtimes: now}} -> now - was
+        _ -> 0
+      end
+
+    Map.new(@alive, fn key ->
+      diff = Map.fetch!(after_, key) - Map.fetch!(before, key)
+      {key, if(key == :runtimes_alive, do: diff - shared, else: diff)}
+    end)
   end
 
   @doc false
@@ -339,5 +408,21 @@ defmodule HexagonTpu.Stats do
       end)
 
     if total > 0, do: min(busy / total, 1.0), else: 0.0
+  end
+
+  # Both arguments must be native/0 snapshots (ArgumentError otherwise).
+  defp snapshots!(before, after_, fun) do
+    for {value, what} <- [{before, "`before`"}, {after_, "`after_`"}] do
+      unless is_map(value) and Enum.all?(@snapshot_keys, &is_integer(Map.get(value, &1))),
+        do:
+          Args.type_error!(
+            "HexagonTpu.Stats.#{fun}",
+            what,
+            "a snapshot of HexagonTpu.Stats.native/0",
+            value
+          )
+    end
+
+    :ok
   end
 end

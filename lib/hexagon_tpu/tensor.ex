@@ -12,7 +12,7 @@ if Code.ensure_loaded?(Nx) do
     "Quantization"). Anything else is refused with the expected and given type.
     """
 
-    alias HexagonTpu.{Error, TensorInfo}
+    alias HexagonTpu.{Args, Error, TensorInfo}
 
     @doc """
     The bytes and conversion mode for `tensor` as input `info`.
@@ -22,7 +22,8 @@ if Code.ensure_loaded?(Nx) do
     """
     @spec to_input(Nx.Tensor.t(), TensorInfo.t(), :auto | :none) ::
             {:ok, binary(), :model | :f32} | {:error, Error.t()}
-    def to_input(%Nx.Tensor{} = tensor, %TensorInfo{} = info, quantize) do
+    def to_input(%Nx.Tensor{} = tensor, %TensorInfo{} = info, quantize)
+        when quantize in [:auto, :none] do
       given = Nx.type(tensor)
 
       cond do
@@ -67,10 +68,41 @@ if Code.ensure_loaded?(Nx) do
     binary.
     """
     @spec from_output(binary(), TensorInfo.t(), :model | :f32) :: Nx.Tensor.t() | binary()
-    def from_output(binary, %TensorInfo{} = info, mode) when is_binary(binary) do
+    def from_output(binary, %TensorInfo{} = info, mode)
+        when is_binary(binary) and mode in [:model, :f32] do
       case if(mode == :f32, do: {:f, 32}, else: info.type) do
         nil -> binary
         type -> binary |> Nx.from_binary(type) |> Nx.reshape(info.shape)
+      end
+    end
+
+    def from_output(binary, info, mode) do
+      fun = "HexagonTpu.Tensor.from_output/3"
+
+      cond do
+        not is_binary(binary) ->
+          Args.type_error!(fun, "`binary`", "a binary", binary)
+
+        not is_struct(info, TensorInfo) ->
+          Args.type_error!(fun, "`info`", "a HexagonTpu.TensorInfo", info)
+
+        true ->
+          Args.type_error!(fun, "`mode`", ":model or :f32", mode)
+      end
+    end
+
+    def to_input(tensor, info, quantize) do
+      fun = "HexagonTpu.Tensor.to_input/3"
+
+      cond do
+        not is_struct(tensor, Nx.Tensor) ->
+          Args.type_error!(fun, "`tensor`", "an Nx.Tensor", tensor)
+
+        not is_struct(info, TensorInfo) ->
+          Args.type_error!(fun, "`info`", "a HexagonTpu.TensorInfo", info)
+
+        true ->
+          Args.type_error!(fun, "`quantize`", ":auto or :none", quantize)
       end
     end
 

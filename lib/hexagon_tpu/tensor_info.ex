@@ -84,8 +84,17 @@ defmodule HexagonTpu.TensorInfo do
       12
   """
   @spec size(t()) :: non_neg_integer()
-  def size(%__MODULE__{shape: shape}),
+  def size(%__MODULE__{shape: shape}) when is_tuple(shape),
     do: shape |> Tuple.to_list() |> Enum.reduce(1, &(&1 * &2))
+
+  def size(other) do
+    HexagonTpu.Args.type_error!(
+      "HexagonTpu.TensorInfo.size/1",
+      "`info`",
+      "a HexagonTpu.TensorInfo",
+      other
+    )
+  end
 
   @doc false
   # Builds a TensorInfo from the NIF's plain map (QNN's offsets become zero points here).

@@ -50,6 +50,14 @@ def lib_dir():
     return os.path.dirname(os.path.abspath(onnxruntime_qnn.__file__))
 
 
+def qairt_version():
+    """"QAIRT 2.51.0 (onnxruntime-qnn 2.7.0)": the QNN SDK whose libraries the wheel carries. A
+    binary needs a device runtime at least as new."""
+    from onnxruntime_qnn import build_and_package_info as info
+
+    return f"QAIRT {info.qnn_version} (onnxruntime-qnn {info.__version__})"
+
+
 @contextlib.contextmanager
 def captured_output(verbose):
     """Sends what ORT and QNN print (QNN writes to fd 1) to a file; yields a reader of it."""
@@ -86,7 +94,6 @@ def file_stem(name):
 
 def static_inputs(model):
     """[(name, numpy dtype, shape)] of the graph inputs that are not initializers."""
-    import onnx
     from onnx import helper
 
     initializers = {i.name for i in model.graph.initializer}
@@ -103,7 +110,6 @@ def static_inputs(model):
             )
         dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type)
         inputs.append((value.name, dtype, tuple(dims)))
-    del onnx
     return inputs
 
 
@@ -413,15 +419,14 @@ def compile_models(args):
                 f"{path}: quantizing ({args.activations} activations, {args.weights} per-channel "
                 f"weights, {len(samples)} calibration samples)",
             )
-            with captured_output(args.verbose) as log:
+            with captured_output(args.verbose):
                 try:
                     quantize(path, qdq, samples, args.activations, args.weights, work)
                     error = None
-                except Exception as caught:  # noqa: BLE001
+                except Exception as caught:  # noqa: BLE001 - report any quantizer failure
                     error = caught
             if error is not None:
                 raise CompileError(f"quantizing {path} failed: {one_line(error)}")
-            del log
             check_fp16(onnx.load(qdq, load_external_data=False), args.htp_arch, qdq)
             if args.save_qdq:
                 kept = os.path.join(out_dir, f"{stem}_qdq.onnx")
@@ -430,7 +435,7 @@ def compile_models(args):
             ready.append(qdq)
 
         ctx_paths = [os.path.join(work, f"{stem}_ctx.onnx") for stem in stems]
-        say("info", f"compiling for HTP v{args.htp_arch}, SoC model {args.soc_model}")
+        say("info", f"compiling for HTP v{args.htp_arch}, SoC model {args.soc_model} with {qairt_version()}")
         # ORT offloads the graph's I/O (de)quantization to the host (quantized QNN I/O) only
         # when CPU fallback is allowed: for --io quantized it is, and every node other than
         # that I/O Q/DQ is then refused here instead.
@@ -467,7 +472,7 @@ def parse(argv):
     parser.add_argument("--save-ctx", action="store_true", help="write ORT's EP-context models, <model>_ctx.onnx, beside the output")
     parser.add_argument("--force", action="store_true", help="overwrite the output")
     parser.add_argument("--verbose", action="store_true", help="show ORT's and QNN's own output")
-    parser.add_argument("--lib-dir", action="store_true", help="print the QNN library directory and exit")
+    parser.add_argument("--lib-dir", action="store_true", help="print the QNN library directory and the QAIRT version, and exit")
     args = parser.parse_args(argv)
     if not args.lib_dir and (not args.models or not args.output):
         parser.error("give MODEL.onnx ... -o OUTPUT.bin")
@@ -481,6 +486,7 @@ def main(argv=None):
     try:
         if args.lib_dir:
             print(lib_dir())
+            print(qairt_version())
         else:
             compile_models(args)
     except CompileError as error:

@@ -13,4 +13,10 @@ rustler::atoms! {
     runtime,
     context,
     graph,
+    queued,
+    hexagon_tpu_reply,
+    hexagon_tpu_log,
+    warning,
+    info,
+    debug,
 }

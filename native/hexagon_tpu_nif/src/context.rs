@@ -1,51 +1,72 @@
 //! `HexagonTpu.Context`: load a context binary (file or bytes), list its graphs, close.
+//!
+//! The file is opened and checked here (the caller's own I/O, on a dirty IO scheduler); the QNN
+//! context is created on the runtime's thread, and the answer comes back by message.
 
-use std::path::Path;
+use std::sync::Arc;
 
 use rustler::{Binary, Env, ResourceArc, Term};
 
-use crate::error::{Failure, ok_or_error, unit_or_error};
+use crate::error::ok_or_error;
+use crate::quote;
+use crate::reply::answer;
 use crate::resources::{ContextRes, RuntimeRes};
+use crate::runtime::{encode_unit, path_from_bytes};
 use crate::terms::GraphInfoTerm;
 
-type Loaded = (ResourceArc<ContextRes>, Vec<GraphInfoTerm>);
-
-fn loaded(env: Env, context: std::sync::Arc<qnn::Context>) -> Loaded {
-    let graphs = context
-        .graphs()
-        .iter()
-        .map(|g| GraphInfoTerm::new(env, g))
-        .collect();
-    (ResourceArc::new(ContextRes(context)), graphs)
+fn encode_loaded(env: Env<'_>, result: qnn::Result<Arc<qnn::Context>>) -> Term<'_> {
+    let result = result.map_err(quote::capped).map(|context| {
+        let graphs: Vec<GraphInfoTerm> = context
+            .graphs()
+            .iter()
+            .map(|g| GraphInfoTerm::new(env, g))
+            .collect();
+        (ResourceArc::new(ContextRes(context)), graphs)
+    });
+    ok_or_error(env, result)
 }
 
-/// `{:ok, {context_ref, [graph_info]}} | {:error, %HexagonTpu.Error{}}`. `site` is the Elixir
-/// caller, for the ledger of live objects.
+/// `{:ok, {context_ref, [graph_info]}} | {:error, %HexagonTpu.Error{}}`, directly or by
+/// message. Only a regular file of at most `max_bytes` is read. `site` is the Elixir caller,
+/// for the ledger of live objects. `path` is a binary, any bytes (Linux paths need not be UTF-8).
 #[rustler::nif(schedule = "DirtyIo")]
 fn context_from_file<'a>(
     env: Env<'a>,
     runtime: ResourceArc<RuntimeRes>,
-    path: String,
+    path: Binary<'a>,
+    max_bytes: u64,
     site: String,
+    tag: Term<'a>,
 ) -> Term<'a> {
-    let result = qnn::Context::from_file_at(&runtime.0, Path::new(&path), &site)
-        .map_err(Failure::from)
-        .map(|context| loaded(env, context));
-    ok_or_error(env, result)
+    let path = path_from_bytes(path.as_slice());
+    answer(
+        env,
+        tag,
+        encode_loaded,
+        |done| match qnn::model_file::read(&path, max_bytes) {
+            Ok(bytes) => {
+                let binary = qnn::context::Binary::File(bytes);
+                qnn::Context::load_then(&runtime.0, binary, Some(&path), &site, done)
+            }
+            Err(error) => done(Err(error)),
+        },
+    )
 }
 
-/// Same as `context_from_file`, from a binary already in memory. The bytes are read in place.
+/// Same as `context_from_file`, from a binary already in memory (copied once for the runtime's
+/// thread).
 #[rustler::nif(schedule = "DirtyIo")]
 fn context_from_binary<'a>(
     env: Env<'a>,
     runtime: ResourceArc<RuntimeRes>,
     bytes: Binary<'a>,
     site: String,
+    tag: Term<'a>,
 ) -> Term<'a> {
-    let result = qnn::Context::from_bytes_at(&runtime.0, bytes.as_slice(), &site)
-        .map_err(Failure::from)
-        .map(|context| loaded(env, context));
-    ok_or_error(env, result)
+    let binary = qnn::context::Binary::Owned(bytes.as_slice().to_vec());
+    answer(env, tag, encode_loaded, |done| {
+        qnn::Context::load_then(&runtime.0, binary, None, &site, done)
+    })
 }
 
 #[rustler::nif]
@@ -53,8 +74,9 @@ fn context_closed(context: ResourceArc<ContextRes>) -> bool {
     context.0.is_closed()
 }
 
-/// Waits for running executes on the context's graphs, then frees it.
-#[rustler::nif(schedule = "DirtyIo")]
-fn context_close<'a>(env: Env<'a>, context: ResourceArc<ContextRes>) -> Term<'a> {
-    unit_or_error(env, context.0.close().map_err(Failure::from))
+/// Frees the context on the runtime's thread, once running executes on its graphs return;
+/// `:ok | {:error, _}` by message. Never waits.
+#[rustler::nif]
+fn context_close<'a>(env: Env<'a>, context: ResourceArc<ContextRes>, tag: Term<'a>) -> Term<'a> {
+    answer(env, tag, encode_unit, |done| context.0.close_then(done))
 }

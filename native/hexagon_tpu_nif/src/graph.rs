@@ -6,10 +6,14 @@
 //! into; an output the caller wants as f32 is dequantized into a second binary. Everything the
 //! caller can get wrong is checked before QNN is called.
 
-use rustler::{Binary, Env, NifUnitEnum, OwnedBinary, ResourceArc, Term};
+use rustler::{Binary, Encoder, Env, NifUnitEnum, OwnedBinary, ResourceArc, Term};
 
-use crate::error::{Failure, ok_or_error, unit_or_error};
+use crate::atoms;
+use crate::error::{Failure, ok_or_error};
+use crate::quote;
+use crate::reply::{ReplyTo, answer};
 use crate::resources::{ContextRes, GraphRes};
+use crate::runtime::encode_unit;
 use crate::terms::GraphInfoTerm;
 
 /// Largest tensor this binding allocates. `enif_alloc_binary` failing aborts the VM (rustler
@@ -34,7 +38,7 @@ fn graph_retrieve<'a>(
     site: String,
 ) -> Term<'a> {
     let result = qnn::Graph::retrieve_at(&context.0, &name, &site)
-        .map_err(Failure::from)
+        .map_err(quote::capped)
         .map(|graph| {
             let info = GraphInfoTerm::new(env, graph.info());
             (ResourceArc::new(GraphRes(graph)), info)
@@ -42,13 +46,17 @@ fn graph_retrieve<'a>(
     ok_or_error(env, result)
 }
 
-/// Waits for a running execute, then frees the graph handle.
-#[rustler::nif(schedule = "DirtyIo")]
-fn graph_close<'a>(env: Env<'a>, graph: ResourceArc<GraphRes>) -> Term<'a> {
-    unit_or_error(env, graph.0.close().map_err(Failure::from))
+/// Closes the graph once the executes running or queued before it are done: `:ok` directly,
+/// or by message when the graph was busy. Never waits.
+#[rustler::nif]
+fn graph_close<'a>(env: Env<'a>, graph: ResourceArc<GraphRes>, tag: Term<'a>) -> Term<'a> {
+    answer(env, tag, encode_unit, |done| graph.0.close_then(done))
 }
 
-/// `{:ok, {[output_binary], execute_ns}} | {:error, %HexagonTpu.Error{}}`
+/// `{:ok, {[output_binary], execute_ns}} | {:error, %HexagonTpu.Error{}}` when the graph was
+/// idle (the execute ran here), or `:queued` when it was busy: the execute then runs on the
+/// graph's own thread after the ones before it, and the result follows by message (see
+/// `crate::reply`). No scheduler ever waits for another caller's execute.
 ///
 /// `inputs` in model order; `input_modes` / `output_modes` say, per tensor, whether the bytes
 /// are in the model's dtype (`:model`) or f32 (`:f32`).
@@ -56,14 +64,40 @@ fn graph_close<'a>(env: Env<'a>, graph: ResourceArc<GraphRes>) -> Term<'a> {
 fn graph_execute<'a>(
     env: Env<'a>,
     graph: ResourceArc<GraphRes>,
-    inputs: Vec<Term<'a>>,
+    inputs: Term<'a>,
     input_modes: Vec<Mode>,
     output_modes: Vec<Mode>,
+    tag: Term<'a>,
 ) -> Term<'a> {
-    ok_or_error(
-        env,
-        execute(env, &graph.0, &inputs, &input_modes, &output_modes),
-    )
+    let started = graph.0.execute_or_queue(
+        |turn| run(env, &turn, inputs, &input_modes, &output_modes),
+        || {
+            let reply = ReplyTo::new(env, tag);
+            let inputs = reply.save(inputs);
+            let (input_modes, output_modes) = (input_modes.clone(), output_modes.clone());
+            Box::new(move |turn: qnn::Turn<'_>| {
+                reply.send(|env| run(env, &turn, inputs.load(env), &input_modes, &output_modes))
+            })
+        },
+    );
+    match started {
+        qnn::Started::Ran(result) => result,
+        qnn::Started::Queued => atoms::queued().encode(env),
+    }
+}
+
+fn run<'a>(
+    env: Env<'a>,
+    turn: &qnn::Turn<'_>,
+    inputs: Term<'a>,
+    input_modes: &[Mode],
+    output_modes: &[Mode],
+) -> Term<'a> {
+    let result = inputs
+        .decode::<Vec<Term<'a>>>()
+        .map_err(|_| Failure::InvalidInput("inputs must be a list".to_string()))
+        .and_then(|inputs| execute(env, turn, &inputs, input_modes, output_modes));
+    ok_or_error(env, result)
 }
 
 /// An input ready for QNN: the caller's bytes in place, or converted ones.
@@ -83,12 +117,12 @@ impl Prepared<'_> {
 
 fn execute<'a>(
     env: Env<'a>,
-    graph: &qnn::Graph,
+    turn: &qnn::Turn<'_>,
     inputs: &[Term<'a>],
     input_modes: &[Mode],
     output_modes: &[Mode],
 ) -> Result<(Vec<Binary<'a>>, u64), Failure> {
-    let info = graph.info();
+    let info = turn.graph().info();
     if inputs.len() != info.inputs.len() {
         return Err(Failure::InvalidInput(format!(
             "graph `{}` takes {} input(s) ({}), given {}",
@@ -134,7 +168,7 @@ fn execute<'a>(
         let input_slices: Vec<&[u8]> = prepared.iter().map(Prepared::bytes).collect();
         let mut output_slices: Vec<&mut [u8]> =
             raw.iter_mut().map(OwnedBinary::as_mut_slice).collect();
-        graph.execute(&input_slices, &mut output_slices)?
+        turn.execute(&input_slices, &mut output_slices)?
     };
     drop(prepared);
 

@@ -1,10 +1,15 @@
 //! `HexagonTpu.Runtime`: open the backend and system libraries, inspect, close.
 
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use rustler::{Env, NifUnitEnum, ResourceArc, Term};
+use rustler::{Binary, Env, NifUnitEnum, ResourceArc, Term};
 
 use crate::error::{Failure, ok_or_error, unit_or_error};
+use crate::quote;
+use crate::reply::answer;
 use crate::resources::RuntimeRes;
 use crate::terms::RuntimeInfoTerm;
 
@@ -30,27 +35,41 @@ impl From<LogLevelArg> for qnn::LogLevel {
     }
 }
 
-/// `{:ok, {runtime_ref, info_map}} | {:error, %HexagonTpu.Error{}}`. `site` is the Elixir
+/// `{:ok, {runtime_ref, info_map}} | {:error, %HexagonTpu.Error{}}`, directly or (once the
+/// runtime's thread has made its handles) by message; see `crate::reply`. `site` is the Elixir
 /// caller, for the ledger of live objects.
+///
+/// The library paths are binaries, any bytes: Linux paths need not be UTF-8. (Elixir has
+/// already refused empty paths and paths with a NUL byte.)
 #[rustler::nif(schedule = "DirtyIo")]
 fn runtime_create<'a>(
     env: Env<'a>,
-    backend_lib: String,
-    system_lib: String,
+    backend_lib: Binary<'a>,
+    system_lib: Binary<'a>,
     log_level: Option<LogLevelArg>,
     site: String,
+    tag: Term<'a>,
 ) -> Term<'a> {
     let config = qnn::RuntimeConfig {
-        backend_lib: PathBuf::from(backend_lib),
-        system_lib: PathBuf::from(system_lib),
+        backend_lib: path_from_bytes(backend_lib.as_slice()),
+        system_lib: path_from_bytes(system_lib.as_slice()),
         log_level: log_level.map(qnn::LogLevel::from),
     };
-    let result = qnn::Runtime::new_at(&config, &site)
-        .map_err(Failure::from)
-        .map(|runtime| {
-            let info = RuntimeInfoTerm::from(runtime.info());
-            (ResourceArc::new(RuntimeRes(runtime)), info)
-        });
+    answer(env, tag, encode_created, |done| {
+        qnn::Runtime::create_then(&config, &site, done)
+    })
+}
+
+/// A path from the bytes of an Elixir binary, as they are.
+pub fn path_from_bytes(bytes: &[u8]) -> PathBuf {
+    PathBuf::from(OsStr::from_bytes(bytes))
+}
+
+fn encode_created(env: Env<'_>, result: qnn::Result<Arc<qnn::Runtime>>) -> Term<'_> {
+    let result = result.map_err(quote::capped).map(|runtime| {
+        let info = RuntimeInfoTerm::from(runtime.info());
+        (ResourceArc::new(RuntimeRes(runtime)), info)
+    });
     ok_or_error(env, result)
 }
 
@@ -70,8 +89,14 @@ fn runtime_closed(runtime: ResourceArc<RuntimeRes>) -> bool {
     runtime.0.is_closed()
 }
 
-/// `:ok | {:error, %HexagonTpu.Error{}}`
-#[rustler::nif(schedule = "DirtyIo")]
-fn runtime_close<'a>(env: Env<'a>, runtime: ResourceArc<RuntimeRes>) -> Term<'a> {
-    unit_or_error(env, runtime.0.close().map_err(Failure::from))
+/// `:ok | {:error, %HexagonTpu.Error{}}`, directly or by message once the runtime's thread has
+/// freed the handles. Never waits.
+#[rustler::nif]
+fn runtime_close<'a>(env: Env<'a>, runtime: ResourceArc<RuntimeRes>, tag: Term<'a>) -> Term<'a> {
+    answer(env, tag, encode_unit, |done| runtime.0.close_then(done))
+}
+
+/// `:ok` or `{:error, %HexagonTpu.Error{}}`, for `reply::answer`.
+pub fn encode_unit(env: Env<'_>, result: qnn::Result<()>) -> Term<'_> {
+    unit_or_error(env, result.map_err(Failure::from))
 }

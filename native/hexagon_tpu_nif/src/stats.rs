@@ -22,6 +22,9 @@ struct CountersTerm {
     execute_ns_total: u64,
     execute_ns_last: u64,
     release_errors: u64,
+    runtime_jobs_pending: u64,
+    log_lines: u64,
+    log_dropped: u64,
 }
 
 /// Reads a few atomics: cheap enough for a normal scheduler.
@@ -40,6 +43,9 @@ fn counters() -> CountersTerm {
         execute_ns_total: c.execute_ns_total,
         execute_ns_last: c.execute_ns_last,
         release_errors: c.release_errors,
+        runtime_jobs_pending: c.runtime_jobs_pending,
+        log_lines: c.log_lines,
+        log_dropped: c.log_dropped,
     }
 }
 

@@ -89,23 +89,22 @@ impl From<&qnn::Quantization> for QuantizationTerm {
     }
 }
 
-/// Nx-style type: `{:u, 8}`, `{:f, 16}`, `{:bf, 16}` or `nil`.
-pub struct NxTypeTerm(pub Option<(qnn::NxKind, u32)>);
+/// Nx-style type holding a tensor's raw values: `{:u, 8}`, `{:f, 16}`, `{:bf, 16}`, or `nil`
+/// for the packed 4-bit types (an Nx notion, so it lives here and not in `qnn`).
+pub struct NxTypeTerm(pub qnn::DataType);
 
 impl Encoder for NxTypeTerm {
     fn encode<'a>(&self, env: Env<'a>) -> Term<'a> {
-        match self.0 {
-            None => rustler::types::atom::nil().encode(env),
-            Some((kind, bits)) => {
-                let kind: Atom = match kind {
-                    qnn::NxKind::U => atoms::u(),
-                    qnn::NxKind::S => atoms::s(),
-                    qnn::NxKind::F => atoms::f(),
-                    qnn::NxKind::BF => atoms::bf(),
-                };
-                (kind, bits).encode(env)
-            }
-        }
+        use qnn::DataType::*;
+        let (kind, bits) = match self.0 {
+            SFixed4 | UFixed4 => return rustler::types::atom::nil().encode(env),
+            t @ (Float16 | Float32 | Float64) => (atoms::f(), t.bits()),
+            BFloat16 => (atoms::bf(), 16),
+            Bool8 => (atoms::u(), 8),
+            t if t.is_signed() => (atoms::s(), t.bits()),
+            t => (atoms::u(), t.bits()),
+        };
+        (kind, bits).encode(env)
     }
 }
 
@@ -130,7 +129,7 @@ impl TensorInfoTerm {
             name: t.name.clone(),
             id: t.id,
             data_type: data_type_atom(env, t.data_type),
-            nx_type: NxTypeTerm(t.data_type.nx_type()),
+            nx_type: NxTypeTerm(t.data_type),
             dims: t.dims.clone(),
             quantization: QuantizationTerm::from(&t.quantization),
             byte_size: t.byte_size,

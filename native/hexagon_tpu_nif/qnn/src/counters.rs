@@ -39,6 +39,13 @@ pub struct Counters {
     pub execute_ns_last: u64,
     /// QNN free calls that failed (in `close` or in a destructor).
     pub release_errors: u64,
+    /// Loads, frees and closes handed to runtimes' own threads and not yet done (a handle whose
+    /// free is queued is still counted alive).
+    pub runtime_jobs_pending: u64,
+    /// Lines of QNN's log forwarded to the sink.
+    pub log_lines: u64,
+    /// Lines of QNN's log dropped (rate limit, full queue, or no sink).
+    pub log_dropped: u64,
 }
 
 /// Reads all counters.
@@ -55,6 +62,9 @@ pub fn counters() -> Counters {
         execute_ns_total: EXECUTE_NS_TOTAL.load(Relaxed),
         execute_ns_last: EXECUTE_NS_LAST.load(Relaxed),
         release_errors: RELEASE_ERRORS.load(Relaxed),
+        runtime_jobs_pending: crate::owner::pending(),
+        log_lines: crate::log::log_counts().0,
+        log_dropped: crate::log::log_counts().1,
     }
 }
 
@@ -79,4 +89,18 @@ pub(crate) fn record_execute(ns: u64, failed: bool) {
 
 pub(crate) fn record_release_error() {
     RELEASE_ERRORS.fetch_add(1, Relaxed);
+}
+
+/// Waits until no load, free or close handed to a runtime's thread is pending, for at most
+/// `timeout`; whether that happened. Frees run on those threads, so a test that drops objects
+/// and then checks the `*_alive` counters calls this first.
+pub fn settle(timeout: std::time::Duration) -> bool {
+    let deadline = std::time::Instant::now() + timeout;
+    while crate::owner::pending() > 0 {
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    true
 }

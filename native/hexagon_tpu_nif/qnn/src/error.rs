@@ -66,6 +66,8 @@ pub enum Error {
     },
     #[error("{message}")]
     InvalidInput { message: String },
+    #[error("internal error in hexagon_tpu (please report it): {message}")]
+    Internal { message: String },
 }
 
 /// Shorthand for results in this crate.
@@ -85,6 +87,7 @@ impl Error {
             Error::Io { .. } => "io",
             Error::GraphNotFound { .. } => "graph_not_found",
             Error::InvalidInput { .. } => "invalid_input",
+            Error::Internal { .. } => "internal",
         }
     }
 

@@ -4,12 +4,14 @@ use std::ffi::CString;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use crate::context::Done;
 use crate::context::{Context, ContextCore};
 use crate::counters;
 use crate::error::{Error, Result};
 use crate::ledger::{self, Alive, Kind};
 use crate::metadata::{GraphInfo, GraphMetadata};
 use crate::sys;
+use crate::turn::{Queued, TurnGuard, TurnSlot};
 
 /// What one execute measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,8 +23,6 @@ pub struct ExecuteReport {
 /// The live part of a graph: released by `close` or drop.
 struct GraphState {
     context: Arc<ContextCore>,
-    /// The graph's index in its context (and in `ContextCore::execute_locks`).
-    index: usize,
     handle: sys::Qnn_GraphHandle_t,
     _alive: Alive,
 }
@@ -35,7 +35,23 @@ unsafe impl Send for GraphState {}
 /// A graph retrieved from a context, ready to execute.
 pub struct Graph {
     metadata: Arc<GraphMetadata>,
+    /// This graph's turn in its context, shared with every `Graph` of the same name.
+    turn: Arc<TurnSlot>,
     state: Mutex<Option<GraphState>>,
+}
+
+/// Proof that the caller holds the graph's turn: only a `Turn` can execute.
+pub struct Turn<'g> {
+    graph: &'g Graph,
+}
+
+/// Whether work given to [`Graph::execute_or_queue`] ran at once or was queued.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Started<R> {
+    /// It ran on the caller's thread; here is its result.
+    Ran(R),
+    /// The graph was busy: it runs on the graph's worker thread after the work before it.
+    Queued,
 }
 
 impl Graph {
@@ -65,15 +81,15 @@ impl Graph {
         let c_name = CString::new(name).map_err(|_| not_found())?;
         let mut handle: sys::Qnn_GraphHandle_t = std::ptr::null_mut();
         {
-            let context_handle = core.handle.read().unwrap_or_else(|e| e.into_inner());
-            let raw = context_handle.ok_or(Error::Closed { what: "context" })?;
+            let context_handle = core.try_handle()?;
+            let raw = (*context_handle).ok_or(Error::Closed { what: "context" })?;
             // SAFETY: `raw` is a live context (the read lock keeps it from being freed); the name
             // is NUL-terminated; the out-pointer is writable.
             let status = unsafe {
                 (core.runtime.backend_lib.fns.graph_retrieve)(raw, c_name.as_ptr(), &mut handle)
             };
             if status != 0 {
-                return Err(Error::qnn("graphRetrieve", status));
+                return Err(core.runtime.backend_lib.error("graphRetrieve", status));
             }
         }
         if handle.is_null() {
@@ -83,9 +99,9 @@ impl Graph {
         }
         Ok(Arc::new(Graph {
             metadata,
+            turn: Arc::clone(&core.turns[index]),
             state: Mutex::new(Some(GraphState {
                 context: core,
-                index,
                 handle,
                 _alive: Alive::new(Kind::Graph, site, name.to_string()),
             })),
@@ -102,12 +118,98 @@ impl Graph {
         &self.metadata.info.name
     }
 
+    /// Runs `now` with the graph's turn if the graph is idle. Otherwise queues `later()`: the
+    /// graph's worker thread runs it with the turn once the executes before it are done. Never
+    /// blocks. The turn is given back when `now` or the queued work returns.
+    pub fn execute_or_queue<R>(
+        self: &Arc<Self>,
+        now: impl FnOnce(Turn<'_>) -> R,
+        later: impl FnOnce() -> Box<dyn FnOnce(Turn<'_>) + Send>,
+    ) -> Started<R> {
+        let queued = || -> Queued {
+            let graph = Arc::clone(self);
+            let work = later();
+            Box::new(move || work(Turn { graph: &graph }))
+        };
+        match self.turn.take_or_queue(queued) {
+            Some(guard) => {
+                let result = now(Turn { graph: self });
+                drop(guard);
+                Started::Ran(result)
+            }
+            None => Started::Queued,
+        }
+    }
+
+    /// Waits for the graph's turn, then runs `work` with it (for callers that own their thread).
+    pub fn with_turn<R>(&self, work: impl FnOnce(Turn<'_>) -> R) -> R {
+        let guard: TurnGuard = self.turn.take_blocking();
+        let result = work(Turn { graph: self });
+        drop(guard);
+        result
+    }
+
+    /// Runs the graph once, waiting for its turn: see [`Turn::execute`].
+    pub fn execute(&self, inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Result<ExecuteReport> {
+        self.with_turn(|turn| turn.execute(inputs, outputs))
+    }
+
+    /// Releases the graph once the executes running or queued before it are done; later calls
+    /// report `Closed`. Never blocks: `done` gets the result (on the graph's worker thread when
+    /// the graph was busy). QNN has no graph free: the handle dies with its context, which this
+    /// stops holding.
+    pub fn close_then(self: &Arc<Self>, done: Done<()>) {
+        let mut done = Some(done);
+        let queued = || -> Queued {
+            let graph = Arc::clone(self);
+            let done = done.take();
+            Box::new(move || {
+                let result = graph.take_state();
+                if let Some(done) = done {
+                    done(result);
+                }
+            })
+        };
+        if let Some(guard) = self.turn.take_or_queue(queued) {
+            let result = self.take_state();
+            drop(guard);
+            if let Some(done) = done.take() {
+                done(result);
+            }
+        }
+    }
+
+    fn take_state(&self) -> Result<()> {
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .map(drop)
+            .ok_or(Error::Closed { what: "graph" })
+    }
+
+    /// Releases the graph after the executes running or queued before it; later calls report
+    /// `Closed`. Waits for them (for callers that own their thread; see [`Graph::close_then`]).
+    pub fn close(&self) -> Result<()> {
+        self.with_turn(|turn| turn.graph.take_state())
+    }
+
+    /// Whether `close` was called.
+    pub fn is_closed(&self) -> bool {
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none()
+    }
+}
+
+impl Turn<'_> {
     /// Runs the graph once. `inputs[i]` must hold exactly `info().inputs[i].byte_size` bytes in
     /// the model's own data type, and `outputs[i]` exactly `info().outputs[i].byte_size`; QNN
-    /// reads and writes these buffers directly. Executes on one graph run one at a time, also
-    /// across `Graph`s retrieved for the same name.
+    /// reads and writes these buffers directly.
     pub fn execute(&self, inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Result<ExecuteReport> {
-        let info = &self.metadata.info;
+        let graph = self.graph;
+        let info = &graph.metadata.info;
         check_buffers(
             "input",
             &info.name,
@@ -121,30 +223,23 @@ impl Graph {
             outputs.iter().map(|b| b.len()),
         )?;
 
-        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let state = graph.state.lock().unwrap_or_else(|e| e.into_inner());
         let state = state.as_ref().ok_or(Error::Closed { what: "graph" })?;
-        let context_handle = state
-            .context
-            .handle
-            .read()
-            .unwrap_or_else(|e| e.into_inner());
+        let context_handle = state.context.try_handle()?;
         if context_handle.is_none() {
             return Err(Error::Closed { what: "context" });
         }
-        let _one_at_a_time = state.context.execute_locks[state.index]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
 
         // QNN takes `const` inputs; the data pointer in a client buffer is declared mutable but
         // is only read for inputs.
-        let raw_inputs: Vec<sys::Qnn_Tensor_t> = self
+        let raw_inputs: Vec<sys::Qnn_Tensor_t> = graph
             .metadata
             .input_templates
             .iter()
             .zip(inputs)
             .map(|(t, b)| t.to_raw(b.as_ptr().cast_mut(), b.len() as u32))
             .collect();
-        let mut raw_outputs: Vec<sys::Qnn_Tensor_t> = self
+        let mut raw_outputs: Vec<sys::Qnn_Tensor_t> = graph
             .metadata
             .output_templates
             .iter()
@@ -152,14 +247,14 @@ impl Graph {
             .map(|(t, b)| t.to_raw(b.as_mut_ptr(), b.len() as u32))
             .collect();
 
-        let execute = state.context.runtime.backend_lib.fns.graph_execute;
+        let lib = &state.context.runtime.backend_lib;
         let started = Instant::now();
-        // SAFETY: the graph handle is live (its context's read lock is held), and the context's
-        // lock for this graph serializes every execute on the handle. The tensor arrays describe
+        // SAFETY: the graph handle is live (its context's read lock is held), and holding the
+        // turn (`self`) serializes every execute on the handle. The tensor arrays describe
         // buffers whose sizes were checked against the metadata, outlive the call, and outputs
         // are exclusively borrowed.
         let status = unsafe {
-            execute(
+            (lib.fns.graph_execute)(
                 state.handle,
                 raw_inputs.as_ptr(),
                 raw_inputs.len() as u32,
@@ -172,44 +267,14 @@ impl Graph {
         let execute_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
         counters::record_execute(execute_ns, status != 0);
         if status != 0 {
-            let mut error = Error::qnn("graphExecute", status);
-            if let Error::Qnn { detail, .. } = &mut error {
-                *detail = self.error_message(state, status);
-            }
-            return Err(error);
+            return Err(lib.error("graphExecute", status));
         }
         Ok(ExecuteReport { execute_ns })
     }
 
-    fn error_message(&self, state: &GraphState, status: sys::Qnn_ErrorHandle_t) -> Option<String> {
-        let get_message = state.context.runtime.backend_lib.fns.error_get_message?;
-        let mut message: *const std::ffi::c_char = std::ptr::null();
-        // SAFETY: the out-pointer is writable; the string returned is owned by the library.
-        if unsafe { get_message(status, &mut message) } != 0 || message.is_null() {
-            return None;
-        }
-        // SAFETY: a non-NULL message is a NUL-terminated string owned by the library.
-        let text = unsafe { crate::tensor::read_name(message, "error message") }.ok()?;
-        (!text.is_empty()).then_some(text)
-    }
-
-    /// Releases the graph (after a running execute returns); later calls report `Closed`.
-    /// QNN has no graph free: the handle dies with its context, which this stops holding.
-    pub fn close(&self) -> Result<()> {
-        self.state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .map(drop)
-            .ok_or(Error::Closed { what: "graph" })
-    }
-
-    /// Whether `close` was called.
-    pub fn is_closed(&self) -> bool {
-        self.state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_none()
+    /// The graph whose turn this is.
+    pub fn graph(&self) -> &Graph {
+        self.graph
     }
 }
 

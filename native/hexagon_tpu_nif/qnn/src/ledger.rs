@@ -121,6 +121,12 @@ impl Alive {
         Alive(Some((kind, id)))
     }
 
+    /// An entry already released (a placeholder until the object exists, or after handing the
+    /// real one on).
+    pub(crate) fn released() -> Self {
+        Alive(None)
+    }
+
     /// Marks the object released; later calls and the drop do nothing.
     pub(crate) fn release(&mut self) {
         if let Some((kind, id)) = self.0.take() {

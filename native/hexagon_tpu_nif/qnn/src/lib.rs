@@ -3,8 +3,9 @@
 //! host-side quantization kernels, process-wide counters and the ledger of live objects.
 //!
 //! All `unsafe` code of the package lives in this crate; each block states why it is sound.
-//! Threading: a `Graph` runs one `graphExecute` at a time; different graphs run in parallel;
-//! closing waits for a running execute.
+//! Threading: a `Graph` runs one `graphExecute` at a time, and a caller never waits for another's
+//! (a busy graph queues the work for its own thread); different graphs run in parallel. QNN's
+//! log, backend, device and context handles are created and freed on one thread per runtime.
 
 mod closable;
 pub mod context;
@@ -13,22 +14,28 @@ pub mod counters;
 pub mod error;
 pub mod graph;
 pub mod host_backend;
+pub mod inspect;
 pub mod ledger;
 mod loader;
+pub mod log;
 pub mod metadata;
+pub mod model_file;
+mod owner;
 pub mod quant;
 pub mod runtime;
 pub mod sys;
 pub mod tensor;
+mod turn;
 pub mod version;
 
 pub use context::Context;
 pub use counters::{Counters, counters};
 pub use error::{Error, LibraryRole, Result};
-pub use graph::{ExecuteReport, Graph};
+pub use graph::{ExecuteReport, Graph, Started, Turn};
 pub use ledger::LiveEntry;
 pub use loader::{MIN_CORE_API, MIN_SYSTEM_API};
-pub use metadata::GraphInfo;
-pub use runtime::{LogLevel, Runtime, RuntimeConfig, RuntimeInfo};
-pub use tensor::{DataType, NxKind, Quantization, TensorInfo};
+pub use log::{LogLevel, LogRecord};
+pub use metadata::{BinaryInfo, GraphInfo};
+pub use runtime::{Runtime, RuntimeConfig, RuntimeInfo};
+pub use tensor::{DataType, Quantization, TensorInfo};
 pub use version::Version;

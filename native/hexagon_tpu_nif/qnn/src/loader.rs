@@ -36,11 +36,15 @@ pub(crate) struct CoreFns {
     pub backend_get_build_id: Option<sys::QnnBackend_GetBuildIdFn>,
     pub device_create: Option<sys::QnnDevice_CreateFn>,
     pub device_free: Option<sys::QnnDevice_FreeFn>,
+    pub device_get_platform_info: Option<sys::QnnDevice_GetPlatformInfoFn>,
+    pub device_free_platform_info: Option<sys::QnnDevice_FreePlatformInfoFn>,
     pub context_create_from_binary: sys::QnnContext_CreateFromBinaryFn,
     pub context_free: sys::QnnContext_FreeFn,
     pub graph_retrieve: sys::QnnGraph_RetrieveFn,
     pub graph_execute: sys::QnnGraph_ExecuteFn,
     pub error_get_message: Option<sys::QnnError_GetMessageFn>,
+    pub error_get_verbose_message: Option<sys::QnnError_GetVerboseMessageFn>,
+    pub error_free_verbose_message: Option<sys::QnnError_FreeVerboseMessageFn>,
 }
 
 /// An opened backend library and the provider chosen from it.
@@ -52,6 +56,63 @@ pub(crate) struct BackendLibrary {
     pub backend_api: Version,
     pub fns: CoreFns,
     _library: Library,
+}
+
+impl BackendLibrary {
+    /// The error for a failed call `op` through this library's table: the code, its header
+    /// name and the library's own text for it (`errorGetMessage`, and `errorGetVerboseMessage`
+    /// where it answers). Every failed backend call is reported through this.
+    pub(crate) fn error(&self, op: &'static str, status: sys::Qnn_ErrorHandle_t) -> Error {
+        let mut error = Error::qnn(op, status);
+        if let Error::Qnn { detail, name, .. } = &mut error {
+            // The HTP's messages repeat the name ("QNN_COMMON_ERROR_GENERAL: General error, ...").
+            *detail = self.error_text(status).map(|text| {
+                match text.strip_prefix(*name).and_then(|t| t.strip_prefix(':')) {
+                    Some(rest) if !rest.trim().is_empty() => rest.trim().to_string(),
+                    _ => text,
+                }
+            });
+        }
+        error
+    }
+
+    /// What the library says about a failed call: `errorGetMessage`'s text and, where the
+    /// library implements it, `errorGetVerboseMessage`'s (when it adds something), or `None`
+    /// when it says nothing. (The HTP answers the verbose call with NOT_SUPPORTED unless the
+    /// backend was created with detailed error reporting.)
+    fn error_text(&self, status: sys::Qnn_ErrorHandle_t) -> Option<String> {
+        let mut parts: Vec<String> = Vec::new();
+        if let Some(get_message) = self.fns.error_get_message {
+            let mut message: *const c_char = std::ptr::null();
+            // SAFETY: the out-pointer is writable; the message is static in the library.
+            if unsafe { get_message(status, &mut message) } == 0 {
+                // SAFETY: NULL or a NUL-terminated string owned by the library.
+                parts.push(unsafe { lossy_string(message) });
+            }
+        }
+        if let (Some(get_verbose), Some(free_verbose)) = (
+            self.fns.error_get_verbose_message,
+            self.fns.error_free_verbose_message,
+        ) {
+            let mut message: *const c_char = std::ptr::null();
+            // SAFETY: the out-pointer is writable; the message is the library's until freed.
+            if unsafe { get_verbose(status, &mut message) } == 0 && !message.is_null() {
+                // SAFETY: a non-NULL verbose message is a NUL-terminated string, valid until
+                // freed below.
+                parts.push(unsafe { lossy_string(message) });
+                // SAFETY: `message` came from errorGetVerboseMessage and is freed once; it is
+                // not used afterwards (its text was copied above).
+                unsafe { free_verbose(message) };
+            }
+        }
+        let mut parts: Vec<String> = parts
+            .into_iter()
+            .map(|p| p.trim().to_string())
+            .filter(|p| !p.is_empty())
+            .collect();
+        parts.dedup();
+        (!parts.is_empty()).then(|| parts.join(": "))
+    }
 }
 
 /// The functions the runtime calls in `libQnnSystem.so`.
@@ -66,6 +127,8 @@ pub(crate) struct SystemFns {
 /// An opened System library and the provider chosen from it.
 pub(crate) struct SystemLibrary {
     pub path: PathBuf,
+    pub backend_id: u32,
+    pub provider_name: String,
     pub system_api: Version,
     pub fns: SystemFns,
     _library: Library,
@@ -259,12 +322,16 @@ fn open_backend(path: &Path) -> Result<BackendLibrary> {
         backend_get_build_id: entry!(backendGetBuildId),
         device_create: entry!(deviceCreate),
         device_free: entry!(deviceFree),
+        device_get_platform_info: entry!(deviceGetPlatformInfo),
+        device_free_platform_info: entry!(deviceFreePlatformInfo),
         context_create_from_binary: entry!(contextCreateFromBinary)
             .ok_or_else(|| missing("contextCreateFromBinary"))?,
         context_free: entry!(contextFree).ok_or_else(|| missing("contextFree"))?,
         graph_retrieve: entry!(graphRetrieve).ok_or_else(|| missing("graphRetrieve"))?,
         graph_execute: entry!(graphExecute).ok_or_else(|| missing("graphExecute"))?,
         error_get_message: entry!(errorGetMessage),
+        error_get_verbose_message: entry!(errorGetVerboseMessage),
+        error_free_verbose_message: entry!(errorFreeVerboseMessage),
     };
     Ok(BackendLibrary {
         path: path.to_path_buf(),
@@ -306,10 +373,14 @@ fn open_system(path: &Path) -> Result<SystemLibrary> {
     })?;
     let system_api = offered[chosen];
     // SAFETY: the provider is valid; its first four table entries exist from System API 1.1 on,
-    // and only those are read (the copy of the whole table struct is avoided on purpose).
-    let (create, get_metadata, get_binary_info, free) = unsafe {
-        let t = std::ptr::addr_of!((*providers[chosen]).table);
+    // and only those (and the two fields before the version) are read (the copy of the whole
+    // table struct is avoided on purpose).
+    let (backend_id, provider_name, create, get_metadata, get_binary_info, free) = unsafe {
+        let p = providers[chosen];
+        let t = std::ptr::addr_of!((*p).table);
         (
+            std::ptr::addr_of!((*p).backendId).read(),
+            std::ptr::addr_of!((*p).providerName).read(),
             std::ptr::addr_of!((*t).systemContextCreate).read(),
             std::ptr::addr_of!((*t).systemContextGetMetaData).read(),
             std::ptr::addr_of!((*t).systemContextGetBinaryInfo).read(),
@@ -325,6 +396,9 @@ fn open_system(path: &Path) -> Result<SystemLibrary> {
     }
     Ok(SystemLibrary {
         path: path.to_path_buf(),
+        backend_id,
+        // SAFETY: the provider name is NULL or a string inside the loaded library.
+        provider_name: unsafe { lossy_string(provider_name) },
         system_api,
         fns: SystemFns {
             context_create: create.ok_or_else(|| missing("systemContextCreate"))?,

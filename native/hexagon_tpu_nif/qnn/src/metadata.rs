@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::loader::SystemLibrary;
 use crate::sys::{self, Qnn_Tensor_t, QnnSystemContext_BinaryInfo_t};
 use crate::tensor::{TensorInfo, TensorTemplate, read_name, read_tensor};
+use crate::version::Version;
 
 /// More graphs than this in one binary is taken as corrupt metadata.
 pub const MAX_GRAPHS: u32 = 1024;
@@ -19,6 +20,31 @@ pub struct GraphInfo {
     pub name: String,
     pub inputs: Vec<TensorInfo>,
     pub outputs: Vec<TensorInfo>,
+}
+
+/// What QnnSystem reports about a context binary as a whole, and its graphs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BinaryInfo {
+    /// The `QnnSystemContext_BinaryInfo_t` version the library answered with (1, 2 or 3).
+    pub version: u32,
+    /// The backend the binary was made for (6 is the HTP).
+    pub backend_id: u32,
+    /// The build id of the QNN that made the binary (`""` when it recorded none).
+    pub build_id: String,
+    pub core_api: Version,
+    pub backend_api: Version,
+    /// The SoC version string, `""` when the binary records none.
+    pub soc_version: String,
+    pub context_blob_version: Version,
+    /// The SoC model the binary was made for (35 is the QCS6490); BinaryInfo v3 only.
+    pub soc_model: Option<u32>,
+    pub graphs: Vec<GraphInfo>,
+}
+
+/// A binary's header fields with its graphs' full metadata.
+pub(crate) struct BinaryMetadata {
+    pub info: BinaryInfo,
+    pub graphs: Vec<Arc<GraphMetadata>>,
 }
 
 /// A graph's metadata plus what execute needs to describe its tensors to QNN.
@@ -50,6 +76,11 @@ pub(crate) fn read_graphs(
     library: &SystemLibrary,
     binary: &[u8],
 ) -> Result<Vec<Arc<GraphMetadata>>> {
+    read_binary(library, binary).map(|binary| binary.graphs)
+}
+
+/// Reads what QnnSystem says about `binary`: its header fields and every graph.
+pub(crate) fn read_binary(library: &SystemLibrary, binary: &[u8]) -> Result<BinaryMetadata> {
     let mut handle: sys::QnnSystemContext_Handle_t = std::ptr::null_mut();
     // SAFETY: the out-pointer is valid for a write.
     let status = unsafe { (library.fns.context_create)(&mut handle) };
@@ -101,35 +132,75 @@ pub(crate) fn read_graphs(
     unsafe { read_binary_info(info, stride) }
 }
 
+/// The fields every BinaryInfo version has, in the order of the V1 struct.
+struct Header {
+    backend_id: u32,
+    build_id: *const std::ffi::c_char,
+    core_api: sys::Qnn_Version_t,
+    backend_api: sys::Qnn_Version_t,
+    soc_version: *const std::ffi::c_char,
+    context_blob_version: sys::Qnn_Version_t,
+    soc_model: Option<u32>,
+    num_graphs: u32,
+    graphs: *mut sys::QnnSystemContext_GraphInfo_t,
+}
+
+macro_rules! header {
+    ($v:expr, $soc_model:expr) => {
+        Header {
+            backend_id: $v.backendId,
+            build_id: $v.buildId,
+            core_api: $v.coreApiVersion,
+            backend_api: $v.backendApiVersion,
+            soc_version: $v.socVersion,
+            context_blob_version: $v.contextBlobVersion,
+            soc_model: $soc_model,
+            num_graphs: $v.numGraphs,
+            graphs: $v.graphs,
+        }
+    };
+}
+
+/// # Safety
+/// `s` must be NULL or a NUL-terminated string owned by the System context.
+unsafe fn optional_string(s: *const std::ffi::c_char, what: &str) -> Result<String> {
+    if s.is_null() {
+        return Ok(String::new());
+    }
+    // SAFETY: non-NULL and NUL-terminated per the contract.
+    unsafe { read_name(s, what) }
+}
+
 /// # Safety
 /// `info` must point to a `QnnSystemContext_BinaryInfo_t` produced by a System library whose
 /// `GraphInfo` array stride is `stride`, valid for the duration of the call.
 unsafe fn read_binary_info(
     info: *const QnnSystemContext_BinaryInfo_t,
     stride: usize,
-) -> Result<Vec<Arc<GraphMetadata>>> {
+) -> Result<BinaryMetadata> {
     // SAFETY: readable per the contract; each branch reads the union member the version selects.
-    let (num_graphs, graphs) = unsafe {
-        match (*info).version {
+    let (version, header) = unsafe {
+        let version = (*info).version;
+        let header = match version {
             sys::QNN_SYSTEM_CONTEXT_BINARY_INFO_VERSION_1 => {
-                let v = &(*info).info.contextBinaryInfoV1;
-                (v.numGraphs, v.graphs)
+                header!((*info).info.contextBinaryInfoV1, None)
             }
             sys::QNN_SYSTEM_CONTEXT_BINARY_INFO_VERSION_2 => {
-                let v = &(*info).info.contextBinaryInfoV2;
-                (v.numGraphs, v.graphs)
+                header!((*info).info.contextBinaryInfoV2, None)
             }
             sys::QNN_SYSTEM_CONTEXT_BINARY_INFO_VERSION_3 => {
                 let v = &(*info).info.contextBinaryInfoV3;
-                (v.numGraphs, v.graphs)
+                header!(v, Some(v.socModel))
             }
             other => {
                 return Err(Error::invalid_model(format!(
                     "QnnSystem reported unknown binary info version {other}"
                 )));
             }
-        }
+        };
+        (version, header)
     };
+    let (num_graphs, graphs) = (header.num_graphs, header.graphs);
     if num_graphs > MAX_GRAPHS {
         return Err(Error::invalid_model(format!(
             "the binary claims {num_graphs} graphs, above the limit of {MAX_GRAPHS}"
@@ -154,7 +225,24 @@ unsafe fn read_binary_info(
         }
         out.push(Arc::new(graph));
     }
-    Ok(out)
+    Ok(BinaryMetadata {
+        info: BinaryInfo {
+            version,
+            backend_id: header.backend_id,
+            // SAFETY: NULL or strings owned by the System context, alive for this call.
+            build_id: unsafe { optional_string(header.build_id, "the binary's build id") }?,
+            core_api: header.core_api.into(),
+            backend_api: header.backend_api.into(),
+            // SAFETY: as above.
+            soc_version: unsafe {
+                optional_string(header.soc_version, "the binary's SoC version")
+            }?,
+            context_blob_version: header.context_blob_version.into(),
+            soc_model: header.soc_model,
+            graphs: out.iter().map(|g| g.info.clone()).collect(),
+        },
+        graphs: out,
+    })
 }
 
 /// # Safety

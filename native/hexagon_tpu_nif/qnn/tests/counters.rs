@@ -69,6 +69,8 @@ fn counters_track_objects_and_executes() {
     let (lib, runtime) = runtime_pair();
     let (context, graph) = load(&runtime, &model);
     drop((graph, context, runtime));
+    // The frees run on the runtime's own thread.
+    assert!(qnn::counters::settle(std::time::Duration::from_secs(10)));
     let end = counters();
     assert_eq!(
         (end.runtimes_alive, end.contexts_alive, end.graphs_alive),

@@ -17,6 +17,7 @@ fn of_kind(entries: &[LiveEntry], kind: Kind) -> Vec<&LiveEntry> {
 /// The ledger holds exactly as many entries of each kind as the `*_alive` counters say, and
 /// the newest id is the number of objects ever created.
 fn assert_agrees_with_counters() -> (Vec<LiveEntry>, Counters) {
+    assert!(qnn::counters::settle(std::time::Duration::from_secs(10)));
     let entries = ledger::live();
     let c = counters();
     let count = |kind| of_kind(&entries, kind).len() as u64;
@@ -124,6 +125,7 @@ fn ledger_tracks_sites_and_agrees_with_counters() {
     let (entries, _) = assert_agrees_with_counters();
     assert_eq!(entries.len(), 1);
     drop(runtime);
+    assert!(qnn::counters::settle(std::time::Duration::from_secs(10)));
     assert!(ledger::live().is_empty());
     assert_all_freed(&lib);
 }

@@ -257,12 +257,13 @@ fn parse_spec(t: &TensorJson, default: Option<&TensorSpec>) -> Result<TensorSpec
     Ok(TensorSpec { dtype, dims, quant })
 }
 
-/// Looks up a QNN error code by number or header name.
+/// Looks up a QNN error code by number or header name (aliases such as
+/// `QNN_CONTEXT_ERROR_MEM_ALLOC` included; `QNN_SUCCESS` is no error).
 pub fn parse_code(c: &CodeJson) -> Result<u32, String> {
     match c {
         CodeJson::Number(n) => Ok(*n),
-        CodeJson::Name(name) => (1..=0xFFFFu32)
-            .find(|&code| qnn::sys::error_name(code) == name.as_str())
+        CodeJson::Name(name) => qnn::sys::error_code_by_name(name)
+            .filter(|&code| code != 0)
             .ok_or_else(|| format!("unknown error name {name:?}")),
     }
 }

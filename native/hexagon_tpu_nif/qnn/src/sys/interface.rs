@@ -69,8 +69,22 @@ pub type QnnGraph_ExecuteFn = unsafe extern "C" fn(
     profile: Qnn_ProfileHandle_t,
     signal: Qnn_SignalHandle_t,
 ) -> Qnn_ErrorHandle_t;
+pub type QnnDevice_GetPlatformInfoFn = unsafe extern "C" fn(
+    log: Qnn_LogHandle_t,
+    out: *mut *const QnnDevice_PlatformInfo_t,
+) -> Qnn_ErrorHandle_t;
+pub type QnnDevice_FreePlatformInfoFn = unsafe extern "C" fn(
+    log: Qnn_LogHandle_t,
+    info: *const QnnDevice_PlatformInfo_t,
+) -> Qnn_ErrorHandle_t;
 pub type QnnError_GetMessageFn =
     unsafe extern "C" fn(code: Qnn_ErrorHandle_t, out: *mut *const c_char) -> Qnn_ErrorHandle_t;
+/// `QnnError_getVerboseMessage`: the text stays the backend's until
+/// `QnnError_freeVerboseMessage` is called with it.
+pub type QnnError_GetVerboseMessageFn =
+    unsafe extern "C" fn(code: Qnn_ErrorHandle_t, out: *mut *const c_char) -> Qnn_ErrorHandle_t;
+pub type QnnError_FreeVerboseMessageFn =
+    unsafe extern "C" fn(message: *const c_char) -> Qnn_ErrorHandle_t;
 
 /// `QnnInterface_ImplementationV2_32_t`: the core function table, 71 entries. Entries past the
 /// library's reported core minor must never be read (see `CORE_TABLE_ENTRIES_BY_MINOR`).
@@ -114,8 +128,8 @@ pub struct QnnInterface_ImplementationV2_32_t {
     pub profileFree: OpaqueFn,
     pub memRegister: OpaqueFn,
     pub memDeRegister: OpaqueFn,
-    pub deviceGetPlatformInfo: OpaqueFn,
-    pub deviceFreePlatformInfo: OpaqueFn,
+    pub deviceGetPlatformInfo: Option<QnnDevice_GetPlatformInfoFn>,
+    pub deviceFreePlatformInfo: Option<QnnDevice_FreePlatformInfoFn>,
     pub deviceGetInfrastructure: OpaqueFn,
     pub deviceCreate: Option<QnnDevice_CreateFn>,
     pub deviceSetConfig: OpaqueFn,
@@ -126,8 +140,8 @@ pub struct QnnInterface_ImplementationV2_32_t {
     pub signalTrigger: OpaqueFn,
     pub signalFree: OpaqueFn,
     pub errorGetMessage: Option<QnnError_GetMessageFn>,
-    pub errorGetVerboseMessage: OpaqueFn,
-    pub errorFreeVerboseMessage: OpaqueFn,
+    pub errorGetVerboseMessage: Option<QnnError_GetVerboseMessageFn>,
+    pub errorFreeVerboseMessage: Option<QnnError_FreeVerboseMessageFn>,
     pub graphPrepareExecutionEnvironment: OpaqueFn,
     pub graphReleaseExecutionEnvironment: OpaqueFn,
     pub graphGetProperty: OpaqueFn,
@@ -217,9 +231,9 @@ pub const QNN_API_VERSION_MINOR: u32 = 32;
 pub const QNN_SYSTEM_API_VERSION_MAJOR: u32 = 1;
 pub const QNN_SYSTEM_API_VERSION_MINOR: u32 = 7;
 
-/// Index of the last core-table entry the runtime calls (`errorGetMessage`), which every
-/// supported minor provides. Entries after it are never read.
-pub const CORE_TABLE_LAST_USED_INDEX: usize = 48;
+/// Index of the last core-table entry the runtime calls (`errorFreeVerboseMessage`), which
+/// every supported minor provides. Entries after it are never read.
+pub const CORE_TABLE_LAST_USED_INDEX: usize = 50;
 
 /// Number of core-table entries a library of the given core minor guarantees, for the minors
 /// this crate accepts (2.18 onwards; the table is append-only from 2.18 to 2.32).

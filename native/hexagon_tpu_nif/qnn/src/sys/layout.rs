@@ -207,6 +207,23 @@ layouts! {
     }
     struct Qnn_Tensor_t, size 144, align 8 { version @ 0, tensor as "__bindgen_anon_1" @ 8 }
 
+    struct QnnDevice_CoreInfoV1_t, size 16, align 8 {
+        coreId @ 0, coreType @ 4, coreInfoExtension @ 8,
+    }
+    // C: `union { QnnDevice_CoreInfoV1_t v1; }`, its only member held directly (and likewise
+    // in the two structs below).
+    struct QnnDevice_CoreInfo_t, size 24, align 8 { version @ 0, v1 as "__bindgen_anon_1.v1" @ 8 }
+    struct QnnDevice_HardwareDeviceInfoV1_t, size 32, align 8 {
+        deviceId @ 0, deviceType @ 4, numCores @ 8, cores @ 16, deviceInfoExtension @ 24,
+    }
+    struct QnnDevice_HardwareDeviceInfo_t, size 40, align 8 {
+        version @ 0, v1 as "__bindgen_anon_1.v1" @ 8,
+    }
+    struct QnnDevice_PlatformInfoV1_t, size 16, align 8 { numHwDevices @ 0, hwDevices @ 8 }
+    struct QnnDevice_PlatformInfo_t, size 24, align 8 {
+        version @ 0, v1 as "__bindgen_anon_1.v1" @ 8,
+    }
+
     struct QnnSystemContext_BinaryInfoV1_t, size 128, align 8 {
         backendId @ 0, buildId @ 8, coreApiVersion @ 16, backendApiVersion @ 28,
         socVersion @ 40, hwInfoBlobVersion @ 48, contextBlobVersion @ 60, hwInfoBlobSize @ 72,
@@ -285,6 +302,12 @@ mod tests {
         ("Qnn_TensorV2_t", 13),
         ("Qnn_TensorUnion_t", 2),
         ("Qnn_Tensor_t", 2),
+        ("QnnDevice_CoreInfoV1_t", 3),
+        ("QnnDevice_CoreInfo_t", 2),
+        ("QnnDevice_HardwareDeviceInfoV1_t", 5),
+        ("QnnDevice_HardwareDeviceInfo_t", 2),
+        ("QnnDevice_PlatformInfoV1_t", 2),
+        ("QnnDevice_PlatformInfo_t", 2),
         ("QnnSystemContext_BinaryInfoV1_t", 14),
         ("QnnSystemContext_BinaryInfoV2_t", 15),
         ("QnnSystemContext_BinaryInfoV3_t", 15),

@@ -15,12 +15,14 @@
 #![allow(non_camel_case_types, non_snake_case)]
 
 mod consts;
+mod device;
 mod interface;
 pub mod layout;
 mod system;
 mod tensor;
 
 pub use consts::*;
+pub use device::*;
 pub use interface::*;
 pub use layout::{DECLARED, FieldLayout, StructLayout};
 pub use system::*;

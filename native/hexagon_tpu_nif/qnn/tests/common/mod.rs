@@ -43,6 +43,7 @@ pub fn live_handles(lib: &Path) -> u64 {
 
 /// Asserts that every QNN handle created through `lib` was freed.
 pub fn assert_all_freed(lib: &Path) {
+    assert!(qnn::counters::settle(std::time::Duration::from_secs(10)));
     assert_eq!(live_handles(lib), 0, "host backend still has live handles");
 }
 

@@ -1,6 +1,6 @@
 //! Core QNN entry points (the `QnnInterface_t` table), exported under their QNN names too.
 
-use std::ffi::{CStr, c_char, c_void};
+use std::ffi::{CStr, CString, c_char, c_void};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
@@ -57,13 +57,14 @@ pub unsafe extern "C" fn QnnProperty_hasCapability(_key: u32) -> Qnn_ErrorHandle
     guard(|| err(QNN_COMMON_ERROR_NOT_SUPPORTED))
 }
 
-/// `QnnLog_create`. The callback is stored but never called (it takes a `va_list`).
+/// `QnnLog_create`. The callback gets an ERROR line when a context cannot be created and
+/// `log_per_execute` WARN lines per execute, through a C `va_list` (src/ffi/log_shim.c).
 ///
 /// # Safety
 /// `out` must be NULL or valid for a write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn QnnLog_create(
-    _callback: *const c_void,
+    callback: *const c_void,
     max_level: u32,
     out: *mut Qnn_LogHandle_t,
 ) -> Qnn_ErrorHandle_t {
@@ -71,7 +72,10 @@ pub unsafe extern "C" fn QnnLog_create(
         if out.is_null() || !(QNN_LOG_LEVEL_ERROR..=QNN_LOG_LEVEL_DEBUG).contains(&max_level) {
             return err(QNN_LOG_ERROR_INVALID_ARGUMENT);
         }
-        let h = registry().insert(Obj::Log);
+        let h = registry().insert(Obj::Log {
+            callback: callback as usize,
+            max_level,
+        });
         // SAFETY: checked non-NULL; caller's out-parameter.
         unsafe { put(out, handle_ptr(h)) };
         0
@@ -294,6 +298,34 @@ pub unsafe extern "C" fn QnnContext_createFromBinary(
     binary_size: u64,
     out: *mut Qnn_ContextHandle_t,
     _profile: Qnn_ProfileHandle_t,
+) -> Qnn_ErrorHandle_t {
+    // SAFETY: forwarded caller contract.
+    let status = unsafe { create_from_binary(backend, device, binary, binary_size, out) };
+    if status != 0 {
+        // Like a real backend, explain the failure in the log.
+        let code = status & 0xFFFF;
+        let why = match code as u32 {
+            QNN_CONTEXT_ERROR_CREATE_FROM_BINARY => "the binary is not a qnn_sim context binary",
+            QNN_CONTEXT_ERROR_BINARY_VERSION => "unknown context-binary format version",
+            _ => "injected fault",
+        };
+        let line = CString::new(format!("contextCreateFromBinary failed with {code}: {why}"))
+            .unwrap_or_default();
+        registry().log(handle_id(backend), QNN_LOG_LEVEL_ERROR, &line);
+    }
+    status
+}
+
+/// The body of `QnnContext_createFromBinary`.
+///
+/// # Safety
+/// As for `QnnContext_createFromBinary`.
+unsafe fn create_from_binary(
+    backend: Qnn_BackendHandle_t,
+    device: Qnn_DeviceHandle_t,
+    binary: *const c_void,
+    binary_size: u64,
+    out: *mut Qnn_ContextHandle_t,
 ) -> Qnn_ErrorHandle_t {
     guard(|| {
         let (b, d) = (handle_id(backend), handle_id(device));
@@ -606,6 +638,17 @@ pub unsafe extern "C" fn QnnGraph_execute(
         let Some(outs) = (unsafe { match_tensors(def, &def.outputs, outputs, num_outputs) }) else {
             return err(QNN_GRAPH_ERROR_INVALID_TENSOR);
         };
+        let lines = knobs().log_per_execute;
+        if lines > 0 {
+            let reg = registry();
+            if let Some(Obj::Context(c)) = reg.get(g.context, Kind::Context) {
+                for n in 0..lines {
+                    let line = CString::new(format!("execute line {n} of graph {}", def.name))
+                        .unwrap_or_default();
+                    reg.log(c.backend, QNN_LOG_LEVEL_WARN, &line);
+                }
+            }
+        }
         let b = &g.model.behaviour;
         if b.sleep_ms > 0 {
             std::thread::sleep(Duration::from_millis(u64::from(b.sleep_ms)));

@@ -67,6 +67,8 @@ pub struct Knobs {
     pub provider_name: String,
     pub system_provider_name: String,
     pub build_id: String,
+    /// Lines logged (at WARN) through the log callback on every execute.
+    pub log_per_execute: u32,
 }
 
 pub const fn v(major: u32, minor: u32, patch: u32) -> Qnn_Version_t {
@@ -91,6 +93,7 @@ impl Default for Knobs {
             provider_name: "QNN_SIM".into(),
             system_provider_name: "QNN_SIM_SYSTEM".into(),
             build_id: concat!("qnn_sim v", env!("CARGO_PKG_VERSION"), " (format 1)").into(),
+            log_per_execute: 0,
         }
     }
 }
@@ -208,6 +211,11 @@ pub fn configure(key: &str, value: &str) -> i32 {
             k.build_id = value.to_owned();
             true
         }
+        "log_per_execute" => value
+            .trim()
+            .parse::<u32>()
+            .map(|x| k.log_per_execute = x)
+            .is_ok(),
         "error_high_bits" => match value.trim() {
             "1" | "true" | "on" => {
                 HIGH_BITS.store(true, Ordering::Relaxed);
@@ -294,9 +302,18 @@ pub struct SystemObj {
 }
 
 pub enum Obj {
-    Log,
-    Backend { log: u64 },
-    Device { log: u64 },
+    /// The callback QNN was given (`QnnLog_Callback_t`, or 0 for none) and the most verbose
+    /// level it wants.
+    Log {
+        callback: usize,
+        max_level: u32,
+    },
+    Backend {
+        log: u64,
+    },
+    Device {
+        log: u64,
+    },
     Context(Arc<ContextObj>),
     Graph(Arc<GraphObj>),
     System(SystemObj),
@@ -305,7 +322,7 @@ pub enum Obj {
 impl Obj {
     pub fn kind(&self) -> Kind {
         match self {
-            Obj::Log => Kind::Log,
+            Obj::Log { .. } => Kind::Log,
             Obj::Backend { .. } => Kind::Backend,
             Obj::Device { .. } => Kind::Device,
             Obj::Context(_) => Kind::Context,
@@ -355,6 +372,33 @@ impl Registry {
         self.get(h, kind).is_some()
     }
 
+    /// Logs one line through the callback of the log handle that backend `backend` was created
+    /// with, as QNN does: `fmt` with its arguments, if `level` is within the handle's level.
+    pub fn log(&self, backend: u64, level: u32, line: &std::ffi::CStr) {
+        let Some(Obj::Backend { log }) = self.get(backend, Kind::Backend) else {
+            return;
+        };
+        if let Some(&Obj::Log {
+            callback,
+            max_level,
+        }) = self.get(*log, Kind::Log)
+            && callback != 0
+            && level <= max_level
+        {
+            // SAFETY: `callback` is the non-NULL QnnLog_Callback_t the caller gave
+            // QnnLog_create, alive while its log handle is; the format takes one C string.
+            unsafe {
+                qnn_sim_log(
+                    std::mem::transmute::<usize, LogCallback>(callback),
+                    level,
+                    0,
+                    c"qnn_sim: %s".as_ptr(),
+                    line.as_ptr(),
+                )
+            };
+        }
+    }
+
     pub fn live_handles(&self) -> u64 {
         self.objects
             .values()
@@ -380,4 +424,12 @@ pub fn handle_id(p: *mut std::ffi::c_void) -> u64 {
 
 pub fn handle_ptr(h: u64) -> *mut std::ffi::c_void {
     h as usize as *mut std::ffi::c_void
+}
+
+/// QNN's `QnnLog_Callback_t`; the `va_list` is opaque here (only C makes one).
+pub type LogCallback = unsafe extern "C" fn(*const c_char, u32, u64, *mut std::ffi::c_void);
+
+unsafe extern "C" {
+    /// src/ffi/log_shim.c: calls `callback(fmt, level, timestamp, <va_list of ...>)`.
+    fn qnn_sim_log(callback: LogCallback, level: u32, timestamp: u64, fmt: *const c_char, ...);
 }

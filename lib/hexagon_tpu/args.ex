@@ -1,0 +1,156 @@
+defmodule HexagonTpu.Args do
+  @moduledoc false
+  # Argument checking for every public function, under the convention documented in the
+  # `HexagonTpu` moduledoc ("Arguments and errors"):
+  #
+  #   * a wrong TYPE (not a runtime/context/graph, not a path or string, options that are not a
+  #     keyword list, an unknown option, an option outside its type) raises ArgumentError, with a
+  #     message that names the function and the argument or option and quotes what was given;
+  #   * a wrong VALUE (an empty path, a missing file, an unknown graph, bad inputs) returns
+  #     `{:error, %HexagonTpu.Error{}}`.
+  #
+  # Every message that echoes user input goes through `quote_input/1`: at most 200 bytes of
+  # it, then an ellipsis marker. (The NIF caps what it echoes the same way: src/quote.rs.)
+
+  alias HexagonTpu.Error
+
+  @max_quoted 200
+  @max_bytes_shown 50
+
+  @doc "The most bytes of user input a message quotes."
+  @spec max_quoted() :: pos_integer()
+  def max_quoted, do: @max_quoted
+
+  @doc """
+  `term` as a message shows it: `inspect/1`, with at most #{@max_quoted} bytes of the input.
+
+  A longer string shows its first #{@max_quoted} bytes (cut at a character boundary), then `…`
+  and its size. A binary that is not printable UTF-8 shows as `<<...>>`, like `inspect/1`,
+  with at most #{@max_bytes_shown} bytes (so a message stays readable), then `…` and its size.
+  Any other term is inspected with limits and cut at #{@max_quoted} bytes, then `…`.
+  """
+  @spec quote_input(term()) :: String.t()
+  def quote_input(binary) when is_binary(binary) do
+    size = byte_size(binary)
+    max = if String.printable?(binary), do: @max_quoted, else: @max_bytes_shown
+
+    if size <= max,
+      do: inspect(binary, limit: :infinity),
+      else: inspect(prefix(binary, max), limit: :infinity) <> "… (#{size} bytes)"
+  end
+
+  def quote_input(term) do
+    shown = inspect(term, limit: 16, printable_limit: @max_quoted)
+    if byte_size(shown) <= @max_quoted, do: shown, else: prefix(shown, @max_quoted) <> "…"
+  end
+
+  # The first `max` bytes of `binary`, shortened to a whole character when `binary` is UTF-8.
+  defp prefix(binary, max) do
+    head = binary_part(binary, 0, max)
+    if String.valid?(binary), do: whole_chars(head), else: head
+  end
+
+  defp whole_chars(head) do
+    if String.valid?(head),
+      do: head,
+      else: whole_chars(binary_part(head, 0, byte_size(head) - 1))
+  end
+
+  @doc "Raises the ArgumentError of the convention: `fun: what must be expected, given: ...`."
+  @spec type_error!(String.t(), String.t(), String.t(), term()) :: no_return()
+  def type_error!(fun, what, expected, given) do
+    raise ArgumentError, "#{fun}: #{what} must be #{expected}, given: #{quote_input(given)}"
+  end
+
+  @doc """
+  Checks that `opts` is a keyword list of `allowed` keys, each given once, and returns it.
+  `allowed` is a list of keys, or of `{key, default}` (the defaults are added).
+  """
+  @spec keyword!(term(), [atom() | {atom(), term()}], String.t()) :: keyword()
+  def keyword!(opts, allowed, fun) do
+    unless is_list(opts) and Enum.all?(opts, &match?({key, _} when is_atom(key), &1)),
+      do: type_error!(fun, "`opts`", "a keyword list", opts)
+
+    keys =
+      Enum.map(allowed, fn
+        {key, _default} -> key
+        key -> key
+      end)
+
+    Enum.reduce(opts, MapSet.new(), fn {key, _}, seen ->
+      cond do
+        key not in keys ->
+          raise ArgumentError,
+                "#{fun}: unknown option #{quote_input(key)}; the options are " <>
+                  Enum.map_join(keys, ", ", &inspect/1)
+
+        MapSet.member?(seen, key) ->
+          raise ArgumentError, "#{fun}: the #{inspect(key)} option is given more than once"
+
+        true ->
+          MapSet.put(seen, key)
+      end
+    end)
+
+    defaults = for {key, default} <- allowed, not Keyword.has_key?(opts, key), do: {key, default}
+    opts ++ defaults
+  end
+
+  @doc """
+  A path argument as the binary the NIF takes: a binary (any bytes: Linux paths need not be
+  UTF-8) or a charlist/chardata. Raises for anything else.
+  """
+  @spec path!(term(), String.t(), String.t()) :: binary()
+  def path!(path, _what, _fun) when is_binary(path), do: path
+
+  def path!(path, what, fun) when is_list(path) do
+    IO.chardata_to_string(path)
+  rescue
+    _ in [ArgumentError, UnicodeConversionError] -> path_type_error!(path, what, fun)
+  end
+
+  def path!(path, what, fun), do: path_type_error!(path, what, fun)
+
+  defp path_type_error!(path, what, fun),
+    do: type_error!(fun, what, "a path (a binary or a charlist)", path)
+
+  @doc """
+  `:ok`, or the `:invalid_argument` error for a path that cannot name a file: an empty one
+  (`dlopen("")` opens the VM's own executable) or one with a NUL byte.
+  """
+  @spec check_path(binary(), String.t()) :: :ok | {:error, Error.t()}
+  def check_path("", what), do: invalid_argument("#{what} is empty; expected the path of a file")
+
+  def check_path(path, what) do
+    case :binary.match(path, <<0>>) do
+      :nomatch ->
+        :ok
+
+      {at, _} ->
+        invalid_argument("#{what} contains a NUL byte (at byte #{at}): #{quote_input(path)}")
+    end
+  end
+
+  @doc """
+  `value` when it is a `module` struct holding a NIF reference (a runtime, context or graph);
+  raises otherwise.
+  """
+  @spec handle!(term(), module(), String.t(), String.t()) :: struct()
+  def handle!(%{__struct__: module, ref: ref} = value, module, _what, _fun)
+      when is_reference(ref),
+      do: value
+
+  def handle!(value, module, what, fun), do: type_error!(fun, what, "a #{inspect(module)}", value)
+
+  @doc "A graph name, or a `graph:` option: a UTF-8 binary. Raises for anything else."
+  @spec name!(term(), String.t(), String.t()) :: String.t()
+  def name!(name, what, fun) do
+    if is_binary(name) and String.valid?(name),
+      do: name,
+      else: type_error!(fun, what, "a string (a graph name, UTF-8)", name)
+  end
+
+  @doc "An `{:error, %HexagonTpu.Error{reason: :invalid_argument}}`."
+  @spec invalid_argument(String.t()) :: {:error, Error.t()}
+  def invalid_argument(message), do: {:error, Error.new(:invalid_argument, message)}
+end

@@ -1,0 +1,41 @@
+defmodule HexagonTpu.QnnLog do
+  @moduledoc """
+  QNN's own log, in `Logger`.
+
+  Every runtime gives QNN a log callback (`QnnLog_create`) at the level of its `:log_level`
+  option (default `:warn`; see `HexagonTpu.Runtime.create/1`). QNN calls it on its own threads;
+  the NIF formats the line there, passes it through a rate limit and a bounded queue, and a
+  native thread sends it to this process, which logs it. Nothing of QNN's goes to stdout or
+  stderr (on Nerves that is the console), and QNN's threads never wait for the VM.
+
+  Lines are logged with the Logger level that matches QNN's (`:error`, `:warning`, `:info`;
+  QNN's verbose and debug become `:debug`), the prefix `QNN:` and the metadata `qnn_backend:`
+  (the backend library's path). At most #{50} lines a second are forwarded on average, in
+  bursts of up to #{200}; beyond that they are dropped, counted in
+  `HexagonTpu.Stats.native/0` as `log_dropped`, and a warning says how many.
+
+  Started by the `:hexagon_tpu` application. The QNN emulator in `onnxruntime-qnn` prints one
+  line of its own when it is loaded (`# LIBNATIVE: ...`) with `printf`, before any log handle
+  exists: no setting silences it (see the README). The device's libraries do not print it.
+  """
+
+  use GenServer
+
+  require Logger
+
+  @doc false
+  def start_link(opts), do: GenServer.start_link(__MODULE__, opts, name: __MODULE__)
+
+  @impl true
+  def init(_opts) do
+    # Without the NIF there is no QNN to listen to; availability/1 reports why.
+    if HexagonTpu.Native.nif_loaded(), do: HexagonTpu.Native.log_forward_to(self())
+    {:ok, nil}
+  end
+
+  @impl true
+  def handle_info({:hexagon_tpu_log, level, backend, message}, state) do
+    Logger.log(level, "QNN: " <> message, qnn_backend: backend)
+    {:noreply, state}
+  end
+end

@@ -1,0 +1,262 @@
+//! What a QNN library or context binary says about itself, without a [`Runtime`](crate::Runtime).
+//!
+//! A runtime needs a backend that initializes (on the HTP: a DSP to talk to). These functions
+//! do not: they negotiate a library's provider and read what it reports, read a binary's
+//! metadata with the System library alone, and [`probe_backend`] tries each step of bringing a
+//! backend up on its own, so a machine without a working DSP gets every step's own QNN error
+//! rather than only the first.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::loader::{self, BackendLibrary};
+use crate::log::{self, LogLevel};
+use crate::metadata::{self, BinaryInfo};
+use crate::runtime;
+use crate::sys;
+use crate::version::Version;
+
+/// What a backend library's chosen provider reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BackendLibraryInfo {
+    pub path: PathBuf,
+    pub backend_id: u32,
+    pub provider_name: String,
+    pub core_api: Version,
+    /// From `backendGetApiVersion` when the library implements it, else the provider's.
+    pub backend_api: Version,
+    /// `backendGetBuildId`, `""` when the library has none.
+    pub build_id: String,
+}
+
+/// What a System library's chosen provider reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SystemLibraryInfo {
+    pub path: PathBuf,
+    pub backend_id: u32,
+    pub provider_name: String,
+    pub system_api: Version,
+}
+
+/// Opens a backend library (cached for the process, like a runtime's) and reports its provider.
+/// Creates no QNN handle.
+pub fn backend_library(path: &Path) -> Result<BackendLibraryInfo> {
+    let lib = loader::backend(path)?;
+    Ok(BackendLibraryInfo {
+        path: lib.path.clone(),
+        backend_id: lib.backend_id,
+        provider_name: lib.provider_name.clone(),
+        core_api: lib.core_api,
+        backend_api: runtime::backend_api(&lib),
+        build_id: runtime::build_id(&lib),
+    })
+}
+
+/// Opens a System library (cached for the process) and reports its provider.
+pub fn system_library(path: &Path) -> Result<SystemLibraryInfo> {
+    let lib = loader::system(path)?;
+    Ok(SystemLibraryInfo {
+        path: lib.path.clone(),
+        backend_id: lib.backend_id,
+        provider_name: lib.provider_name.clone(),
+        system_api: lib.system_api,
+    })
+}
+
+/// Reads a context binary's metadata with the System library at `system_lib` alone, validated
+/// as a context load validates it.
+pub fn binary_info(system_lib: &Path, binary: &[u8]) -> Result<BinaryInfo> {
+    if binary.is_empty() {
+        return Err(Error::invalid_model("the context binary is empty"));
+    }
+    let lib = loader::system(system_lib)?;
+    metadata::read_binary(&lib, binary).map(|b| b.info)
+}
+
+/// One hardware device of `deviceGetPlatformInfo`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HardwareDevice {
+    pub id: u32,
+    pub device_type: u32,
+    /// `(core id, core type)` of each core.
+    pub cores: Vec<(u32, u32)>,
+}
+
+/// Each step of bringing a backend up, tried on its own; whatever a step created is freed
+/// before [`probe_backend`] returns. A step the library does not implement is `None`.
+#[derive(Debug)]
+pub struct BackendProbe {
+    pub library: BackendLibraryInfo,
+    /// `logCreate` with the default sink, when a log level was asked for.
+    pub log_create: Option<Result<()>>,
+    pub backend_create: Result<()>,
+    pub device_platform_info: Option<Result<Vec<HardwareDevice>>>,
+    /// `deviceCreate` with the default configuration.
+    pub device_create: Option<Result<()>>,
+}
+
+/// More hardware devices or cores than this in a platform info is taken as corrupt.
+const MAX_PLATFORM_ENTRIES: u32 = 64;
+
+/// Opens the backend library at `path` and tries, each regardless of the others' outcome:
+/// `logCreate` (if `log_level` is given), `backendCreate`, `deviceGetPlatformInfo` and
+/// `deviceCreate`, then frees what was created (device, backend, log). The library's own
+/// messages for failures are in the errors, as everywhere in this crate; its log goes where a
+/// runtime's does ([`log::set_sink`]).
+///
+/// Every handle is created and freed on the calling thread (QNN ties device handles to the
+/// thread that created them).
+pub fn probe_backend(path: &Path, log_level: Option<LogLevel>) -> Result<BackendProbe> {
+    let lib = loader::backend(path)?;
+    let library = backend_library(path)?;
+    let fns = lib.fns;
+    let mut log: sys::Qnn_LogHandle_t = std::ptr::null_mut();
+    let log_create = match (log_level, fns.log_create) {
+        (Some(level), Some(log_create)) => {
+            // The runtime's own callback, so QNN's messages reach the log sink, not stdout.
+            let callback = log::callback_for(&lib);
+            // SAFETY: the callback is an `extern "C"` function with QnnLog_Callback_t's signature
+            // that lives for the whole process; `log` is writable.
+            let status = unsafe { log_create(callback, level.raw(), &mut log) };
+            if status != 0 {
+                log = std::ptr::null_mut();
+            }
+            Some(check(&lib, "logCreate", status))
+        }
+        _ => None,
+    };
+
+    let mut backend: sys::Qnn_BackendHandle_t = std::ptr::null_mut();
+    // SAFETY: `log` is NULL or a live log handle of this library; the out-pointer is valid.
+    let status = unsafe { (fns.backend_create)(log, std::ptr::null(), &mut backend) };
+    if status != 0 {
+        backend = std::ptr::null_mut();
+    }
+    let backend_create = check(&lib, "backendCreate", status);
+
+    let device_platform_info = fns
+        .device_get_platform_info
+        .map(|get| platform_info(&lib, get, log));
+
+    let mut device: sys::Qnn_DeviceHandle_t = std::ptr::null_mut();
+    let device_create = match (fns.device_create, fns.device_free) {
+        (Some(device_create), Some(_)) => {
+            // SAFETY: as for backendCreate; a NULL config asks for the default device.
+            let status = unsafe { device_create(log, std::ptr::null(), &mut device) };
+            if status != 0 {
+                device = std::ptr::null_mut();
+            }
+            Some(check(&lib, "deviceCreate", status))
+        }
+        _ => None,
+    };
+
+    if let (false, Some(device_free)) = (device.is_null(), fns.device_free) {
+        // SAFETY: created above by this library, on this thread, and freed once.
+        unsafe { device_free(device) };
+    }
+    if !backend.is_null() {
+        // SAFETY: as above.
+        unsafe { (fns.backend_free)(backend) };
+    }
+    if let (false, Some(log_free)) = (log.is_null(), fns.log_free) {
+        // SAFETY: as above.
+        unsafe { log_free(log) };
+    }
+    Ok(BackendProbe {
+        library,
+        log_create,
+        backend_create,
+        device_platform_info,
+        device_create,
+    })
+}
+
+fn check(lib: &BackendLibrary, op: &'static str, status: sys::Qnn_ErrorHandle_t) -> Result<()> {
+    if status == 0 {
+        Ok(())
+    } else {
+        Err(lib.error(op, status))
+    }
+}
+
+fn platform_info(
+    lib: &BackendLibrary,
+    get: sys::QnnDevice_GetPlatformInfoFn,
+    log: sys::Qnn_LogHandle_t,
+) -> Result<Vec<HardwareDevice>> {
+    let mut info: *const sys::QnnDevice_PlatformInfo_t = std::ptr::null();
+    // SAFETY: `log` is NULL or a live log handle; the out-pointer is writable.
+    let status = unsafe { get(log, &mut info) };
+    check(lib, "deviceGetPlatformInfo", status)?;
+    if info.is_null() {
+        return Err(Error::invalid_model(
+            "deviceGetPlatformInfo succeeded but returned no platform info",
+        ));
+    }
+    // SAFETY: a successful call returned a platform info owned by the library until it is freed
+    // below; every count is bounded before its array is read.
+    let devices = unsafe { read_platform_info(info) };
+    if let Some(free) = lib.fns.device_free_platform_info {
+        // SAFETY: `info` came from deviceGetPlatformInfo and is freed once, after its last use.
+        let status = unsafe { free(log, info) };
+        check(lib, "deviceFreePlatformInfo", status)?;
+    }
+    devices
+}
+
+/// # Safety
+/// `info` must point to a `QnnDevice_PlatformInfo_t` whose arrays hold the counts they report.
+unsafe fn read_platform_info(
+    info: *const sys::QnnDevice_PlatformInfo_t,
+) -> Result<Vec<HardwareDevice>> {
+    let bad = |what: String| Error::invalid_model(format!("deviceGetPlatformInfo: {what}"));
+    // SAFETY: readable per the contract.
+    let info = unsafe { *info };
+    if info.version != sys::QNN_DEVICE_INFO_VERSION_1 {
+        return Err(bad(format!(
+            "unknown platform info version {}",
+            info.version
+        )));
+    }
+    let count = info.v1.numHwDevices;
+    if count > MAX_PLATFORM_ENTRIES || (count > 0 && info.v1.hwDevices.is_null()) {
+        return Err(bad(format!(
+            "{count} hardware devices at {:p}",
+            info.v1.hwDevices
+        )));
+    }
+    let mut devices = Vec::with_capacity(count as usize);
+    for i in 0..count as usize {
+        // SAFETY: index within the non-NULL array of `count` devices.
+        let device = unsafe { *info.v1.hwDevices.add(i) };
+        if device.version != sys::QNN_DEVICE_INFO_VERSION_1 {
+            return Err(bad(format!("device {i} has version {}", device.version)));
+        }
+        let d = device.v1;
+        if d.numCores > MAX_PLATFORM_ENTRIES || (d.numCores > 0 && d.cores.is_null()) {
+            return Err(bad(format!(
+                "device {i} has {} cores at {:p}",
+                d.numCores, d.cores
+            )));
+        }
+        let mut cores = Vec::with_capacity(d.numCores as usize);
+        for c in 0..d.numCores as usize {
+            // SAFETY: index within the non-NULL array of `numCores` cores.
+            let core = unsafe { *d.cores.add(c) };
+            if core.version != sys::QNN_DEVICE_INFO_VERSION_1 {
+                return Err(bad(format!(
+                    "device {i} core {c} has version {}",
+                    core.version
+                )));
+            }
+            cores.push((core.v1.coreId, core.v1.coreType));
+        }
+        devices.push(HardwareDevice {
+            id: d.deviceId,
+            device_type: d.deviceType,
+            cores,
+        });
+    }
+    Ok(devices)
+}

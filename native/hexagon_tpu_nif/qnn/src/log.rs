@@ -1,0 +1,316 @@
+//! QNN's log, caught by a callback instead of going to stdout.
+//!
+//! QNN calls the callback on its own threads (and on whichever thread is inside a QNN call), with
+//! a printf format and a `va_list`. The callback formats the line, passes it through a rate
+//! limiter and a bounded queue, and returns: it never blocks and never calls into anything but
+//! `vsnprintf`. One thread drains the queue into the sink the embedder installs
+//! ([`set_sink`]; the NIF forwards to Logger). Without a sink, lines are counted and dropped.
+//!
+//! `QnnLog_Callback_t` carries no user data, so each backend library gets its own callback (a
+//! small fixed table of them), which is how a line knows which library wrote it.
+
+use std::collections::VecDeque;
+use std::ffi::{c_char, c_int, c_void};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Condvar, LazyLock, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::loader::BackendLibrary;
+use crate::sys;
+
+/// QNN's log levels, most severe first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    Error,
+    Warn,
+    Info,
+    Verbose,
+    Debug,
+}
+
+impl LogLevel {
+    pub(crate) fn raw(self) -> u32 {
+        match self {
+            LogLevel::Error => sys::QNN_LOG_LEVEL_ERROR,
+            LogLevel::Warn => sys::QNN_LOG_LEVEL_WARN,
+            LogLevel::Info => sys::QNN_LOG_LEVEL_INFO,
+            LogLevel::Verbose => sys::QNN_LOG_LEVEL_VERBOSE,
+            LogLevel::Debug => sys::QNN_LOG_LEVEL_DEBUG,
+        }
+    }
+
+    fn from_raw(raw: u32) -> LogLevel {
+        match raw {
+            sys::QNN_LOG_LEVEL_ERROR => LogLevel::Error,
+            sys::QNN_LOG_LEVEL_WARN => LogLevel::Warn,
+            sys::QNN_LOG_LEVEL_INFO => LogLevel::Info,
+            sys::QNN_LOG_LEVEL_VERBOSE => LogLevel::Verbose,
+            _ => LogLevel::Debug,
+        }
+    }
+}
+
+/// One line of QNN's log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogRecord {
+    pub level: LogLevel,
+    /// The backend library that wrote it.
+    pub backend: PathBuf,
+    pub message: String,
+}
+
+/// Lines accepted per second on average, and the burst allowed above that. A chatty backend
+/// (ONNX Runtime measured a 7x slowdown on a device at WARN) cannot flood the sink.
+pub const RATE_PER_SECOND: u32 = 50;
+pub const BURST: u32 = 200;
+/// Lines waiting for the drain thread; beyond this they are dropped (and counted).
+const QUEUE_CAPACITY: usize = 1024;
+/// Longest line kept, in bytes; longer ones are cut at a character boundary.
+const MAX_LINE: usize = 2048;
+
+static FORWARDED: AtomicU64 = AtomicU64::new(0);
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// (lines forwarded to the sink, lines dropped by the rate limit or a full queue).
+pub fn log_counts() -> (u64, u64) {
+    (FORWARDED.load(Relaxed), DROPPED.load(Relaxed))
+}
+
+type Sink = Box<dyn Fn(LogRecord) + Send + Sync>;
+static SINK: OnceLock<Mutex<Option<Sink>>> = OnceLock::new();
+
+/// Sends every later line to `sink`, on the drain thread (never on QNN's). Replaces any sink set
+/// before.
+pub fn set_sink(sink: impl Fn(LogRecord) + Send + Sync + 'static) {
+    *SINK
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner()) = Some(Box::new(sink));
+}
+
+struct Queue {
+    lines: VecDeque<LogRecord>,
+    tokens: f64,
+    refilled: Instant,
+    /// Lines dropped since the drain last reported it.
+    unreported_drops: u64,
+}
+
+struct Shared {
+    queue: Mutex<Queue>,
+    ready: Condvar,
+}
+
+static SHARED: LazyLock<Arc<Shared>> = LazyLock::new(|| {
+    let shared = Arc::new(Shared {
+        queue: Mutex::new(Queue {
+            lines: VecDeque::new(),
+            tokens: f64::from(BURST),
+            refilled: Instant::now(),
+            unreported_drops: 0,
+        }),
+        ready: Condvar::new(),
+    });
+    let drain = Arc::clone(&shared);
+    // If the thread cannot start, lines pile up to the queue's capacity and are then dropped.
+    let _ = std::thread::Builder::new()
+        .name("qnn-log".into())
+        .spawn(move || drain_forever(&drain));
+    shared
+});
+
+fn drain_forever(shared: &Shared) {
+    let mut last_report: Option<Instant> = None;
+    loop {
+        let mut queue = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let line = loop {
+            if let Some(line) = queue.lines.pop_front() {
+                break line;
+            }
+            if queue.unreported_drops > 0 {
+                // Drops are reported at most once a second, not once per dropped line.
+                let wait = last_report.map_or(Duration::ZERO, |at| {
+                    Duration::from_secs(1).saturating_sub(at.elapsed())
+                });
+                if wait.is_zero() {
+                    let drops = std::mem::take(&mut queue.unreported_drops);
+                    last_report = Some(Instant::now());
+                    break LogRecord {
+                        level: LogLevel::Warn,
+                        backend: PathBuf::new(),
+                        message: format!(
+                            "{drops} QNN log line(s) dropped (more than {RATE_PER_SECOND}/s, bursts of {BURST})"
+                        ),
+                    };
+                }
+                queue = shared
+                    .ready
+                    .wait_timeout(queue, wait)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+                continue;
+            }
+            queue = shared.ready.wait(queue).unwrap_or_else(|e| e.into_inner());
+        };
+        drop(queue);
+        deliver(line);
+    }
+}
+
+fn deliver(line: LogRecord) {
+    let sinks = SINK
+        .get()
+        .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()));
+    match sinks.as_deref() {
+        Some(Some(sink)) => {
+            sink(line);
+            // Counted once handed on, so a reader that sees the count can expect the line.
+            FORWARDED.fetch_add(1, Relaxed);
+        }
+        _ => {
+            DROPPED.fetch_add(1, Relaxed);
+        }
+    }
+}
+
+/// Takes one formatted line from QNN's callback: rate-limited, queued, never blocking for long
+/// (the lock is held only to push).
+fn accept(level: LogLevel, backend: PathBuf, message: String) {
+    let shared = &*SHARED;
+    let mut queue = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+    let now = Instant::now();
+    let elapsed = now.duration_since(queue.refilled).as_secs_f64();
+    queue.tokens = (queue.tokens + elapsed * f64::from(RATE_PER_SECOND)).min(f64::from(BURST));
+    queue.refilled = now;
+    if queue.tokens < 1.0 || queue.lines.len() >= QUEUE_CAPACITY {
+        queue.unreported_drops += 1;
+        DROPPED.fetch_add(1, Relaxed);
+        if queue.unreported_drops == 1 {
+            drop(queue);
+            shared.ready.notify_one();
+        }
+        return;
+    }
+    queue.tokens -= 1.0;
+    queue.lines.push_back(LogRecord {
+        level,
+        backend,
+        message,
+    });
+    drop(queue);
+    shared.ready.notify_one();
+}
+
+/// The libraries the callbacks belong to, by slot.
+static SLOTS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// The log callback for `lib` (as `QnnLog_create` takes it). The first [`CALLBACKS`] libraries
+/// get one each; later ones share the last.
+pub(crate) fn callback_for(lib: &BackendLibrary) -> *const c_void {
+    let mut slots = SLOTS.lock().unwrap_or_else(|e| e.into_inner());
+    let slot = match slots.iter().position(|p| *p == lib.path) {
+        Some(slot) => slot,
+        None if slots.len() < CALLBACKS.len() => {
+            slots.push(lib.path.clone());
+            slots.len() - 1
+        }
+        None => CALLBACKS.len() - 1,
+    };
+    CALLBACKS[slot] as *const c_void
+}
+
+fn backend_of(slot: usize) -> PathBuf {
+    SLOTS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(slot)
+        .cloned()
+        .unwrap_or_default()
+}
+
+// A C `va_list` parameter arrives as a pointer on both supported ABIs: x86-64 SysV's va_list is
+// an array type (it decays to a pointer), and AAPCS64 passes its 32-byte va_list struct by
+// reference to a caller-made copy. `vsnprintf` takes it the same way, so the pointer is handed on
+// untouched.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+compile_error!("the QNN log callback's va_list handling is written for x86-64 and aarch64 only");
+
+type VaList = *mut c_void;
+
+unsafe extern "C" {
+    fn vsnprintf(buf: *mut c_char, size: usize, fmt: *const c_char, args: VaList) -> c_int;
+}
+
+type Callback = unsafe extern "C" fn(*const c_char, u32, u64, VaList);
+
+macro_rules! callbacks {
+    ($($slot:literal),*) => {
+        [$({
+            unsafe extern "C" fn callback(fmt: *const c_char, level: u32, _ts: u64, args: VaList) {
+                // SAFETY: QNN passes a printf format and its matching va_list.
+                unsafe { on_log($slot, fmt, level, args) }
+            }
+            callback as Callback
+        }),*]
+    };
+}
+
+static CALLBACKS: [Callback; 8] = callbacks!(0, 1, 2, 3, 4, 5, 6, 7);
+
+/// Formats one line and hands it on. Must not unwind into QNN.
+///
+/// # Safety
+/// `fmt` is NULL or a printf format string whose arguments `args` holds.
+unsafe fn on_log(slot: usize, fmt: *const c_char, level: u32, args: VaList) {
+    if fmt.is_null() {
+        return;
+    }
+    let mut buf = [0u8; MAX_LINE];
+    // SAFETY: `buf` is writable for its length; `fmt`/`args` are QNN's format and arguments;
+    // vsnprintf writes at most `buf.len()` bytes including the NUL.
+    let written = unsafe { vsnprintf(buf.as_mut_ptr().cast(), buf.len(), fmt, args) };
+    if written < 0 {
+        return;
+    }
+    let len = (written as usize).min(buf.len() - 1);
+    let _ = std::panic::catch_unwind(|| {
+        let message = tidy(&String::from_utf8_lossy(&buf[..len]));
+        if !message.is_empty() {
+            accept(LogLevel::from_raw(level), backend_of(slot), message);
+        }
+    });
+}
+
+/// QNN's lines carry their own level tag (`" <E> Failed to ..."`); the level travels
+/// separately, so the tag and the surrounding whitespace go.
+fn tidy(line: &str) -> String {
+    let line = line.trim();
+    let untagged = ["<E>", "<W>", "<I>", "<V>", "<D>"]
+        .iter()
+        .find_map(|tag| line.strip_prefix(tag))
+        .unwrap_or(line);
+    untagged.trim_start().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tidy;
+
+    #[test]
+    fn level_tags_and_whitespace_are_trimmed() {
+        assert_eq!(
+            tidy(" <E> Failed to create context\n"),
+            "Failed to create context"
+        );
+        assert_eq!(
+            tidy("<W>  Sanitizing hvx_threads"),
+            "Sanitizing hvx_threads"
+        );
+        assert_eq!(
+            tidy("graph.cc:3842::ERROR:bad header"),
+            "graph.cc:3842::ERROR:bad header"
+        );
+        assert_eq!(tidy("  <X> kept "), "<X> kept");
+    }
+}

@@ -1,0 +1,208 @@
+//! The runtime's own thread. QNN ties log, backend and device handles to the thread that created
+//! them (the HTP backend reports `No device handles found in current thread` when
+//! `QnnDevice_free` runs elsewhere), so each runtime creates them, and every context, on one
+//! native thread it owns, and frees them there too. Callers hand it jobs and never wait for it:
+//! a job's result travels back through the job's own completion callback.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, mpsc};
+
+use crate::counters;
+use crate::error::{Error, Result};
+use crate::ledger::{Alive, Kind};
+use crate::loader::BackendLibrary;
+use crate::log::{self, LogLevel};
+use crate::sys;
+
+/// The QNN handles of one runtime. They exist only on the owner thread: jobs get them by
+/// reference, nothing else ever sees them.
+pub(crate) struct Handles {
+    pub lib: Arc<BackendLibrary>,
+    pub log: sys::Qnn_LogHandle_t,
+    pub backend: sys::Qnn_BackendHandle_t,
+    pub device: sys::Qnn_DeviceHandle_t,
+    /// The runtime's entry in the ledger, released with the handles.
+    alive: Alive,
+}
+
+/// Work for the owner thread.
+pub(crate) type Job = Box<dyn FnOnce(&mut Handles) + Send>;
+
+/// Jobs handed to owner threads and not yet finished, across the process (a handle whose free
+/// is queued is still alive, so the leak check waits for this to reach zero).
+static PENDING: AtomicU64 = AtomicU64::new(0);
+
+pub(crate) fn pending() -> u64 {
+    PENDING.load(Relaxed)
+}
+
+/// The sending side of a runtime's thread. The thread frees the runtime's handles and ends when
+/// the last `Owner` is dropped.
+pub(crate) struct Owner {
+    jobs: mpsc::Sender<Job>,
+}
+
+impl Owner {
+    /// Starts the thread, which creates the log, backend and device handles and then reports
+    /// to `started` (on the owner thread) with the `Owner` to send it jobs. `started` is always
+    /// called exactly once, with an error if the thread or the handles could not be made.
+    pub(crate) fn spawn(
+        lib: Arc<BackendLibrary>,
+        log_level: Option<LogLevel>,
+        (kind, site): (Kind, String),
+        started: Box<dyn FnOnce(Result<Owner>) + Send>,
+    ) {
+        let (jobs, inbox) = mpsc::channel::<Job>();
+        let started = Arc::new(Mutex::new(Some(started)));
+        let report = Arc::clone(&started);
+        let report = move |result: Result<Owner>| {
+            if let Some(started) = report.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                started(result);
+            }
+        };
+        PENDING.fetch_add(1, Relaxed);
+        let spawned = std::thread::Builder::new()
+            .name("qnn-runtime".into())
+            .spawn(move || {
+                let created = catch_unwind(AssertUnwindSafe(|| create(&lib, log_level)));
+                let mut handles = match created {
+                    Ok(Ok(handles)) => handles,
+                    Ok(Err(error)) => {
+                        PENDING.fetch_sub(1, Relaxed);
+                        return report(Err(error));
+                    }
+                    Err(_) => {
+                        PENDING.fetch_sub(1, Relaxed);
+                        return report(Err(Error::Internal {
+                            message: "creating the runtime's QNN handles panicked".into(),
+                        }));
+                    }
+                };
+                handles.alive = Alive::new(kind, &site, lib.path.display().to_string());
+                report(Ok(Owner { jobs }));
+                PENDING.fetch_sub(1, Relaxed);
+                // Ends when every `Owner` is gone: no context or runtime can send more.
+                for job in inbox {
+                    // A job is this crate's code; a panic in one must not strand the handles.
+                    let _ = catch_unwind(AssertUnwindSafe(|| job(&mut handles)));
+                    PENDING.fetch_sub(1, Relaxed);
+                }
+                let _ = handles.free();
+            });
+        if let Err(e) = spawned {
+            PENDING.fetch_sub(1, Relaxed);
+            if let Some(started) = started.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                started(Err(Error::Internal {
+                    message: format!("could not start the runtime's thread: {e}"),
+                }));
+            }
+        }
+    }
+
+    /// Queues `job` on the owner thread. Never blocks.
+    pub(crate) fn run(&self, job: Job) {
+        PENDING.fetch_add(1, Relaxed);
+        if self.jobs.send(job).is_err() {
+            // Only reachable if the thread died, which `catch_unwind` prevents.
+            PENDING.fetch_sub(1, Relaxed);
+        }
+    }
+}
+
+/// Runs an operation that reports through a callback and waits for its result: the blocking
+/// form of the `*_then` functions, for callers that own their thread.
+pub(crate) fn blocking<T: Send + 'static>(
+    start: impl FnOnce(Box<dyn FnOnce(Result<T>) + Send>),
+) -> Result<T> {
+    let (tx, rx) = mpsc::sync_channel(1);
+    start(Box::new(move |result| {
+        let _ = tx.send(result);
+    }));
+    rx.recv().unwrap_or_else(|_| {
+        Err(Error::Internal {
+            message: "an operation ended without a result".into(),
+        })
+    })
+}
+
+/// Creates the handles in order, freeing what exists if a later step fails.
+fn create(lib: &Arc<BackendLibrary>, log_level: Option<LogLevel>) -> Result<Handles> {
+    let fns = &lib.fns;
+    let mut handles = Handles {
+        lib: Arc::clone(lib),
+        log: std::ptr::null_mut(),
+        backend: std::ptr::null_mut(),
+        device: std::ptr::null_mut(),
+        alive: Alive::released(),
+    };
+    if let (Some(level), Some(log_create)) = (log_level, fns.log_create) {
+        let callback = log::callback_for(lib);
+        // SAFETY: the callback is a `extern "C"` function with QnnLog_Callback_t's signature that
+        // lives for the whole process; `handles.log` is writable.
+        let status = unsafe { log_create(callback, level.raw(), &mut handles.log) };
+        if status != 0 {
+            return Err(lib.error("logCreate", status));
+        }
+    }
+    // SAFETY: `log` is NULL or a live log handle of this library; the out-pointer is valid.
+    let status =
+        unsafe { (fns.backend_create)(handles.log, std::ptr::null(), &mut handles.backend) };
+    if status != 0 {
+        let error = lib.error("backendCreate", status);
+        handles.backend = std::ptr::null_mut();
+        let _ = handles.free();
+        return Err(error);
+    }
+    if let (Some(device_create), Some(_)) = (fns.device_create, fns.device_free) {
+        // SAFETY: as above; a NULL config asks for the default device.
+        let status = unsafe { device_create(handles.log, std::ptr::null(), &mut handles.device) };
+        if status != 0 {
+            handles.device = std::ptr::null_mut();
+            // Backends without devices (the CPU backend) answer NOT_SUPPORTED; carry on.
+            if sys::error_code(status) != sys::QNN_COMMON_ERROR_NOT_SUPPORTED {
+                let error = lib.error("deviceCreate", status);
+                let _ = handles.free();
+                return Err(error);
+            }
+        }
+    }
+    Ok(handles)
+}
+
+impl Handles {
+    /// Frees device, backend and log (the reverse of creation), each at most once.
+    pub(crate) fn free(&mut self) -> Result<()> {
+        let lib = Arc::clone(&self.lib);
+        let fns = lib.fns;
+        let mut first_error = None;
+        let mut check = |op: &'static str, status: sys::Qnn_ErrorHandle_t| {
+            if status != 0 {
+                counters::record_release_error();
+                first_error.get_or_insert(lib.error(op, status));
+            }
+        };
+        let device = std::mem::replace(&mut self.device, std::ptr::null_mut());
+        if !device.is_null()
+            && let Some(device_free) = fns.device_free
+        {
+            // SAFETY: the device was created on this thread by this library; it was taken out of
+            // `self`, so it is freed exactly once.
+            check("deviceFree", unsafe { device_free(device) });
+        }
+        let backend = std::mem::replace(&mut self.backend, std::ptr::null_mut());
+        if !backend.is_null() {
+            // SAFETY: as above, for the backend.
+            check("backendFree", unsafe { (fns.backend_free)(backend) });
+        }
+        let log = std::mem::replace(&mut self.log, std::ptr::null_mut());
+        if !log.is_null()
+            && let Some(log_free) = fns.log_free
+        {
+            // SAFETY: as above, for the log handle.
+            check("logFree", unsafe { log_free(log) });
+        }
+        self.alive.release();
+        first_error.map_or(Ok(()), Err)
+    }
+}

@@ -1,0 +1,125 @@
+//! QNN's log through the callback: lines formatted from a real `va_list` (the host backend
+//! calls the callback from C, as QNN does), tagged with their level and library, filtered at the
+//! level given to QnnLog_create, and rate-limited. One test: the sink and the limiter are
+//! process-wide.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+use qnn::host_backend::configure;
+use qnn::log::{BURST, LogLevel, LogRecord, RATE_PER_SECOND};
+use qnn::{Context, Runtime, RuntimeConfig};
+use qnn_sim::model::TensorSpec;
+
+fn lines_of(sink: &Mutex<Vec<LogRecord>>, lib: &std::path::Path) -> Vec<LogRecord> {
+    sink.lock()
+        .unwrap()
+        .iter()
+        .filter(|r| r.backend == lib)
+        .cloned()
+        .collect()
+}
+
+/// Waits until `pred` holds for the lines of `lib` (the drain thread delivers them).
+fn await_lines(
+    sink: &Mutex<Vec<LogRecord>>,
+    lib: &std::path::Path,
+    pred: impl Fn(&[LogRecord]) -> bool,
+) -> Vec<LogRecord> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let lines = lines_of(sink, lib);
+        if pred(&lines) || Instant::now() > deadline {
+            return lines;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn log_lines_reach_the_sink_formatted_filtered_and_rate_limited() {
+    let sink: Arc<Mutex<Vec<LogRecord>>> = Arc::default();
+    let into = Arc::clone(&sink);
+    qnn::log::set_sink(move |record| into.lock().unwrap().push(record));
+    let model = identity_model(TensorSpec::f32([4]));
+    let input = 1.5f32.to_le_bytes().repeat(4);
+
+    // Formatting, level and library: three WARN lines per execute.
+    let (lib, runtime) = runtime_at(Some(LogLevel::Warn));
+    configure(&lib, "log_per_execute", "3").unwrap();
+    let (_context, graph) = load(&runtime, &model);
+    let mut out = vec![0u8; 16];
+    graph.execute(&[&input], &mut [&mut out]).unwrap();
+    let lines = await_lines(&sink, &lib, |l| l.len() >= 3);
+    let messages: Vec<&str> = lines.iter().map(|r| r.message.as_str()).collect();
+    assert_eq!(
+        messages,
+        [
+            "qnn_sim: execute line 0 of graph identity",
+            "qnn_sim: execute line 1 of graph identity",
+            "qnn_sim: execute line 2 of graph identity",
+        ]
+    );
+    assert!(lines.iter().all(|r| r.level == LogLevel::Warn));
+
+    // A failure is explained at ERROR.
+    configure(&lib, "fail_context_create", "1002").unwrap();
+    assert!(Context::from_bytes(&runtime, &model).is_err());
+    let lines = await_lines(&sink, &lib, |l| l.len() >= 4);
+    assert_eq!(lines[3].level, LogLevel::Error);
+    assert_eq!(
+        lines[3].message,
+        "qnn_sim: contextCreateFromBinary failed with 1002: injected fault"
+    );
+
+    // The level given to QnnLog_create filters: at ERROR, no WARN line is produced.
+    let (quiet_lib, quiet) = runtime_at(Some(LogLevel::Error));
+    configure(&quiet_lib, "log_per_execute", "3").unwrap();
+    let (_quiet_context, quiet_graph) = load(&quiet, &model);
+    quiet_graph.execute(&[&input], &mut [&mut out]).unwrap();
+    configure(&quiet_lib, "fail_context_create", "1002").unwrap();
+    assert!(Context::from_bytes(&quiet, &model).is_err());
+    let quiet_lines = await_lines(&sink, &quiet_lib, |l| !l.is_empty());
+    assert_eq!(quiet_lines.len(), 1, "{quiet_lines:?}");
+    assert_eq!(quiet_lines[0].level, LogLevel::Error);
+
+    // A flood is cut to the burst, and the drop is reported once, not per line.
+    let (flood_lib, flood) = runtime_at(Some(LogLevel::Warn));
+    configure(&flood_lib, "log_per_execute", "5000").unwrap();
+    let (_flood_context, flood_graph) = load(&flood, &model);
+    let (_, dropped_before) = qnn::log::log_counts();
+    let started = Instant::now();
+    flood_graph.execute(&[&input], &mut [&mut out]).unwrap();
+    // The bucket refills while the flood runs (slowly, under qemu): allow for that.
+    let refilled = (started.elapsed().as_secs_f64() * f64::from(RATE_PER_SECOND)).ceil() as u64;
+    let allowed = u64::from(BURST) + refilled;
+    let (_, dropped_after) = qnn::log::log_counts();
+    assert!(dropped_after - dropped_before >= 5000 - allowed);
+    let flooded = await_lines(&sink, &flood_lib, |l| l.len() >= 5);
+    assert!(
+        flooded.len() as u64 <= allowed,
+        "{} lines, {allowed} allowed",
+        flooded.len()
+    );
+    let reports = await_lines(&sink, std::path::Path::new(""), |l| {
+        l.iter()
+            .any(|r| r.message.contains("QNN log line(s) dropped"))
+    });
+    assert!(reports.iter().any(|r| {
+        r.level == LogLevel::Warn
+            && r.message
+                .ends_with("QNN log line(s) dropped (more than 50/s, bursts of 200)")
+    }));
+}
+
+fn runtime_at(log_level: Option<LogLevel>) -> (std::path::PathBuf, Arc<Runtime>) {
+    let lib = fresh_library();
+    let config = RuntimeConfig {
+        log_level,
+        ..config(&lib)
+    };
+    (lib.clone(), Runtime::new(&config).unwrap())
+}

@@ -1,0 +1,66 @@
+defmodule HexagonTpu.QnnLogTest do
+  # QNN's log reaches Logger through HexagonTpu.QnnLog; the host backend writes its lines
+  # through the log callback with a C va_list, as QNN does.
+  use ExUnit.Case, async: false
+
+  import ExUnit.CaptureLog
+
+  alias HexagonTpu.{Context, Stats}
+  alias HexagonTpu.Test.{Models, Support}
+
+  setup do
+    dir = Path.join(System.tmp_dir!(), "hexagon_tpu_log_#{System.unique_integer([:positive])}")
+    File.mkdir_p!(dir)
+    on_exit(fn -> File.rm_rf!(dir) end)
+    %{lib: Support.private_sim_lib!(dir)}
+  end
+
+  # Runs `fun`, then waits until QnnLog has logged `count` more lines of QNN's.
+  defp logged(count, fun) do
+    capture_log(fn ->
+      before = Stats.native().log_lines
+      fun.()
+      wait_for(fn -> Stats.native().log_lines >= before + count end)
+      # Every line sent before this call is handled before it returns.
+      :sys.get_state(HexagonTpu.QnnLog)
+    end)
+  end
+
+  defp wait_for(fun, tries \\ 5_000) do
+    cond do
+      fun.() -> :ok
+      tries == 0 -> flunk("QNN's log line never arrived")
+      true -> Process.sleep(1) && wait_for(fun, tries - 1)
+    end
+  end
+
+  test "a failure's explanation from QNN arrives in Logger at :error", %{lib: lib} do
+    t = Models.t(:float_32, [4])
+    path = Models.build!(Models.identity(t, t, fail_context_create: {1002, :always}))
+    runtime = Support.runtime!(lib)
+
+    log =
+      logged(1, fn ->
+        assert {:error, %HexagonTpu.Error{qnn_code: 1002}} = Context.from_file(runtime, path)
+      end)
+
+    assert log =~ "[error]"
+    assert log =~ "QNN: qnn_sim: contextCreateFromBinary failed with 1002: injected fault"
+  end
+
+  test "log_level: :none gives QNN no log: nothing is logged", %{lib: lib} do
+    t = Models.t(:float_32, [4])
+    path = Models.build!(Models.identity(t, t, fail_context_create: {1002, :always}))
+    {:ok, runtime} = HexagonTpu.Runtime.create(Support.runtime_opts(lib) ++ [log_level: :none])
+    before = Stats.native().log_lines
+
+    log =
+      capture_log(fn ->
+        assert {:error, _} = Context.from_file(runtime, path)
+        :sys.get_state(HexagonTpu.QnnLog)
+      end)
+
+    assert Stats.native().log_lines == before
+    refute log =~ "QNN:"
+  end
+end
