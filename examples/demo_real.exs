@@ -34,7 +34,9 @@ below are device figures. The "# LIBNATIVE" line is printed by Qualcomm's librar
   :timer.tc(fn ->
     Runtime.create(
       lib_path: Path.join(lib_dir, "libQnnHtp.so"),
-      system_lib_path: Path.join(lib_dir, "libQnnSystem.so")
+      system_lib_path: Path.join(lib_dir, "libQnnSystem.so"),
+      # The emulator logs four start-up notices at :warn; errors still reach Logger.
+      log_level: :error
     )
   end)
 
