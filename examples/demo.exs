@@ -86,9 +86,12 @@ HexagonTpu.Stats.native() (the model still loaded):
 #{inspect(Stats.native(), pretty: true)}
 """)
 
-# Deterministic teardown (the garbage collector would do it too).
+# Deterministic teardown (the garbage collector would do it too). A context closed while its
+# graph lives is freed with the graph, so close both.
+:ok = Graph.close(model)
 :ok = HexagonTpu.Context.close(model.context)
 
 IO.puts(
-  "after Context.close/1: #{inspect(Map.take(Stats.native(), [:contexts_alive, :graphs_alive]))}"
+  "after Graph.close/1 and Context.close/1: " <>
+    inspect(Map.take(Stats.native(), [:contexts_alive, :graphs_alive]))
 )

@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
-# The whole test suite, on a host without QNN, an NPU or Hex:
+# The whole test suite, on a host without an NPU or Hex:
+#   0. installs what is missing (scripts/setup.sh: Elixir, python3-venv, the pinned
+#      onnxruntime-qnn venv that holds Qualcomm's QNN host libraries);
 #   1. builds the cargo workspace (the NIF, the qnn crate, the host QNN backend and its
 #      model builder) and runs its Rust tests;
 #   2. puts the NIF, the host backend and the builder in priv/native/;
-#   3. runs ExUnit offline (HEXAGON_TPU_OFFLINE=1: no Hex packages) against the host backend.
+#   3. runs ExUnit offline (HEXAGON_TPU_OFFLINE=1: no Hex packages) against the host backend
+#      and, when the QNN stack is installed, the :qnn_host suite against Qualcomm's HTP
+#      emulator (test/test_helper.exs includes it when HexagonTpu.Compiler.qnn_lib_dir/0 finds
+#      the libraries).
 #
-# Needs cargo (Rust >= 1.91, e.g. from rustup) and Elixir >= 1.14 (Debian 12: apt-get
-# install elixir erlang-dev). Extra arguments go to `mix test`, e.g.
+# Needs Rust >= 1.91 (rustup); the rest is installed when running as root. Extra arguments go
+# to `mix test`, e.g.
 #   bash scripts/test.sh test/stats_test.exs --trace
+# HEXAGON_TPU_QNN_HOST=0 skips the QNN stack (qnn_sim only).
 set -euo pipefail
 
-# shellcheck source=scripts/common.sh
-source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+# Offline unless the caller says otherwise (HEXAGON_TPU_OFFLINE=0 with Hex deps fetched, as
+# CI's hex-deps job does to run the Nx tests through RustlerPrecompiled's forced build).
+export HEXAGON_TPU_OFFLINE="${HEXAGON_TPU_OFFLINE:-1}" MIX_ENV=test
+
+# shellcheck source=scripts/setup.sh
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
 echo "==> cargo build (workspace)"
 (cd "$crate" && cargo build --workspace)
@@ -24,9 +34,11 @@ echo "==> cargo test (workspace)"
 echo "==> priv/native"
 "$root/scripts/install-native.sh" "$target/debug"
 
-echo "==> mix test (offline, host QNN backend)"
+echo "==> mix test (host QNN backend, and Qualcomm's HTP emulator when installed)"
+if [ "$HEXAGON_TPU_QNN_STACK" = 1 ]; then
+  echo "the :qnn_host suite runs: Qualcomm's libraries in $HEXAGON_TPU_QNN_LIB_DIR"
+else
+  echo "the :qnn_host suite is skipped: Qualcomm's QNN stack is not installed ($HEXAGON_TPU_QNN_STACK_NOTE)"
+fi
 cd "$root"
-# Offline unless the caller says otherwise (HEXAGON_TPU_OFFLINE=0 with Hex deps fetched, as
-# CI's hex-deps job does to run the Nx tests through RustlerPrecompiled's forced build).
-export HEXAGON_TPU_OFFLINE="${HEXAGON_TPU_OFFLINE:-1}" MIX_ENV=test
 mix test "$@"
