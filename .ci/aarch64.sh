@@ -30,12 +30,14 @@ SMOKE_NIF_MODULE="Elixir.HexagonTpu.Native"
 QEMU_SKIP_SIM_TESTS="cli"
 # Qualcomm's QAIRT 2.51 libraries, from PyPI's onnxruntime-qnn wheels: downloaded at test time
 # into a cache, checked against the sha256 PyPI publishes, never committed or redistributed.
-REAL_QNN_VERSION=2.7.0
+# The version is the one pinned for `mix hexagon_tpu.compile`; the sha256 is that version's
+# aarch64 wheel (a new pin fails here until it is updated).
+REAL_QNN_PINS="$REPO_ROOT/priv/compile/requirements.txt"
+REAL_QNN_VERSION="$(sed -n 's/^onnxruntime-qnn==//p' "$REAL_QNN_PINS")"
 REAL_QNN_WHEEL="onnxruntime_qnn-$REAL_QNN_VERSION-cp311-cp311-manylinux_2_34_aarch64.whl"
 REAL_QNN_WHEEL_SHA256=ad08bbfebd7c07ffe83995418303215f46cb25a89e12676f47ee20c32002eaad
-# The x86-64 side (the emulator, and ORT's QNN EP to compile the test binary): a venv with
-# these pins, or the python QNN_PYTHON names.
-REAL_QNN_PIP_PINS="onnxruntime-qnn==$REAL_QNN_VERSION onnxruntime==1.32.0 onnx==1.23.2 numpy==2.4.6"
+# The x86-64 side (the emulator, and ORT's QNN EP to compile the test binary): the python
+# QNN_PYTHON names (.ci/run passes the set-up's venv), or a venv with the same pins.
 REAL_QNN_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/hexagon_tpu"
 REAL_STACK_TEST="$CRATE_DIR/qnn/tests/real_stack.rs"
 
@@ -89,11 +91,10 @@ real_stack_python() {
   local venv="$REAL_QNN_CACHE/ci-venv-$REAL_QNN_VERSION"
   if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import onnxruntime_qnn, onnx, numpy' 2>/dev/null; then
     apt_install python3-venv
-    log "creating $venv ($REAL_QNN_PIP_PINS)" >&2
+    log "creating $venv ($REAL_QNN_PINS)" >&2
     rm -rf "$venv"
     python3 -m venv "$venv" >&2
-    # shellcheck disable=SC2086 # the pins are separate words
-    "$venv/bin/python" -m pip install -q $REAL_QNN_PIP_PINS >&2
+    "$venv/bin/python" -m pip install -q -r "$REAL_QNN_PINS" >&2
   fi
   echo "$venv/bin/python"
 }
