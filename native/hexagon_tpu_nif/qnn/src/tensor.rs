@@ -15,6 +15,12 @@ pub const MAX_RANK: u32 = 8;
 /// Longest tensor or graph name accepted, in bytes.
 pub const MAX_NAME_LEN: usize = 4096;
 
+/// Whether a quantization scale is usable: finite and positive (a library reporting another is
+/// refused at load, so executes never see one).
+pub fn valid_scale(scale: f32) -> bool {
+    scale.is_finite() && scale > 0.0
+}
+
 /// Element types a QNN tensor can have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DataType {

@@ -131,7 +131,7 @@ pub(crate) unsafe fn read_tensor(
 }
 
 fn check_scale(scale: f32, what: &str) -> Result<()> {
-    if scale.is_finite() && scale > 0.0 {
+    if super::valid_scale(scale) {
         Ok(())
     } else {
         Err(Error::invalid_model(format!(
