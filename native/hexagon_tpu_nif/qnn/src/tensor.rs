@@ -1,6 +1,6 @@
 //! Tensor metadata: what QnnSystem reports about a graph's inputs and outputs, as plain types.
-//! Reading it from the library's untrusted C structs is [`read`]'s job; building the C structs
-//! an execute hands back to QNN is [`template`]'s.
+//! Reading it from the library's untrusted C structs is `tensor/read.rs`'s job; building the C structs
+//! an execute hands back to QNN is `tensor/template.rs`'s.
 
 mod read;
 mod template;
