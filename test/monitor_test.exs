@@ -14,12 +14,12 @@ defmodule HexagonTpu.MonitorTest do
     Support.quiesce()
   end
 
-  test "runs under a supervisor and emits [:hexagon_tpu, :stats] every interval" do
-    Support.attach_events([[:hexagon_tpu, :stats]])
+  test "runs under a supervisor and emits [:hexagon_tpu, :monitor, :stats] every interval" do
+    Support.attach_events([[:hexagon_tpu, :monitor, :stats]])
     start_supervised!({Monitor, interval_ms: 20, metadata: %{site: "test"}})
 
-    assert_receive {:event, [:hexagon_tpu, :stats], measurements, metadata}, 1_000
-    assert_receive {:event, [:hexagon_tpu, :stats], _, _}, 1_000
+    assert_receive {:event, [:hexagon_tpu, :monitor, :stats], measurements, metadata}, 1_000
+    assert_receive {:event, [:hexagon_tpu, :monitor, :stats], _, _}, 1_000
 
     for key <-
           [:runtimes_alive, :contexts_alive, :graphs_alive, :executes, :execute_errors] ++

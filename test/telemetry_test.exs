@@ -8,9 +8,9 @@ defmodule HexagonTpu.TelemetryTest do
   alias HexagonTpu.Test.{Models, Support}
 
   @execute [
-    [:hexagon_tpu, :execute, :start],
-    [:hexagon_tpu, :execute, :stop],
-    [:hexagon_tpu, :execute, :exception]
+    [:hexagon_tpu, :graph, :execute, :start],
+    [:hexagon_tpu, :graph, :execute, :stop],
+    [:hexagon_tpu, :graph, :execute, :exception]
   ]
   @load [
     [:hexagon_tpu, :context, :load, :start],
@@ -33,12 +33,12 @@ defmodule HexagonTpu.TelemetryTest do
 
     {:ok, _} = HexagonTpu.predict(graph, [f32([0.1, 0.2, 0.3, 0.4])])
 
-    assert_received {:event, [:hexagon_tpu, :execute, :start], start, start_meta}
+    assert_received {:event, [:hexagon_tpu, :graph, :execute, :start], start, start_meta}
     assert is_integer(start.system_time) and is_integer(start.monotonic_time)
     assert start_meta.graph == "identity"
     assert start_meta.context == path
 
-    assert_received {:event, [:hexagon_tpu, :execute, :stop], stop, meta}
+    assert_received {:event, [:hexagon_tpu, :graph, :execute, :stop], stop, meta}
     assert meta.graph == "identity"
     assert meta.status == :ok
     assert meta.context == path
@@ -46,7 +46,7 @@ defmodule HexagonTpu.TelemetryTest do
     # whole call, in native units
     assert stop.execute_ns >= 1_000_000
     assert System.convert_time_unit(stop.duration, :native, :nanosecond) >= stop.execute_ns
-    refute_received {:event, [:hexagon_tpu, :execute, :exception], _, _}
+    refute_received {:event, [:hexagon_tpu, :graph, :execute, :exception], _, _}
   end
 
   test "execute: an error is a stop event with status :error", %{path: path, runtime: runtime} do
@@ -55,8 +55,8 @@ defmodule HexagonTpu.TelemetryTest do
 
     {:error, _} = Graph.execute(graph, [<<1, 2, 3>>])
 
-    assert_received {:event, [:hexagon_tpu, :execute, :start], _, _}
-    assert_received {:event, [:hexagon_tpu, :execute, :stop], stop, meta}
+    assert_received {:event, [:hexagon_tpu, :graph, :execute, :start], _, _}
+    assert_received {:event, [:hexagon_tpu, :graph, :execute, :stop], stop, meta}
     assert meta.status == :error
     assert meta.error == :invalid_input
     assert stop.execute_ns == 0
@@ -71,13 +71,13 @@ defmodule HexagonTpu.TelemetryTest do
     broken = %Graph{graph | ref: make_ref()}
     assert_raise ArgumentError, fn -> Graph.execute(broken, [f32([0.1, 0.2, 0.3, 0.4])]) end
 
-    assert_received {:event, [:hexagon_tpu, :execute, :start], _, _}
-    assert_received {:event, [:hexagon_tpu, :execute, :exception], measurements, meta}
+    assert_received {:event, [:hexagon_tpu, :graph, :execute, :start], _, _}
+    assert_received {:event, [:hexagon_tpu, :graph, :execute, :exception], measurements, meta}
     assert is_integer(measurements.duration)
     assert meta.kind == :error
     assert meta.graph == "identity"
     assert is_list(meta.stacktrace)
-    refute_received {:event, [:hexagon_tpu, :execute, :stop], _, _}
+    refute_received {:event, [:hexagon_tpu, :graph, :execute, :stop], _, _}
   end
 
   test "context load: start and stop with source, backend, status and graphs", %{

@@ -136,7 +136,7 @@ defmodule HexagonTpu.Graph do
   mismatch returns `{:error, %HexagonTpu.Error{reason: :invalid_input}}` naming the tensor,
   what was expected and what was given.
 
-  Runs on a dirty CPU scheduler and emits `[:hexagon_tpu, :execute, :start | :stop |
+  Runs on a dirty CPU scheduler and emits `[:hexagon_tpu, :graph, :execute, :start | :stop |
   :exception]` (see `HexagonTpu.Telemetry`).
 
   ## Examples
@@ -167,7 +167,7 @@ defmodule HexagonTpu.Graph do
     output = option!(opts, :output, output_kinds(), fun)
 
     Telemetry.span(
-      [:hexagon_tpu, :execute],
+      [:hexagon_tpu, :graph, :execute],
       %{graph: graph.name, context: graph.context.source},
       fn ->
         case run(graph, inputs, quantize, dequantize, output) do

@@ -1,6 +1,6 @@
 defmodule HexagonTpu.Monitor do
   @moduledoc """
-  Samples `HexagonTpu.Stats` periodically, emits `[:hexagon_tpu, :stats]` and logs warnings
+  Samples `HexagonTpu.Stats` periodically, emits `[:hexagon_tpu, :monitor, :stats]` and logs warnings
   on sustained growth of live QNN resources (leak suspicion) and on sustained dirty CPU
   scheduler saturation.
 
@@ -161,7 +161,7 @@ defmodule HexagonTpu.Monitor do
       |> Map.merge(%{memory_binary: memory.binary, memory_total: memory.total})
 
     Telemetry.execute(
-      [:hexagon_tpu, :stats],
+      [:hexagon_tpu, :monitor, :stats],
       measurements,
       Map.merge(%{node: node()}, state.opts.metadata)
     )

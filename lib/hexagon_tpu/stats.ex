@@ -20,7 +20,7 @@ defmodule HexagonTpu.Stats do
   the alive counters are kept by the same code under one lock, so they always agree; it is
   touched when an object is created or freed, never by an execute.
 
-  `HexagonTpu.Monitor` samples all of them periodically, emits `[:hexagon_tpu, :stats]` and
+  `HexagonTpu.Monitor` samples all of them periodically, emits `[:hexagon_tpu, :monitor, :stats]` and
   logs warnings that name the top creation sites of a growing kind.
   """
 

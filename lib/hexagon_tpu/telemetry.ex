@@ -8,15 +8,19 @@ defmodule HexagonTpu.Telemetry do
   `System.convert_time_unit/3`. Stop metadata repeats the start metadata, so a handler can
   work from the stop event alone.
 
+  Every name follows one scheme, `[:hexagon_tpu, object, action | phase]`: the object that
+  acts (`:graph`, `:context`, `:monitor`), what it does, and for spans the phase
+  (`:start`, `:stop`, `:exception`).
+
   ## Inference
 
-    * `[:hexagon_tpu, :execute, :start]` - before `HexagonTpu.Graph.execute/3` (and so
+    * `[:hexagon_tpu, :graph, :execute, :start]` - before `HexagonTpu.Graph.execute/3` (and so
       `HexagonTpu.predict/3`) validates and converts its inputs.
       * Measurements: `:system_time`, `:monotonic_time`.
       * Metadata: `:graph` (the graph name), `:context` (the context's source: a path or
         `{:binary, byte_size}`).
 
-    * `[:hexagon_tpu, :execute, :stop]` - after the call returned, successfully or with an
+    * `[:hexagon_tpu, :graph, :execute, :stop]` - after the call returned, successfully or with an
       error tuple.
       * Measurements: `:duration` (the whole call: input conversion, waiting for a dirty
         scheduler and for the graph, QNN's `graphExecute`, output conversion),
@@ -25,7 +29,7 @@ defmodule HexagonTpu.Telemetry do
       * Metadata: `:graph`, `:context`, `:status` (`:ok` or `:error`), and on error `:error`
         (the `HexagonTpu.Error` reason atom).
 
-    * `[:hexagon_tpu, :execute, :exception]` - when the call raised (a bug, or a NIF that is
+    * `[:hexagon_tpu, :graph, :execute, :exception]` - when the call raised (a bug, or a NIF that is
       not loaded).
       * Measurements: `:duration`, `:monotonic_time`.
       * Metadata: `:graph`, `:context`, `:kind`, `:reason`, `:stacktrace`.
@@ -50,7 +54,7 @@ defmodule HexagonTpu.Telemetry do
 
   ## Periodic statistics
 
-    * `[:hexagon_tpu, :stats]` - every `interval_ms` from each running `HexagonTpu.Monitor`.
+    * `[:hexagon_tpu, :monitor, :stats]` - every `interval_ms` from each running `HexagonTpu.Monitor`.
       * Measurements: every counter of `HexagonTpu.Stats.native/0` (`:runtimes_alive`,
         `:contexts_alive`, `:graphs_alive`, `:runtimes_created`, `:contexts_created`,
         `:graphs_created`, `:executes`, `:execute_errors`, `:execute_ns_total`,
@@ -63,7 +67,7 @@ defmodule HexagonTpu.Telemetry do
 
       :telemetry.attach(
         "log-slow-inference",
-        [:hexagon_tpu, :execute, :stop],
+        [:hexagon_tpu, :graph, :execute, :stop],
         &MyApp.Metrics.handle_event/4,
         nil
       )
