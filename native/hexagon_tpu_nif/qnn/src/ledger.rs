@@ -22,17 +22,6 @@ pub enum Kind {
     Graph,
 }
 
-impl Kind {
-    /// `"runtime"`, `"context"` or `"graph"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Runtime => "runtime",
-            Kind::Context => "context",
-            Kind::Graph => "graph",
-        }
-    }
-}
-
 /// One live object, as [`live`] reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LiveEntry {

@@ -1,7 +1,8 @@
 //! The declared layout of every `qnn::sys` type that crosses the C boundary, as one list.
 //!
 //! Each entry states the size, alignment and field offsets measured from the QAIRT 2.43 headers
-//! (`shared/reference/qnn-abi.md`; identical on x86_64 and aarch64 Linux). The `layouts!`
+//! (identical on x86_64 and aarch64 Linux; `qnn/sdk_layout/` checks them against headers
+//! given with `QNN_SDK_ROOT`). The `layouts!`
 //! macro turns that list into both
 //! - compile-time assertions (size, alignment, every field offset, and, for structs, an
 //!   exhaustive destructuring pattern so a field added to the Rust type but not to this list

@@ -1,9 +1,9 @@
 //! The QNN C ABI, declared by hand.
 //!
-//! Only what the runtime calls (and what the host backend implements) is declared. Layouts follow
-//! the QAIRT 2.43 headers (core API 2.32, System API 1.7) as measured in
-//! `shared/reference/qnn-abi.md`; `layout.rs` asserts every size, alignment and field offset at
-//! compile time and lists them in [`DECLARED`], which the maintainer tool `qnn/sdk_layout/`
+//! Only what the runtime calls (and what qnn_sim implements) is declared. Layouts follow the
+//! QAIRT 2.43 headers (core API 2.32, System API 1.7; the public copy used is `include/QNN/` of
+//! github.com/chuzcjoe/qnnx at commit 4d4c8dc); `layout.rs` asserts every size, alignment and
+//! field offset at compile time and lists them in [`DECLARED`], which the maintainer tool `qnn/sdk_layout/`
 //! compares with bindgen's view of real headers (see the crate README).
 //!
 //! Conventions:
