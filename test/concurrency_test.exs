@@ -133,7 +133,7 @@ defmodule HexagonTpu.ConcurrencyTest do
           do: Task.async(fn -> Graph.execute(slow, [f32([1, 2, 3, 4])], output: :binary) end)
 
     assert Support.await_executes_entered(lib, 0)
-    assert wait_until(fn -> Enum.count(tasks, &in_receive?(&1.pid)) == callers - 1 end)
+    assert Support.wait_until(fn -> Enum.count(tasks, &in_receive?(&1.pid)) == callers - 1 end)
 
     # The fast model answers many times while the slow queue has barely started: with callers
     # parked on dirty schedulers it would wait for most of the 8 x @sleep_ms.
@@ -160,7 +160,7 @@ defmodule HexagonTpu.ConcurrencyTest do
     assert Support.await_executes_entered(lib, 0)
 
     {doomed, ref} = spawn_monitor(fn -> Graph.execute(graph, [f32([5, 6, 7, 8])]) end)
-    wait_until(fn -> waiting_in_receive?(doomed) end)
+    assert waiting_in_receive?(doomed)
     Process.exit(doomed, :kill)
     assert_receive {:DOWN, ^ref, :process, ^doomed, :killed}
 
@@ -171,16 +171,8 @@ defmodule HexagonTpu.ConcurrencyTest do
     assert %{execute_count: 3, execute_overlaps: 0} = Support.host_backend_counters(lib)
   end
 
-  defp waiting_in_receive?(pid), do: wait_until(fn -> in_receive?(pid) end)
+  defp waiting_in_receive?(pid), do: Support.wait_until(fn -> in_receive?(pid) end)
 
   defp in_receive?(pid),
     do: Process.info(pid, :current_function) == {:current_function, {HexagonTpu.Native, :call, 1}}
-
-  defp wait_until(fun, tries \\ 3_000) do
-    cond do
-      fun.() -> true
-      tries == 0 -> false
-      true -> Process.sleep(1) && wait_until(fun, tries - 1)
-    end
-  end
 end

@@ -6,6 +6,7 @@ defmodule HexagonTpu.HardwareTest do
   @moduletag :hardware
 
   alias HexagonTpu.{Graph, Runtime, Stats}
+  alias HexagonTpu.Test.Support
 
   test "the HTP backend opens" do
     assert {:ok, runtime} = Runtime.htp()
@@ -39,10 +40,6 @@ defmodule HexagonTpu.HardwareTest do
         :ok = Runtime.close(runtime)
       end)
 
-    assert Stats.alive_diff(before, after_) == %{
-             runtimes_alive: 0,
-             contexts_alive: 0,
-             graphs_alive: 0
-           }
+    Support.assert_no_leaks(before, after_)
   end
 end

@@ -99,10 +99,6 @@ defmodule HexagonTpu.LoadingTest do
         :ok = Context.close(context)
       end)
 
-    assert Stats.alive_diff(before, after_) == %{
-             runtimes_alive: 0,
-             contexts_alive: 0,
-             graphs_alive: 0
-           }
+    Support.assert_no_leaks(before, after_)
   end
 end

@@ -301,11 +301,7 @@ defmodule HexagonTpu.QnnHostTest do
         Runtime.close(runtime)
       end)
 
-    assert Stats.alive_diff(before, after_) == %{
-             runtimes_alive: 0,
-             contexts_alive: 0,
-             graphs_alive: 0
-           }
+    Support.assert_no_leaks(before, after_)
   end
 
   describe "lifetimes" do
@@ -363,11 +359,7 @@ defmodule HexagonTpu.QnnHostTest do
     Support.quiesce()
     growth = QnnHost.rss_kb() - rss_before
 
-    assert Stats.alive_diff(before, after_) == %{
-             runtimes_alive: 0,
-             contexts_alive: 0,
-             graphs_alive: 0
-           }
+    Support.assert_no_leaks(before, after_)
 
     # The emulator's RSS moves by +-10 MB between readings even when nothing leaks (measured
     # over 200 cycles: 143, 141, 139, 134, 132, 138, 136, 136 MB); a leaked QNN context per

@@ -7,7 +7,7 @@ defmodule HexagonTpu.QnnHostThreadsTest do
   import ExUnit.CaptureLog
 
   alias HexagonTpu.{Context, Stats}
-  alias HexagonTpu.Test.QnnHost
+  alias HexagonTpu.Test.{QnnHost, Support}
 
   @moduletag :qnn_host
   @child Path.expand("support/qnn_host_child.exs", __DIR__)
@@ -62,20 +62,12 @@ defmodule HexagonTpu.QnnHostThreadsTest do
         before = Stats.native().log_lines
         assert {:error, %HexagonTpu.Error{qnn_code: code}} = Context.from_binary(runtime, bad)
         assert code in [5005, 5007]
-        wait_until(fn -> Stats.native().log_lines > before end)
+        assert Support.wait_until(fn -> Stats.native().log_lines > before end)
         Process.sleep(50)
         :sys.get_state(HexagonTpu.QnnLog)
       end)
 
     # QNN's own words for the failure, at :error, tagged with the library.
     assert log =~ ~r/\[error\] QNN: .*(create context|deserializ|Failed)/i
-  end
-
-  defp wait_until(fun, tries \\ 5_000) do
-    cond do
-      fun.() -> :ok
-      tries == 0 -> flunk("no QNN log line arrived")
-      true -> Process.sleep(1) && wait_until(fun, tries - 1)
-    end
   end
 end

@@ -20,18 +20,10 @@ defmodule HexagonTpu.QnnLogTest do
     capture_log(fn ->
       before = Stats.native().log_lines
       fun.()
-      wait_for(fn -> Stats.native().log_lines >= before + count end)
+      assert Support.wait_until(fn -> Stats.native().log_lines >= before + count end)
       # Every line sent before this call is handled before it returns.
       :sys.get_state(HexagonTpu.QnnLog)
     end)
-  end
-
-  defp wait_for(fun, tries \\ 5_000) do
-    cond do
-      fun.() -> :ok
-      tries == 0 -> flunk("QNN's log line never arrived")
-      true -> Process.sleep(1) && wait_for(fun, tries - 1)
-    end
   end
 
   test "a failure's explanation from QNN arrives in Logger at :error", %{lib: lib} do

@@ -123,4 +123,31 @@ defmodule HexagonTpu.Test.Support do
         do_eventually(fun, deadline)
     end
   end
+
+  @doc """
+  Asserts that no runtime, context or graph created between two `Stats.with_leak_check/1`
+  snapshots is still alive.
+  """
+  def assert_no_leaks(before, after_) do
+    require ExUnit.Assertions
+
+    ExUnit.Assertions.assert(
+      HexagonTpu.Stats.alive_diff(before, after_) ==
+        %{runtimes_alive: 0, contexts_alive: 0, graphs_alive: 0}
+    )
+  end
+
+  @doc "Polls `fun` every millisecond until it is truthy (true) or `timeout_ms` pass (false)."
+  def wait_until(fun, timeout_ms \\ 5_000) do
+    deadline = System.monotonic_time(:millisecond) + timeout_ms
+    poll(fun, deadline)
+  end
+
+  defp poll(fun, deadline) do
+    cond do
+      fun.() -> true
+      System.monotonic_time(:millisecond) > deadline -> false
+      true -> Process.sleep(1) && poll(fun, deadline)
+    end
+  end
 end
