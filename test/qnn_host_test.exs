@@ -372,7 +372,8 @@ defmodule HexagonTpu.QnnHostTest do
       dir = QnnHost.model!("mlp")
       qdq = Path.join(dir, "mlp_qdq.onnx")
 
-      QnnHost.python!(["quantize", Path.join(dir, "mlp.onnx"), Path.join(dir, "calibration"), qdq])
+      calibration = Path.join(dir, "calibration")
+      QnnHost.python!(["quantize", Path.join(dir, "mlp.onnx"), calibration, qdq])
 
       bin = Path.join(dir, "mlp.bin")
 

@@ -7,6 +7,7 @@ defmodule HexagonTpu.Application do
 
   @impl true
   def start(_type, _args) do
-    Supervisor.start_link([HexagonTpu.QnnLog], strategy: :one_for_one, name: HexagonTpu.Supervisor)
+    children = [HexagonTpu.QnnLog]
+    Supervisor.start_link(children, strategy: :one_for_one, name: HexagonTpu.Supervisor)
   end
 end
