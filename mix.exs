@@ -75,7 +75,7 @@ defmodule HexagonTpu.MixProject do
     [
       main: "readme",
       source_ref: "v#{@version}",
-      extras: ["README.md", "CHANGELOG.md", "docs/models.md"],
+      extras: ["README.md", "ARCHITECTURE.md", "CHANGELOG.md", "docs/models.md"],
       groups_for_modules: [
         Core: [
           HexagonTpu,
