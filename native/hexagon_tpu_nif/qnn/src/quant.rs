@@ -50,6 +50,8 @@
 //! `round_ties_even` where it is a single instruction (aarch64, x86 with
 //! SSE4.1) and an exact add/subtract-2^23 trick on baseline x86-64.
 
+use std::borrow::Cow;
+
 use thiserror::Error;
 
 /// Element container of quantized data.
@@ -622,25 +624,7 @@ pub fn quantize_per_tensor(
     range: (i64, i64),
 ) -> Result<(), QuantError> {
     pair(src_f32, 4, dst, ty.size(), "src_f32", "dst")?;
-    check_scale(scale, None)?;
-    check_range(ty, range)?;
-    let src = src_f32.as_chunks::<4>().0;
-    if use_f32_path(ty, &[offset]) {
-        qrun_best(
-            src,
-            dst,
-            ty.size(),
-            QParams::<f32>::new(scale, offset, range),
-        );
-    } else {
-        qrun_best(
-            src,
-            dst,
-            ty.size(),
-            QParams::<f64>::new(scale, offset, range),
-        );
-    }
-    Ok(())
+    PerTensor::new(ty, scale, offset, range)?.quantize(src_f32, dst)
 }
 
 /// Below this run length, per-axis kernels expand the parameters to one per
@@ -679,18 +663,7 @@ pub fn quantize_per_axis(
 ) -> Result<(), QuantError> {
     let n = pair(src_f32, 4, dst, ty.size(), "src_f32", "dst")?;
     check_layout(layout, n)?;
-    check_params(layout, scales, offsets)?;
-    check_range(ty, range)?;
-    if n == 0 {
-        return Ok(());
-    }
-    let src = src_f32.as_chunks::<4>().0;
-    if use_f32_path(ty, offsets) {
-        quantize_axis_with::<f32>(src, dst, ty.size(), layout, scales, offsets, range);
-    } else {
-        quantize_axis_with::<f64>(src, dst, ty.size(), layout, scales, offsets, range);
-    }
-    Ok(())
+    PerAxis::new(ty, layout, scales.into(), offsets.into(), range)?.quantize(src_f32, dst)
 }
 
 fn quantize_axis_with<A: Acc>(
@@ -860,9 +833,7 @@ pub fn dequantize_per_tensor(
     offset: i32,
 ) -> Result<(), QuantError> {
     pair(src, ty.size(), dst_f32, 4, "src", "dst_f32")?;
-    check_scale(scale, None)?;
-    dq_run(ty, src, dst_f32.as_chunks_mut::<4>().0, scale, offset);
-    Ok(())
+    PerTensor::new(ty, scale, offset, ty.full_range())?.dequantize(src, dst_f32)
 }
 
 /// Dequantize along an axis: element `i` uses `scales[c]`, `offsets[c]` with
@@ -877,33 +848,156 @@ pub fn dequantize_per_axis(
 ) -> Result<(), QuantError> {
     let n = pair(src, ty.size(), dst_f32, 4, "src", "dst_f32")?;
     check_layout(layout, n)?;
-    check_params(layout, scales, offsets)?;
-    if n == 0 {
-        return Ok(());
+    PerAxis::new(ty, layout, scales.into(), offsets.into(), ty.full_range())?
+        .dequantize(src, dst_f32)
+}
+
+// ---------------------------------------------------------------------------
+// Parameters checked once
+// ---------------------------------------------------------------------------
+
+/// Per-tensor parameters whose scale and range were checked when they were made: a tensor's
+/// conversion is built once, when its metadata is read, and each call checks only lengths.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PerTensor {
+    ty: QuantType,
+    scale: f32,
+    offset: i32,
+    range: (i64, i64),
+}
+
+impl PerTensor {
+    /// Checks the scale and that `range` fits the container.
+    pub fn new(
+        ty: QuantType,
+        scale: f32,
+        offset: i32,
+        range: (i64, i64),
+    ) -> Result<Self, QuantError> {
+        check_scale(scale, None)?;
+        check_range(ty, range)?;
+        Ok(PerTensor {
+            ty,
+            scale,
+            offset,
+            range,
+        })
     }
-    let size = ty.size();
-    let inner = layout.inner;
-    let dst = dst_f32.as_chunks_mut::<4>().0;
-    if inner >= SHORT_INNER {
-        let runs = src
-            .chunks_exact(inner * size)
-            .zip(dst.chunks_exact_mut(inner));
-        let params = scales.iter().zip(offsets).cycle();
-        for ((s, d), (&scale, &offset)) in runs.zip(params) {
-            dq_run(ty, s, d, scale, offset);
-        }
-    } else {
-        let chans = row_channels(layout);
-        let sc: Vec<f32> = chans.iter().map(|&c| scales[c]).collect();
-        if use_i32_path(ty, offsets) {
-            let of: Vec<i32> = chans.iter().map(|&c| offsets[c]).collect();
-            dispatch_load!(ty, i32, drows, src, dst, &sc, &of);
+
+    /// [`quantize_per_tensor`] with these parameters.
+    pub fn quantize(&self, src_f32: &[u8], dst: &mut [u8]) -> Result<(), QuantError> {
+        pair(src_f32, 4, dst, self.ty.size(), "src_f32", "dst")?;
+        let src = src_f32.as_chunks::<4>().0;
+        if use_f32_path(self.ty, &[self.offset]) {
+            qrun_best(
+                src,
+                dst,
+                self.ty.size(),
+                QParams::<f32>::new(self.scale, self.offset, self.range),
+            );
         } else {
-            let of: Vec<i64> = chans.iter().map(|&c| offsets[c] as i64).collect();
-            dispatch_load!(ty, i64, drows, src, dst, &sc, &of);
+            qrun_best(
+                src,
+                dst,
+                self.ty.size(),
+                QParams::<f64>::new(self.scale, self.offset, self.range),
+            );
         }
+        Ok(())
     }
-    Ok(())
+
+    /// [`dequantize_per_tensor`] with these parameters (the range plays no part).
+    pub fn dequantize(&self, src: &[u8], dst_f32: &mut [u8]) -> Result<(), QuantError> {
+        pair(src, self.ty.size(), dst_f32, 4, "src", "dst_f32")?;
+        let dst = dst_f32.as_chunks_mut::<4>().0;
+        dq_run(self.ty, src, dst, self.scale, self.offset);
+        Ok(())
+    }
+}
+
+/// Per-axis parameters checked when they were made (scales, their count, the range); each
+/// call checks only lengths. They borrow or own their scales and offsets.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PerAxis<'p> {
+    ty: QuantType,
+    layout: AxisLayout,
+    scales: Cow<'p, [f32]>,
+    offsets: Cow<'p, [i32]>,
+    range: (i64, i64),
+}
+
+impl<'p> PerAxis<'p> {
+    /// Checks the scales, that there is one scale and offset per index along the axis, and
+    /// that `range` fits the container.
+    pub fn new(
+        ty: QuantType,
+        layout: AxisLayout,
+        scales: Cow<'p, [f32]>,
+        offsets: Cow<'p, [i32]>,
+        range: (i64, i64),
+    ) -> Result<Self, QuantError> {
+        check_params(layout, &scales, &offsets)?;
+        check_range(ty, range)?;
+        Ok(PerAxis {
+            ty,
+            layout,
+            scales,
+            offsets,
+            range,
+        })
+    }
+
+    /// [`quantize_per_axis`] with these parameters.
+    pub fn quantize(&self, src_f32: &[u8], dst: &mut [u8]) -> Result<(), QuantError> {
+        let n = pair(src_f32, 4, dst, self.ty.size(), "src_f32", "dst")?;
+        check_layout(self.layout, n)?;
+        let (ty, layout, range) = (self.ty, self.layout, self.range);
+        let (scales, offsets) = (&*self.scales, &*self.offsets);
+        if layout.is_empty() {
+            return Ok(());
+        }
+        let src = src_f32.as_chunks::<4>().0;
+        if use_f32_path(ty, offsets) {
+            quantize_axis_with::<f32>(src, dst, ty.size(), layout, scales, offsets, range);
+        } else {
+            quantize_axis_with::<f64>(src, dst, ty.size(), layout, scales, offsets, range);
+        }
+        Ok(())
+    }
+
+    /// [`dequantize_per_axis`] with these parameters.
+    pub fn dequantize(&self, src: &[u8], dst_f32: &mut [u8]) -> Result<(), QuantError> {
+        let n = pair(src, self.ty.size(), dst_f32, 4, "src", "dst_f32")?;
+        check_layout(self.layout, n)?;
+        let (ty, layout) = (self.ty, self.layout);
+        let (scales, offsets) = (&*self.scales, &*self.offsets);
+        if layout.is_empty() {
+            return Ok(());
+        }
+        let size = ty.size();
+        let inner = layout.inner;
+        let dst = dst_f32.as_chunks_mut::<4>().0;
+        if inner >= SHORT_INNER {
+            let runs = src
+                .chunks_exact(inner * size)
+                .zip(dst.chunks_exact_mut(inner));
+            let params = scales.iter().zip(offsets).cycle();
+            for ((s, d), (&scale, &offset)) in runs.zip(params) {
+                dq_run(ty, s, d, scale, offset);
+            }
+        } else {
+            let chans = row_channels(layout);
+            let sc: Vec<f32> = chans.iter().map(|&c| scales[c]).collect();
+            if use_i32_path(ty, offsets) {
+                let of: Vec<i32> = chans.iter().map(|&c| offsets[c]).collect();
+                dispatch_load!(ty, i32, drows, src, dst, &sc, &of);
+            } else {
+                let of: Vec<i64> = chans.iter().map(|&c| offsets[c] as i64).collect();
+                dispatch_load!(ty, i64, drows, src, dst, &sc, &of);
+            }
+        }
+        Ok(())
+    }
 }
 
 // ---------------------------------------------------------------------------

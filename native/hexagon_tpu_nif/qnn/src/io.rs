@@ -1,0 +1,371 @@
+//! Execute I/O: the one place where a caller's data is checked against a graph's tensors and
+//! converted to and from the buffers QNN reads and writes.
+//!
+//! Each tensor's f32 form is decided once, when its metadata is read
+//! ([`TensorInfo::f32_conversion`]): quantized tensors (per-tensor or per-axis) are quantized /
+//! dequantized with the kernels in [`crate::quant`], f16 tensors are narrowed / widened, f32
+//! tensors need nothing. Anything else (plain integers, booleans, 4-bit, unsupported encodings)
+//! has no f32 form and is passed in the model's own type. The quantization parameters were
+//! checked then too, so an execute checks only what the caller gives: counts, modes, byte sizes.
+//!
+//! [`execute`] is the whole path for callers whose data may need converting (the NIF): it checks
+//! every input, converts what needs it, has QNN write outputs straight into buffers the caller
+//! allocates (so they can be the binaries returned to Elixir), and converts outputs asked for as
+//! f32. Data in the model's own type is never copied.
+
+use std::ops::DerefMut;
+
+use crate::error::{Error, Result};
+use crate::graph::{ExecuteReport, Turn};
+use crate::metadata::GraphInfo;
+use crate::quant::{self, AxisLayout, QuantType};
+use crate::tensor::{DataType, Quantization, TensorInfo};
+
+/// Largest buffer [`execute`] asks its caller to allocate. Allocation failing aborts the BEAM
+/// (`enif_alloc_binary`, through rustler), so absurd sizes are refused up front.
+pub const MAX_TENSOR_BYTES: usize = 1 << 30;
+
+/// What the caller's bytes for a tensor are: in the model's own type (passed to QNN untouched)
+/// or f32 (converted with the tensor's quantization parameters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Model,
+    F32,
+}
+
+/// How f32 data maps to a tensor's own type: decided, with its parameters checked, when the
+/// metadata is read.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum F32Form {
+    /// The tensor is f32 already.
+    Same,
+    F16,
+    PerTensor(quant::PerTensor),
+    PerAxis(quant::PerAxis),
+}
+
+/// The f32 form of a tensor with this metadata, or why it has none (completing "input `x` ...").
+pub(crate) fn f32_form(
+    data_type: DataType,
+    dims: &[u32],
+    quantization: &Quantization,
+) -> std::result::Result<F32Form, String> {
+    let range = quantization.value_range(data_type);
+    match quantization {
+        Quantization::None => match data_type {
+            DataType::Float32 => Ok(F32Form::Same),
+            DataType::Float16 => Ok(F32Form::F16),
+            _ => Err(format!(
+                "is {} without quantization parameters, so it has no f32 form",
+                data_type.name()
+            )),
+        },
+        Quantization::Unsupported { encoding } => Err(format!(
+            "uses the {encoding} quantization encoding, which is passed through undecoded"
+        )),
+        Quantization::PerTensor { scale, offset, .. } => {
+            let ty = quant_type(data_type)?;
+            quant::PerTensor::new(ty, *scale, *offset, range)
+                .map(F32Form::PerTensor)
+                .map_err(|e| e.to_string())
+        }
+        Quantization::PerAxis {
+            axis,
+            scales,
+            offsets,
+            ..
+        } => {
+            let ty = quant_type(data_type)?;
+            let dims: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
+            let layout = AxisLayout::from_dims(&dims, *axis as usize).map_err(|e| e.to_string())?;
+            quant::PerAxis::new(ty, layout, scales.clone(), offsets.clone(), range)
+                .map(F32Form::PerAxis)
+                .map_err(|e| e.to_string())
+        }
+    }
+}
+
+fn quant_type(data_type: DataType) -> std::result::Result<QuantType, String> {
+    use DataType::*;
+    Ok(match data_type {
+        UFixed8 | UInt8 => QuantType::U8,
+        SFixed8 | Int8 => QuantType::I8,
+        UFixed16 | UInt16 => QuantType::U16,
+        SFixed16 | Int16 => QuantType::I16,
+        UFixed32 | UInt32 => QuantType::U32,
+        SFixed32 | Int32 => QuantType::I32,
+        _ => {
+            return Err(format!(
+                "is {} with quantization parameters, which has no f32 form",
+                data_type.name()
+            ));
+        }
+    })
+}
+
+impl F32Form {
+    fn to_model(&self, src_f32: &[u8], dst: &mut [u8]) -> std::result::Result<(), quant::QuantError> {
+        match self {
+            F32Form::Same => {
+                dst.copy_from_slice(src_f32);
+                Ok(())
+            }
+            F32Form::F16 => quant::f32_to_f16(src_f32, dst),
+            F32Form::PerTensor(p) => p.quantize(src_f32, dst),
+            F32Form::PerAxis(p) => p.quantize(src_f32, dst),
+        }
+    }
+
+    fn to_f32(&self, src: &[u8], dst_f32: &mut [u8]) -> std::result::Result<(), quant::QuantError> {
+        match self {
+            F32Form::Same => {
+                dst_f32.copy_from_slice(src);
+                Ok(())
+            }
+            F32Form::F16 => quant::f16_to_f32(src, dst_f32),
+            F32Form::PerTensor(p) => p.dequantize(src, dst_f32),
+            F32Form::PerAxis(p) => p.dequantize(src, dst_f32),
+        }
+    }
+}
+
+/// The conversion `mode` asks of `tensor`: `None` when the bytes go to QNN as they are.
+fn conversion<'t>(role: &str, tensor: &'t TensorInfo, mode: Mode) -> Result<Option<&'t F32Form>> {
+    match (mode, &tensor.f32_form) {
+        (Mode::Model, _) | (Mode::F32, Ok(F32Form::Same)) => Ok(None),
+        (Mode::F32, Ok(form)) => Ok(Some(form)),
+        (Mode::F32, Err(why)) => Err(Error::invalid_input(format!(
+            "{role} `{}` {why}; pass it in the model's own type \
+             (quantize: :none / dequantize: :none)",
+            tensor.name
+        ))),
+    }
+}
+
+/// Bytes of `tensor` as f32.
+fn f32_bytes(role: &str, tensor: &TensorInfo) -> Result<usize> {
+    tensor.element_count().checked_mul(4).ok_or_else(|| {
+        Error::invalid_input(format!(
+            "{role} `{}`: {} elements do not fit in memory as f32",
+            tensor.name,
+            tensor.element_count()
+        ))
+    })
+}
+
+fn check_count(role: &str, graph: &GraphInfo, tensors: &[TensorInfo], given: usize) -> Result<()> {
+    if given == tensors.len() {
+        return Ok(());
+    }
+    let names: Vec<String> = tensors.iter().map(|t| format!("`{}`", t.name)).collect();
+    Err(Error::invalid_input(format!(
+        "graph `{}` takes {} {role}(s) ({}), given {given}",
+        graph.name,
+        tensors.len(),
+        names.join(", ")
+    )))
+}
+
+/// Checks that `given` bytes hold `tensor`, as f32 when `as_f32` or in its own type.
+fn check_size(role: &str, tensor: &TensorInfo, as_f32: bool, given: usize) -> Result<()> {
+    let (expected, form) = if as_f32 {
+        (f32_bytes(role, tensor)?, "f32")
+    } else {
+        (tensor.byte_size, tensor.data_type.name())
+    };
+    if given == expected {
+        return Ok(());
+    }
+    let hint = if as_f32 && role == "input" {
+        " (a binary for a quantized input is read as f32; pass quantize: :none for data in the \
+         model's type)"
+    } else {
+        ""
+    };
+    Err(Error::invalid_input(format!(
+        "{role} `{}`: expected {expected} bytes ({} elements of {form}, shape {:?}), \
+         given {given} bytes{hint}",
+        tensor.name,
+        tensor.element_count(),
+        tensor.dims
+    )))
+}
+
+/// Checks buffers already in the model's own types (the raw [`Turn::execute`]).
+pub(crate) fn check_model_buffers(
+    graph: &GraphInfo,
+    inputs: &[&[u8]],
+    outputs: &[&mut [u8]],
+) -> Result<()> {
+    check_count("input", graph, &graph.inputs, inputs.len())?;
+    check_count("output", graph, &graph.outputs, outputs.len())?;
+    for (tensor, bytes) in graph.inputs.iter().zip(inputs) {
+        check_size("input", tensor, false, bytes.len())?;
+    }
+    for (tensor, bytes) in graph.outputs.iter().zip(outputs) {
+        check_size("output", tensor, false, bytes.len())?;
+    }
+    Ok(())
+}
+
+/// An input ready for QNN: the caller's bytes in place, or converted ones.
+enum Prepared<'a> {
+    Borrowed(&'a [u8]),
+    Converted(Vec<u8>),
+}
+
+impl Prepared<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Prepared::Borrowed(bytes) => bytes,
+            Prepared::Converted(bytes) => bytes,
+        }
+    }
+}
+
+/// Buffer `size` bytes long from the caller's allocator, for `tensor`.
+fn allocate<B: DerefMut<Target = [u8]>>(
+    alloc: &mut impl FnMut(usize) -> B,
+    role: &str,
+    tensor: &TensorInfo,
+    size: usize,
+) -> Result<B> {
+    if size > MAX_TENSOR_BYTES {
+        return Err(Error::invalid_input(format!(
+            "{role} `{}` needs {size} bytes, more than the {MAX_TENSOR_BYTES} bytes allowed per \
+             tensor",
+            tensor.name
+        )));
+    }
+    let buffer = alloc(size);
+    if buffer.len() != size {
+        return Err(Error::Internal {
+            message: format!("asked for {size} bytes, given {}", buffer.len()),
+        });
+    }
+    Ok(buffer)
+}
+
+fn conversion_failed(role: &str, tensor: &TensorInfo, error: quant::QuantError) -> Error {
+    Error::Internal {
+        message: format!("{role} `{}`: {error}", tensor.name),
+    }
+}
+
+/// Runs the graph once on the caller's data. `inputs[i]` holds input `i` in the form
+/// `input_modes[i]` says; outputs come back in the form `output_modes` says, each in a buffer
+/// from `alloc(size)` (which must return exactly `size` bytes). Every input is checked (count,
+/// mode, byte size) before anything is converted or QNN is called.
+///
+/// QNN reads model-type inputs where they are and writes each output straight into its
+/// buffer, zeroed first (QNN is trusted to fill outputs, but a backend that writes less must not
+/// leak old heap contents). An output wanted as f32 is converted into a second buffer, which the
+/// conversion fills completely.
+pub fn execute<B: DerefMut<Target = [u8]>>(
+    turn: &Turn<'_>,
+    inputs: &[&[u8]],
+    input_modes: &[Mode],
+    output_modes: &[Mode],
+    mut alloc: impl FnMut(usize) -> B,
+) -> Result<(Vec<B>, ExecuteReport)> {
+    let graph = turn.graph().info();
+    check_count("input", graph, &graph.inputs, inputs.len())?;
+    if input_modes.len() != graph.inputs.len() || output_modes.len() != graph.outputs.len() {
+        return Err(Error::invalid_input(format!(
+            "graph `{}`: expected {} input mode(s) and {} output mode(s), given {} and {}",
+            graph.name,
+            graph.inputs.len(),
+            graph.outputs.len(),
+            input_modes.len(),
+            output_modes.len()
+        )));
+    }
+    let output_forms = graph
+        .outputs
+        .iter()
+        .zip(output_modes)
+        .map(|(tensor, &mode)| conversion("output", tensor, mode))
+        .collect::<Result<Vec<_>>>()?;
+
+    let mut prepared = Vec::with_capacity(inputs.len());
+    for ((tensor, &bytes), &mode) in graph.inputs.iter().zip(inputs).zip(input_modes) {
+        let form = conversion("input", tensor, mode)?;
+        check_size("input", tensor, form.is_some(), bytes.len())?;
+        prepared.push(match form {
+            None => Prepared::Borrowed(bytes),
+            Some(form) => {
+                let mut converted = vec![0u8; tensor.byte_size];
+                form.to_model(bytes, &mut converted)
+                    .map_err(|e| conversion_failed("input", tensor, e))?;
+                Prepared::Converted(converted)
+            }
+        });
+    }
+
+    let mut raw = Vec::with_capacity(graph.outputs.len());
+    for tensor in &graph.outputs {
+        let mut buffer = allocate(&mut alloc, "output", tensor, tensor.byte_size)?;
+        buffer.fill(0);
+        raw.push(buffer);
+    }
+    let report = {
+        let input_slices: Vec<&[u8]> = prepared.iter().map(Prepared::bytes).collect();
+        let mut output_slices: Vec<&mut [u8]> = raw.iter_mut().map(|b| &mut **b).collect();
+        // SAFETY: one buffer per tensor, each exactly its tensor's byte size: model-type inputs
+        // were checked above, converted ones and outputs are allocated at that size.
+        unsafe { turn.execute_unchecked(&input_slices, &mut output_slices) }?
+    };
+    drop(prepared);
+
+    let mut outputs = Vec::with_capacity(raw.len());
+    for ((buffer, tensor), form) in raw.into_iter().zip(&graph.outputs).zip(output_forms) {
+        match form {
+            None => outputs.push(buffer),
+            Some(form) => {
+                let mut f32s = allocate(&mut alloc, "output", tensor, f32_bytes("output", tensor)?)?;
+                form.to_f32(&buffer, &mut f32s)
+                    .map_err(|e| conversion_failed("output", tensor, e))?;
+                outputs.push(f32s);
+            }
+        }
+    }
+    Ok((outputs, report))
+}
+
+/// Converts caller f32 data (little-endian bytes) into the tensor's own type, for callers that
+/// run [`Turn::execute`] on their own buffers.
+pub fn input_from_f32(tensor: &TensorInfo, src_f32: &[u8], dst: &mut [u8]) -> Result<()> {
+    convert_one("input", tensor, src_f32, dst, true)
+}
+
+/// Converts a tensor's own data into f32 (little-endian bytes); see [`input_from_f32`].
+pub fn output_to_f32(tensor: &TensorInfo, src: &[u8], dst_f32: &mut [u8]) -> Result<()> {
+    convert_one("output", tensor, src, dst_f32, false)
+}
+
+fn convert_one(
+    role: &str,
+    tensor: &TensorInfo,
+    src: &[u8],
+    dst: &mut [u8],
+    from_f32: bool,
+) -> Result<()> {
+    let form = match &tensor.f32_form {
+        Ok(form) => form,
+        Err(why) => {
+            return Err(Error::invalid_input(format!(
+                "{role} `{}` {why}",
+                tensor.name
+            )));
+        }
+    };
+    let (f32_side, model_side) = if from_f32 { (src, &*dst) } else { (&*dst, src) };
+    check_size(role, tensor, true, f32_side.len())?;
+    check_size(role, tensor, false, model_side.len())?;
+    let result = if from_f32 {
+        form.to_model(src, dst)
+    } else {
+        form.to_f32(src, dst)
+    };
+    result.map_err(|e| conversion_failed(role, tensor, e))
+}
