@@ -50,10 +50,15 @@ defmodule HexagonTpu.ErrorsTest do
       |> assert_error(:invalid_input, ["`a`", "expected 16 bytes", "f32", "given 12 bytes"])
 
       Graph.execute(graph, [<<1, 2, 3>>, <<0::128>>], quantize: :none)
-      |> assert_error(:invalid_input, ["`a`", "expected 4 bytes", "u8", "given 3 bytes"])
+      |> assert_error(:invalid_input, [
+        "`a`",
+        "expected 4 bytes",
+        "ufixed_point_8",
+        "given 3 bytes"
+      ])
 
       Graph.execute(graph, [f32([1, 2, 3, 4]), <<0::64>>])
-      |> assert_error(:invalid_input, ["`b`", "expected 16 bytes", "s32", "given 8 bytes"])
+      |> assert_error(:invalid_input, ["`b`", "expected 16 bytes", "int_32", "given 8 bytes"])
     end
 
     test "wrong dtype", %{graph: graph} do

@@ -4,7 +4,6 @@ rustler::atoms! {
     ok,
     error,
     closed,
-    invalid_input,
     internal,
     u,
     s,

@@ -18,7 +18,6 @@ pub struct NifError {
 #[derive(Debug)]
 pub enum Failure {
     Qnn(qnn::Error),
-    InvalidInput(String),
 }
 
 impl From<qnn::Error> for Failure {
@@ -35,11 +34,6 @@ impl Failure {
                 reason: Atom::from_str(env, e.reason()).unwrap_or_else(|_| atoms::internal()),
                 message: e.to_string(),
                 qnn_code: e.qnn_code(),
-            },
-            Failure::InvalidInput(message) => NifError {
-                reason: atoms::invalid_input(),
-                message: message.clone(),
-                qnn_code: None,
             },
         }
     }

@@ -1,10 +1,8 @@
 //! `HexagonTpu.Graph`: retrieve a graph from a context, execute it, close it.
 //!
-//! Execute is where the bytes move. Inputs arrive as Erlang binaries: one already in the
-//! model's dtype is handed to QNN in place; an f32 one is quantized (or narrowed to f16) into a
-//! scratch buffer. Outputs are Erlang binaries allocated at their exact size that QNN writes
-//! into; an output the caller wants as f32 is dequantized into a second binary. Everything the
-//! caller can get wrong is checked before QNN is called.
+//! Execute decodes the terms and hands them to `qnn::io`, which checks everything the caller can
+//! get wrong and converts. Input binaries already in the model's dtype are handed to QNN in
+//! place, and QNN writes outputs straight into binaries allocated here, which are returned.
 
 use rustler::{Binary, Encoder, Env, NifUnitEnum, OwnedBinary, ResourceArc, Term};
 
@@ -16,16 +14,21 @@ use crate::resources::{ContextRes, GraphRes};
 use crate::runtime::encode_unit;
 use crate::terms::GraphInfoTerm;
 
-/// Largest tensor this binding allocates. `enif_alloc_binary` failing aborts the VM (rustler
-/// turns it into `handle_alloc_error`), so absurd sizes are refused up front.
-const MAX_TENSOR_BYTES: usize = 1 << 30;
-
-/// How the caller's bytes relate to a tensor: `:model` (the model's own dtype, passed through
-/// untouched) or `:f32` (converted with the tensor's quantization parameters).
-#[derive(NifUnitEnum, Clone, Copy, PartialEq, Eq, Debug)]
+/// `qnn::io::Mode` as an atom: `:model` (the model's own dtype, passed through untouched) or
+/// `:f32` (converted with the tensor's quantization parameters).
+#[derive(NifUnitEnum, Clone, Copy)]
 pub enum Mode {
     Model,
     F32,
+}
+
+impl From<Mode> for qnn::io::Mode {
+    fn from(mode: Mode) -> Self {
+        match mode {
+            Mode::Model => qnn::io::Mode::Model,
+            Mode::F32 => qnn::io::Mode::F32,
+        }
+    }
 }
 
 /// `{:ok, {graph_ref, graph_info}} | {:error, %HexagonTpu.Error{}}`. `site` is the Elixir
@@ -70,13 +73,21 @@ fn graph_execute<'a>(
     tag: Term<'a>,
 ) -> Term<'a> {
     let started = graph.0.execute_or_queue(
-        |turn| run(env, &turn, inputs, &input_modes, &output_modes),
+        |turn| {
+            ok_or_error(
+                env,
+                execute(env, &turn, inputs, &input_modes, &output_modes),
+            )
+        },
         || {
             let reply = ReplyTo::new(env, tag);
             let inputs = reply.save(inputs);
             let (input_modes, output_modes) = (input_modes.clone(), output_modes.clone());
             Box::new(move |turn: qnn::Turn<'_>| {
-                reply.send(|env| run(env, &turn, inputs.load(env), &input_modes, &output_modes))
+                reply.send(|env| {
+                    let result = execute(env, &turn, inputs.load(env), &input_modes, &output_modes);
+                    ok_or_error(env, result)
+                })
             })
         },
     );
@@ -86,195 +97,34 @@ fn graph_execute<'a>(
     }
 }
 
-fn run<'a>(
+fn execute<'a>(
     env: Env<'a>,
     turn: &qnn::Turn<'_>,
     inputs: Term<'a>,
     input_modes: &[Mode],
     output_modes: &[Mode],
-) -> Term<'a> {
-    let result = inputs
-        .decode::<Vec<Term<'a>>>()
-        .map_err(|_| Failure::InvalidInput("inputs must be a list".to_string()))
-        .and_then(|inputs| execute(env, turn, &inputs, input_modes, output_modes));
-    ok_or_error(env, result)
-}
-
-/// An input ready for QNN: the caller's bytes in place, or converted ones.
-enum Prepared<'a> {
-    Borrowed(&'a [u8]),
-    Converted(Vec<u8>),
-}
-
-impl Prepared<'_> {
-    fn bytes(&self) -> &[u8] {
-        match self {
-            Prepared::Borrowed(bytes) => bytes,
-            Prepared::Converted(bytes) => bytes,
-        }
-    }
-}
-
-fn execute<'a>(
-    env: Env<'a>,
-    turn: &qnn::Turn<'_>,
-    inputs: &[Term<'a>],
-    input_modes: &[Mode],
-    output_modes: &[Mode],
 ) -> Result<(Vec<Binary<'a>>, u64), Failure> {
-    let info = turn.graph().info();
-    if inputs.len() != info.inputs.len() {
-        return Err(Failure::InvalidInput(format!(
-            "graph `{}` takes {} input(s) ({}), given {}",
-            info.name,
-            info.inputs.len(),
-            names(&info.inputs),
-            inputs.len()
-        )));
-    }
-    if input_modes.len() != inputs.len() || output_modes.len() != info.outputs.len() {
-        return Err(Failure::InvalidInput(format!(
-            "graph `{}`: expected {} input mode(s) and {} output mode(s), given {} and {}",
-            info.name,
-            info.inputs.len(),
-            info.outputs.len(),
-            input_modes.len(),
-            output_modes.len()
-        )));
-    }
-    for (tensor, mode) in info.outputs.iter().zip(output_modes) {
-        check_mode("output", tensor, *mode)?;
-    }
-
-    let mut prepared = Vec::with_capacity(inputs.len());
-    for (index, ((term, mode), tensor)) in
-        inputs.iter().zip(input_modes).zip(&info.inputs).enumerate()
-    {
-        let binary = Binary::from_term(*term).map_err(|_| {
-            Failure::InvalidInput(format!(
-                "input `{}` (#{index}): expected a binary, given {:?}",
-                tensor.name,
-                term.get_type()
-            ))
-        })?;
-        prepared.push(prepare_input(tensor, binary.as_slice(), *mode)?);
-    }
-
-    let mut raw = Vec::with_capacity(info.outputs.len());
-    for tensor in &info.outputs {
-        raw.push(alloc_zeroed("output", tensor, tensor.byte_size)?);
-    }
-    let report = {
-        let input_slices: Vec<&[u8]> = prepared.iter().map(Prepared::bytes).collect();
-        let mut output_slices: Vec<&mut [u8]> =
-            raw.iter_mut().map(OwnedBinary::as_mut_slice).collect();
-        turn.execute(&input_slices, &mut output_slices)?
-    };
-    drop(prepared);
-
-    let mut outputs = Vec::with_capacity(raw.len());
-    for ((binary, tensor), mode) in raw.into_iter().zip(&info.outputs).zip(output_modes) {
-        if converts(tensor, *mode) {
-            let mut f32s = alloc_zeroed("output", tensor, f32_bytes("output", tensor)?)?;
-            qnn::convert::output_to_f32(tensor, binary.as_slice(), f32s.as_mut_slice())?;
-            outputs.push(f32s.release(env));
-        } else {
-            outputs.push(binary.release(env));
-        }
-    }
-    Ok((outputs, report.execute_ns))
-}
-
-/// Whether `mode` asks for a conversion (f32 data for a tensor that is not f32 already).
-fn converts(tensor: &qnn::TensorInfo, mode: Mode) -> bool {
-    mode == Mode::F32 && tensor.data_type != qnn::DataType::Float32
-}
-
-fn check_mode(role: &str, tensor: &qnn::TensorInfo, mode: Mode) -> Result<(), Failure> {
-    if converts(tensor, mode) && !qnn::convert::converts_from_f32(tensor) {
-        return Err(Failure::InvalidInput(format!(
-            "{role} `{}` is {} ({}) and has no f32 conversion; use the model's dtype \
-             (quantize: :none / dequantize: :none)",
-            tensor.name,
-            tensor.data_type.name(),
-            describe_quantization(&tensor.quantization)
-        )));
-    }
-    Ok(())
-}
-
-fn prepare_input<'b>(
-    tensor: &qnn::TensorInfo,
-    bytes: &'b [u8],
-    mode: Mode,
-) -> Result<Prepared<'b>, Failure> {
-    check_mode("input", tensor, mode)?;
-    if !converts(tensor, mode) {
-        if bytes.len() != tensor.byte_size {
-            return Err(size_mismatch(
-                tensor,
-                tensor.data_type.name(),
-                tensor.byte_size,
-                bytes.len(),
-            ));
-        }
-        return Ok(Prepared::Borrowed(bytes));
-    }
-    let expected = f32_bytes("input", tensor)?;
-    if bytes.len() != expected {
-        return Err(size_mismatch(tensor, "f32", expected, bytes.len()));
-    }
-    let mut converted = vec![0u8; tensor.byte_size];
-    qnn::convert::input_from_f32(tensor, bytes, &mut converted)?;
-    Ok(Prepared::Converted(converted))
-}
-
-fn size_mismatch(tensor: &qnn::TensorInfo, dtype: &str, expected: usize, given: usize) -> Failure {
-    Failure::InvalidInput(format!(
-        "input `{}`: expected {expected} bytes ({} elements of {dtype}, shape {:?}), given {given} bytes",
-        tensor.name,
-        tensor.element_count(),
-        tensor.dims
-    ))
-}
-
-fn f32_bytes(role: &str, tensor: &qnn::TensorInfo) -> Result<usize, Failure> {
-    tensor.element_count().checked_mul(4).ok_or_else(|| {
-        Failure::InvalidInput(format!(
-            "{role} `{}`: {} elements do not fit in memory as f32",
-            tensor.name,
-            tensor.element_count()
-        ))
-    })
-}
-
-fn alloc_zeroed(role: &str, tensor: &qnn::TensorInfo, size: usize) -> Result<OwnedBinary, Failure> {
-    if size > MAX_TENSOR_BYTES {
-        return Err(Failure::InvalidInput(format!(
-            "{role} `{}` needs {size} bytes, more than the {MAX_TENSOR_BYTES} bytes allowed per tensor",
-            tensor.name
-        )));
-    }
-    let mut binary = OwnedBinary::new(size);
-    // QNN is trusted to fill outputs, but a backend that writes less must not leak old heap
-    // contents into Elixir.
-    binary.as_mut_slice().fill(0);
-    Ok(binary)
-}
-
-fn names(tensors: &[qnn::TensorInfo]) -> String {
-    tensors
+    let invalid = |message: String| Failure::Qnn(qnn::Error::InvalidInput { message });
+    let terms: Vec<Term<'a>> = inputs
+        .decode()
+        .map_err(|_| invalid("inputs must be a list".to_string()))?;
+    let binaries = terms
         .iter()
-        .map(|t| t.name.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-fn describe_quantization(q: &qnn::Quantization) -> String {
-    match q {
-        qnn::Quantization::None => "no quantization".to_string(),
-        qnn::Quantization::PerTensor { .. } => "per-tensor quantization".to_string(),
-        qnn::Quantization::PerAxis { .. } => "per-axis quantization".to_string(),
-        qnn::Quantization::Unsupported { encoding } => format!("{encoding} encoding"),
-    }
+        .enumerate()
+        .map(|(index, term)| {
+            Binary::from_term(*term).map_err(|_| {
+                invalid(format!(
+                    "input #{index}: expected a binary, given {:?}",
+                    term.get_type()
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let inputs: Vec<&[u8]> = binaries.iter().map(Binary::as_slice).collect();
+    let input_modes: Vec<qnn::io::Mode> = input_modes.iter().map(|&m| m.into()).collect();
+    let output_modes: Vec<qnn::io::Mode> = output_modes.iter().map(|&m| m.into()).collect();
+    let (outputs, report) =
+        qnn::io::execute(turn, &inputs, &input_modes, &output_modes, OwnedBinary::new)?;
+    let outputs = outputs.into_iter().map(|b| b.release(env)).collect();
+    Ok((outputs, report.execute_ns))
 }

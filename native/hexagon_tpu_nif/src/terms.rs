@@ -119,7 +119,7 @@ pub struct TensorInfoTerm {
     pub dims: Vec<u32>,
     pub quantization: QuantizationTerm,
     pub byte_size: usize,
-    /// Whether `qnn::convert` can quantize f32 into this tensor / dequantize it to f32.
+    /// Whether `qnn::io` can quantize f32 into this tensor / dequantize it to f32.
     pub f32_conversion: bool,
 }
 
@@ -133,7 +133,7 @@ impl TensorInfoTerm {
             dims: t.dims.clone(),
             quantization: QuantizationTerm::from(&t.quantization),
             byte_size: t.byte_size,
-            f32_conversion: qnn::convert::converts_from_f32(t),
+            f32_conversion: t.f32_conversion(),
         }
     }
 }

@@ -12,7 +12,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use qnn::{Context, Graph, Runtime, RuntimeConfig, convert};
+use qnn::{Context, Graph, Runtime, RuntimeConfig, io};
 use qnn_sim::builder::ModelBuilder;
 use qnn_sim::model::{DType, Quant, TensorSpec};
 
@@ -69,9 +69,9 @@ fn main() {
             pure.push(Duration::from_nanos(report.execute_ns));
 
             let started = Instant::now();
-            convert::input_from_f32(&info.inputs[0], &features, &mut scratch).unwrap();
+            io::input_from_f32(&info.inputs[0], &features, &mut scratch).unwrap();
             graph.execute(&[&scratch], &mut [&mut output]).unwrap();
-            convert::output_to_f32(&info.outputs[0], &output, &mut result).unwrap();
+            io::output_to_f32(&info.outputs[0], &output, &mut result).unwrap();
             f32_path.push(started.elapsed());
 
             let started = Instant::now();

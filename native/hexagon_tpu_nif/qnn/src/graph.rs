@@ -8,6 +8,7 @@ use crate::context::Done;
 use crate::context::{Context, ContextCore};
 use crate::counters;
 use crate::error::{Error, Result};
+use crate::io;
 use crate::ledger::{self, Alive, Kind};
 use crate::metadata::{GraphInfo, GraphMetadata};
 use crate::sys;
@@ -204,23 +205,25 @@ impl Graph {
 impl Turn<'_> {
     /// Runs the graph once. `inputs[i]` must hold exactly `info().inputs[i].byte_size` bytes in
     /// the model's own data type, and `outputs[i]` exactly `info().outputs[i].byte_size`; QNN
-    /// reads and writes these buffers directly.
+    /// reads and writes these buffers directly. For data that needs converting, see
+    /// [`io::execute`].
     pub fn execute(&self, inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Result<ExecuteReport> {
-        let graph = self.graph;
-        let info = &graph.metadata.info;
-        check_buffers(
-            "input",
-            &info.name,
-            &info.inputs,
-            inputs.iter().map(|b| b.len()),
-        )?;
-        check_buffers(
-            "output",
-            &info.name,
-            &info.outputs,
-            outputs.iter().map(|b| b.len()),
-        )?;
+        io::check_model_buffers(self.graph.info(), inputs, outputs)?;
+        // SAFETY: just checked.
+        unsafe { self.execute_unchecked(inputs, outputs) }
+    }
 
+    /// Runs the graph once on buffers already checked.
+    ///
+    /// # Safety
+    /// There must be one buffer per input and per output, each exactly its tensor's
+    /// `byte_size` long: QNN reads and writes that many bytes through the pointers.
+    pub(crate) unsafe fn execute_unchecked(
+        &self,
+        inputs: &[&[u8]],
+        outputs: &mut [&mut [u8]],
+    ) -> Result<ExecuteReport> {
+        let graph = self.graph;
         let state = graph.state.lock().unwrap_or_else(|e| e.into_inner());
         let state = state.as_ref().ok_or(Error::Closed { what: "graph" })?;
         let context_handle = state.context.try_handle()?;
@@ -249,7 +252,7 @@ impl Turn<'_> {
         let started = Instant::now();
         // SAFETY: the graph handle is live (its context's read lock is held), and holding the
         // turn (`self`) serializes every execute on the handle. The tensor arrays describe
-        // buffers whose sizes were checked against the metadata, outlive the call, and outputs
+        // buffers of the metadata's sizes (the caller's contract), outlive the call, and outputs
         // are exclusively borrowed.
         let status = sys::Status(unsafe {
             (lib.fns.graph_execute)(
@@ -281,31 +284,4 @@ impl std::fmt::Debug for Graph {
             .field("closed", &self.is_closed())
             .finish()
     }
-}
-
-fn check_buffers(
-    role: &str,
-    graph: &str,
-    tensors: &[crate::tensor::TensorInfo],
-    lengths: impl ExactSizeIterator<Item = usize>,
-) -> Result<()> {
-    if lengths.len() != tensors.len() {
-        return Err(Error::invalid_input(format!(
-            "graph {graph:?} takes {} {role}s, {} given",
-            tensors.len(),
-            lengths.len()
-        )));
-    }
-    for (tensor, len) in tensors.iter().zip(lengths) {
-        if len != tensor.byte_size {
-            return Err(Error::invalid_input(format!(
-                "{role} {:?} of graph {graph:?} needs {} bytes ({} {:?}), {len} given",
-                tensor.name,
-                tensor.byte_size,
-                tensor.data_type.name(),
-                tensor.dims
-            )));
-        }
-    }
-    Ok(())
 }

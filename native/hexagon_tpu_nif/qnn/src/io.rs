@@ -21,8 +21,8 @@ use crate::metadata::GraphInfo;
 use crate::quant::{self, AxisLayout, QuantType};
 use crate::tensor::{DataType, Quantization, TensorInfo};
 
-/// Largest buffer [`execute`] asks its caller to allocate. Allocation failing aborts the BEAM
-/// (`enif_alloc_binary`, through rustler), so absurd sizes are refused up front.
+/// Largest buffer [`execute`] asks its caller to allocate. The caller's allocation may abort
+/// the process when it fails (an Erlang binary's does), so absurd sizes are refused up front.
 pub const MAX_TENSOR_BYTES: usize = 1 << 30;
 
 /// What the caller's bytes for a tensor are: in the model's own type (passed to QNN untouched)
@@ -41,7 +41,7 @@ pub(crate) enum F32Form {
     Same,
     F16,
     PerTensor(quant::PerTensor),
-    PerAxis(quant::PerAxis),
+    PerAxis(quant::PerAxis<'static>),
 }
 
 /// The f32 form of a tensor with this metadata, or why it has none (completing "input `x` ...").
@@ -78,9 +78,15 @@ pub(crate) fn f32_form(
             let ty = quant_type(data_type)?;
             let dims: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
             let layout = AxisLayout::from_dims(&dims, *axis as usize).map_err(|e| e.to_string())?;
-            quant::PerAxis::new(ty, layout, scales.clone(), offsets.clone(), range)
-                .map(F32Form::PerAxis)
-                .map_err(|e| e.to_string())
+            quant::PerAxis::new(
+                ty,
+                layout,
+                scales.clone().into(),
+                offsets.clone().into(),
+                range,
+            )
+            .map(F32Form::PerAxis)
+            .map_err(|e| e.to_string())
         }
     }
 }
@@ -104,7 +110,11 @@ fn quant_type(data_type: DataType) -> std::result::Result<QuantType, String> {
 }
 
 impl F32Form {
-    fn to_model(&self, src_f32: &[u8], dst: &mut [u8]) -> std::result::Result<(), quant::QuantError> {
+    fn to_model(
+        &self,
+        src_f32: &[u8],
+        dst: &mut [u8],
+    ) -> std::result::Result<(), quant::QuantError> {
         match self {
             F32Form::Same => {
                 dst.copy_from_slice(src_f32);
@@ -322,7 +332,8 @@ pub fn execute<B: DerefMut<Target = [u8]>>(
         match form {
             None => outputs.push(buffer),
             Some(form) => {
-                let mut f32s = allocate(&mut alloc, "output", tensor, f32_bytes("output", tensor)?)?;
+                let mut f32s =
+                    allocate(&mut alloc, "output", tensor, f32_bytes("output", tensor)?)?;
                 form.to_f32(&buffer, &mut f32s)
                     .map_err(|e| conversion_failed("output", tensor, e))?;
                 outputs.push(f32s);

@@ -9,12 +9,12 @@
 
 mod closable;
 pub mod context;
-pub mod convert;
 pub mod counters;
 pub mod error;
 pub mod graph;
 pub mod host_backend;
 pub mod inspect;
+pub mod io;
 pub mod ledger;
 mod loader;
 pub mod log;

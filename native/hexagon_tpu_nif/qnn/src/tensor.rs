@@ -8,6 +8,7 @@ mod template;
 pub(crate) use read::{read_name, read_tensor};
 pub(crate) use template::TensorTemplate;
 
+use crate::io::{self, F32Form};
 use crate::sys;
 
 /// Highest rank accepted from a library (QNN's HTP tensors go up to 5-6; 8 leaves room).
@@ -237,9 +238,39 @@ pub struct TensorInfo {
     pub quantization: Quantization,
     /// Exact byte size of the tensor's data (fits in `u32`, as QNN's client buffers require).
     pub byte_size: usize,
+    /// How f32 data converts to this tensor's type, or why it does not ([`crate::io`]).
+    pub(crate) f32_form: Result<F32Form, String>,
 }
 
 impl TensorInfo {
+    /// A tensor's metadata, its f32 form decided once here.
+    pub(crate) fn new(
+        name: String,
+        id: u32,
+        data_type: DataType,
+        dims: Vec<u32>,
+        quantization: Quantization,
+        byte_size: usize,
+    ) -> Self {
+        let f32_form = io::f32_form(data_type, &dims, &quantization);
+        TensorInfo {
+            name,
+            id,
+            data_type,
+            dims,
+            quantization,
+            byte_size,
+            f32_form,
+        }
+    }
+
+    /// Whether f32 data converts to this tensor's type and back ([`crate::io`]): true for
+    /// per-tensor and per-axis quantized integer tensors, f16 and f32; false for plain integers,
+    /// booleans, 4-bit types and encodings only described.
+    pub fn f32_conversion(&self) -> bool {
+        self.f32_form.is_ok()
+    }
+
     /// Number of elements (1 for a scalar).
     pub fn element_count(&self) -> usize {
         self.dims.iter().map(|&d| d as usize).product()

@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use qnn::{Quantization, convert};
+use qnn::{Quantization, io};
 use qnn_sim::model::{DType, Fault, Quant, TensorSpec};
 
 /// Runs the classifier with f32 features through the conversion path and checks the logits
@@ -19,7 +19,7 @@ fn check_classifier(logits_spec: TensorSpec) {
 
     let features = [0.9f32, 0.1, 0.5, 0.25];
     let mut x = vec![0u8; info.inputs[0].byte_size];
-    convert::input_from_f32(&info.inputs[0], &f32_bytes(&features), &mut x).unwrap();
+    io::input_from_f32(&info.inputs[0], &f32_bytes(&features), &mut x).unwrap();
 
     let mut logits_raw = vec![0u8; info.outputs[0].byte_size];
     let mut probs_raw = vec![0u8; info.outputs[1].byte_size];
@@ -28,7 +28,7 @@ fn check_classifier(logits_spec: TensorSpec) {
         .unwrap();
     assert!(report.execute_ns > 0);
     let mut logits = vec![0u8; info.outputs[0].element_count() * 4];
-    convert::output_to_f32(&info.outputs[0], &logits_raw, &mut logits).unwrap();
+    io::output_to_f32(&info.outputs[0], &logits_raw, &mut logits).unwrap();
     let logits = f32_values(&logits);
 
     // The reference: quantize input, weights and bias as the model stores them, then compute.
@@ -146,11 +146,11 @@ fn f16_identity_round_trips_through_conversion() {
     let info = graph.info().clone();
     let values = [1.0f32, -2.5, 65504.0, 0.000061035156];
     let mut x = vec![0u8; 8];
-    convert::input_from_f32(&info.inputs[0], &f32_bytes(&values), &mut x).unwrap();
+    io::input_from_f32(&info.inputs[0], &f32_bytes(&values), &mut x).unwrap();
     let mut y = vec![0u8; 8];
     graph.execute(&[&x], &mut [&mut y]).unwrap();
     let mut out = vec![0u8; 16];
-    convert::output_to_f32(&info.outputs[0], &y, &mut out).unwrap();
+    io::output_to_f32(&info.outputs[0], &y, &mut out).unwrap();
     assert_eq!(f32_values(&out), values);
 }
 
@@ -165,21 +165,24 @@ fn wrong_buffers_are_rejected_before_qnn_is_called() {
 
     let err = graph.execute(&[], &mut [&mut out]).unwrap_err();
     assert_eq!(err.reason(), "invalid_input");
-    assert!(err.to_string().contains("takes 1 inputs, 0 given"), "{err}");
+    assert!(
+        err.to_string().contains("takes 1 input(s) (`x`), given 0"),
+        "{err}"
+    );
 
     let err = graph.execute(&[&good[..5]], &mut [&mut out]).unwrap_err();
     assert_eq!(err.reason(), "invalid_input");
     let message = err.to_string();
     assert!(
-        message.contains("\"x\"")
-            && message.contains("needs 6 bytes")
-            && message.contains("5 given"),
+        message.contains("input `x`")
+            && message.contains("expected 6 bytes")
+            && message.contains("given 5 bytes"),
         "{message}"
     );
 
     let mut short = [0u8; 7];
     let err = graph.execute(&[&good], &mut [&mut short]).unwrap_err();
-    assert!(err.to_string().contains("output \"y\""), "{err}");
+    assert!(err.to_string().contains("output `y`"), "{err}");
 
     // No execute reached QNN (other tests may run concurrently, but none of them fail here).
     let _ = before;
@@ -227,8 +230,8 @@ fn unconvertible_tensors_say_why() {
         &identity_model(TensorSpec::new(DType::Int32, [2])),
     );
     let info = &graph.info().inputs[0];
-    assert!(!convert::converts_from_f32(info));
-    let err = convert::input_from_f32(info, &[0u8; 8], &mut [0u8; 8]).unwrap_err();
+    assert!(!info.f32_conversion());
+    let err = io::input_from_f32(info, &[0u8; 8], &mut [0u8; 8]).unwrap_err();
     assert!(
         err.to_string().contains("int_32 without quantization"),
         "{err}"

@@ -198,7 +198,7 @@ fn unsupported_encodings_are_described_not_converted() {
         x.quantization,
         Quantization::Unsupported { encoding: "block" }
     );
-    assert!(!qnn::convert::converts_from_f32(x));
+    assert!(!x.f32_conversion());
 }
 
 #[test]

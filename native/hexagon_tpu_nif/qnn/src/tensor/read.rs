@@ -109,14 +109,14 @@ pub(crate) unsafe fn read_tensor(
     // SAFETY: the quantization pointers are NULL or valid per the contract.
     let (quantization, quant) =
         unsafe { read_quantization(&t.quantizeParams, &dims, data_type, &what) }?;
-    let info = TensorInfo {
-        name: name.clone(),
-        id: t.id,
+    let info = TensorInfo::new(
+        name.clone(),
+        t.id,
         data_type,
-        dims: dims.clone(),
+        dims.clone(),
         quantization,
         byte_size,
-    };
+    );
     let template = TensorTemplate {
         version,
         id: t.id,
