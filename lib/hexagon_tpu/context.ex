@@ -26,7 +26,7 @@ defmodule HexagonTpu.Context do
   @typedoc "Where the context was loaded from: a path, or `{:binary, byte_size}`."
   @type source :: binary() | {:binary, non_neg_integer()}
 
-  @typedoc "One graph's metadata, in the binary's order."
+  @typedoc "One graph's metadata, in the binary's order (as the NIF builds it)."
   @type graph_info :: %{name: String.t(), inputs: [TensorInfo.t()], outputs: [TensorInfo.t()]}
 
   @type t :: %__MODULE__{
@@ -111,7 +111,6 @@ defmodule HexagonTpu.Context do
       fn ->
         case load_fun.() do
           {:ok, {ref, graphs}} ->
-            graphs = Enum.map(graphs, &graph_info/1)
             context = %__MODULE__{ref: ref, runtime: runtime, source: source, graphs: graphs}
             {{:ok, context}, %{}, %{status: :ok, graphs: Enum.map(graphs, & &1.name)}}
 
@@ -120,16 +119,6 @@ defmodule HexagonTpu.Context do
         end
       end
     )
-  end
-
-  @doc false
-  @spec graph_info(map()) :: graph_info()
-  def graph_info(%{name: name, inputs: inputs, outputs: outputs}) do
-    %{
-      name: name,
-      inputs: Enum.map(inputs, &TensorInfo.from_native/1),
-      outputs: Enum.map(outputs, &TensorInfo.from_native/1)
-    }
   end
 
   @doc """

@@ -89,14 +89,15 @@ defmodule HexagonTpu.Graph do
     context = Args.handle!(context, Context, "`context`", "HexagonTpu.Graph.retrieve/2")
     name = Args.name!(name, "`name`", "HexagonTpu.Graph.retrieve/2")
 
+    # The metadata is the context's, read when it was loaded; the NIF returns only the handle.
     case Native.graph_retrieve(context.ref, name, Site.caller()) do
-      {:ok, {ref, info}} ->
-        info = Context.graph_info(info)
+      {:ok, ref} ->
+        info = Enum.find(context.graphs, &(&1.name == name))
 
         {:ok,
          %__MODULE__{
            ref: ref,
-           name: info.name,
+           name: name,
            context: context,
            inputs: info.inputs,
            outputs: info.outputs

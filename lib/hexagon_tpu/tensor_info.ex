@@ -2,8 +2,9 @@ defmodule HexagonTpu.TensorInfo do
   @moduledoc """
   What a graph input or output looks like: name, shape, element type and quantization.
 
-  Read from the context binary's own metadata when it is loaded (through QnnSystem) and
-  cached in Elixir: reading it never calls into QNN and still works after `close/1`.
+  Read from the context binary's own metadata when it is loaded (through QnnSystem), built by
+  the NIF and cached in Elixir: reading it never calls into QNN and still works after
+  `close/1`.
 
     * `:name` - the tensor name, as used by `HexagonTpu.predict/3` with a map of inputs
     * `:shape` - a tuple of dimensions, e.g. `{1, 224, 224, 3}`
@@ -95,39 +96,6 @@ defmodule HexagonTpu.TensorInfo do
       other
     )
   end
-
-  @doc false
-  # Builds a TensorInfo from the NIF's plain map (QNN's offsets become zero points here).
-  @spec from_native(map()) :: t()
-  def from_native(%{} = native) do
-    %__MODULE__{
-      name: native.name,
-      id: native.id,
-      shape: List.to_tuple(native.dims),
-      type: native.nx_type,
-      data_type: native.data_type,
-      quantization: quantization(native.quantization),
-      byte_size: native.byte_size,
-      f32_conversion: native.f32_conversion
-    }
-  end
-
-  defp quantization(:none), do: :none
-
-  defp quantization({:per_tensor, %{scale: scale, offset: offset, bitwidth: bits}}),
-    do: %{kind: :per_tensor, scale: scale, zero_point: -offset, bitwidth: bits}
-
-  defp quantization({:per_axis, %{axis: axis, scales: scales, offsets: offsets, bitwidth: bits}}),
-    do: %{
-      kind: :per_axis,
-      axis: axis,
-      scales: scales,
-      zero_points: Enum.map(offsets, &(-&1)),
-      bitwidth: bits
-    }
-
-  defp quantization({:unsupported, %{encoding: encoding}}),
-    do: %{kind: :unsupported, encoding: encoding}
 
   @doc false
   # "u8[1][224][224][3]": the compact form Inspect implementations use.

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use rustler::{Binary, Env, ResourceArc, Term};
+use rustler::{Binary, Encoder, Env, ResourceArc, Term};
 
 use crate::error::ok_or_error;
 use crate::quote;
@@ -21,6 +21,7 @@ fn encode_loaded(env: Env<'_>, result: qnn::Result<Arc<qnn::Context>>) -> Term<'
             .iter()
             .map(|g| GraphInfoTerm::new(env, g))
             .collect();
+        let graphs = graphs.encode(env);
         (ResourceArc::new(ContextRes(context)), graphs)
     });
     ok_or_error(env, result)

@@ -12,7 +12,6 @@ use crate::quote;
 use crate::reply::{ReplyTo, answer};
 use crate::resources::{ContextRes, GraphRes};
 use crate::runtime::encode_unit;
-use crate::terms::GraphInfoTerm;
 
 /// `qnn::io::Mode` as an atom: `:model` (the model's own dtype, passed through untouched) or
 /// `:f32` (converted with the tensor's quantization parameters).
@@ -31,8 +30,8 @@ impl From<Mode> for qnn::io::Mode {
     }
 }
 
-/// `{:ok, {graph_ref, graph_info}} | {:error, %HexagonTpu.Error{}}`. `site` is the Elixir
-/// caller, for the ledger of live objects.
+/// `{:ok, graph_ref} | {:error, %HexagonTpu.Error{}}` (the metadata is the context's, which
+/// Elixir holds already). `site` is the Elixir caller, for the ledger of live objects.
 #[rustler::nif(schedule = "DirtyIo")]
 fn graph_retrieve<'a>(
     env: Env<'a>,
@@ -42,10 +41,7 @@ fn graph_retrieve<'a>(
 ) -> Term<'a> {
     let result = qnn::Graph::retrieve_at(&context.0, &name, &site)
         .map_err(quote::capped)
-        .map(|graph| {
-            let info = GraphInfoTerm::new(env, graph.info());
-            (ResourceArc::new(GraphRes(graph)), info)
-        });
+        .map(|graph| ResourceArc::new(GraphRes(graph)));
     ok_or_error(env, result)
 }
 

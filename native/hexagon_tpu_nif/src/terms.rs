@@ -1,9 +1,8 @@
-//! Plain-data encodings of the `qnn` metadata types.
-//!
-//! These are maps and tagged tuples; the Elixir side turns them into structs
-//! (`HexagonTpu.TensorInfo` also normalizes `offset` into `zero_point`).
+//! Encodings of the `qnn` metadata types: `%HexagonTpu.TensorInfo{}` is built here, whole
+//! (`zero_point = -offset` included), and Elixir keeps what it receives.
 
-use rustler::{Atom, Encoder, Env, NifMap, NifTaggedEnum, Term};
+use rustler::types::tuple::make_tuple;
+use rustler::{Atom, Encoder, Env, NifMap, NifStruct, Term};
 
 use crate::atoms;
 
@@ -35,57 +34,83 @@ impl From<&qnn::RuntimeInfo> for RuntimeInfoTerm {
     }
 }
 
-/// `:none | {:per_tensor, %{...}} | {:per_axis, %{...}} | {:unsupported, %{encoding: ...}}`,
-/// with QNN's own `offset` (`float = (q + offset) * scale`).
-#[derive(NifTaggedEnum)]
+/// `:none | %{kind: :per_tensor, ...} | %{kind: :per_axis, ...} | %{kind: :unsupported, ...}`,
+/// with the conventional zero point (`zero_point = -offset`, as `float = (q - zero_point) *
+/// scale`); see `HexagonTpu.TensorInfo`.
+pub struct QuantizationTerm<'q>(&'q qnn::Quantization);
+
+#[derive(NifMap)]
 #[rustler(encode)]
-pub enum QuantizationTerm {
-    None,
-    PerTensor {
-        scale: f64,
-        offset: i32,
-        bitwidth: Option<u32>,
-    },
-    PerAxis {
-        axis: u32,
-        scales: Vec<f64>,
-        offsets: Vec<i32>,
-        bitwidth: Option<u32>,
-    },
-    Unsupported {
-        encoding: String,
-    },
+struct PerTensorTerm {
+    kind: Atom,
+    scale: f64,
+    zero_point: i64,
+    bitwidth: Option<u32>,
 }
 
-impl From<&qnn::Quantization> for QuantizationTerm {
-    fn from(q: &qnn::Quantization) -> Self {
-        // f32 -> f64 is exact, so Elixir sees the very scale QNN uses.
-        match q {
-            qnn::Quantization::None => QuantizationTerm::None,
+#[derive(NifMap)]
+#[rustler(encode)]
+struct PerAxisTerm {
+    kind: Atom,
+    axis: u32,
+    scales: Vec<f64>,
+    zero_points: Vec<i64>,
+    bitwidth: Option<u32>,
+}
+
+#[derive(NifMap)]
+#[rustler(encode)]
+struct UnsupportedTerm {
+    kind: Atom,
+    encoding: &'static str,
+}
+
+impl Encoder for QuantizationTerm<'_> {
+    fn encode<'a>(&self, env: Env<'a>) -> Term<'a> {
+        // f32 -> f64 is exact, so Elixir sees the very scale QNN uses; i32 -> i64 makes the
+        // negation exact.
+        match self.0 {
+            qnn::Quantization::None => atoms::none().encode(env),
             qnn::Quantization::PerTensor {
                 scale,
                 offset,
                 bitwidth,
-            } => QuantizationTerm::PerTensor {
+            } => PerTensorTerm {
+                kind: atoms::per_tensor(),
                 scale: f64::from(*scale),
-                offset: *offset,
+                zero_point: -i64::from(*offset),
                 bitwidth: *bitwidth,
-            },
+            }
+            .encode(env),
             qnn::Quantization::PerAxis {
                 axis,
                 scales,
                 offsets,
                 bitwidth,
-            } => QuantizationTerm::PerAxis {
+            } => PerAxisTerm {
+                kind: atoms::per_axis(),
                 axis: *axis,
                 scales: scales.iter().map(|s| f64::from(*s)).collect(),
-                offsets: offsets.clone(),
+                zero_points: offsets.iter().map(|o| -i64::from(*o)).collect(),
                 bitwidth: *bitwidth,
-            },
-            qnn::Quantization::Unsupported { encoding } => QuantizationTerm::Unsupported {
-                encoding: (*encoding).to_string(),
-            },
+            }
+            .encode(env),
+            qnn::Quantization::Unsupported { encoding } => UnsupportedTerm {
+                kind: atoms::unsupported(),
+                encoding,
+            }
+            .encode(env),
         }
+    }
+}
+
+/// A shape as a tuple of dimensions, e.g. `{1, 224, 224, 3}`.
+pub struct ShapeTerm<'d>(&'d [u32]);
+
+impl Encoder for ShapeTerm<'_> {
+    fn encode<'a>(&self, env: Env<'a>) -> Term<'a> {
+        let dims: Vec<Term<'a>> = self.0.iter().map(|d| d.encode(env)).collect();
+        make_tuple(env, &dims)
     }
 }
 
@@ -108,58 +133,55 @@ impl Encoder for NxTypeTerm {
     }
 }
 
-#[derive(NifMap)]
+/// `%HexagonTpu.TensorInfo{}`, as that module documents it.
+#[derive(NifStruct)]
+#[module = "HexagonTpu.TensorInfo"]
 #[rustler(encode)]
-pub struct TensorInfoTerm {
-    pub name: String,
-    pub id: u32,
+pub struct TensorInfoTerm<'t> {
+    name: &'t str,
+    id: u32,
+    shape: ShapeTerm<'t>,
+    r#type: NxTypeTerm,
     /// QNN's name for the dtype, e.g. `:ufixed_point_8`.
-    pub data_type: Atom,
-    pub nx_type: NxTypeTerm,
-    pub dims: Vec<u32>,
-    pub quantization: QuantizationTerm,
-    pub byte_size: usize,
-    /// Whether `qnn::io` can quantize f32 into this tensor / dequantize it to f32.
-    pub f32_conversion: bool,
+    data_type: Atom,
+    quantization: QuantizationTerm<'t>,
+    byte_size: usize,
+    /// Whether `qnn::io` converts this tensor from and to f32.
+    f32_conversion: bool,
 }
 
-impl TensorInfoTerm {
-    pub fn new(env: Env, t: &qnn::TensorInfo) -> Self {
+impl<'t> TensorInfoTerm<'t> {
+    pub fn new(env: Env, t: &'t qnn::TensorInfo) -> Self {
         TensorInfoTerm {
-            name: t.name.clone(),
+            name: &t.name,
             id: t.id,
+            shape: ShapeTerm(&t.dims),
+            r#type: NxTypeTerm(t.data_type),
             data_type: data_type_atom(env, t.data_type),
-            nx_type: NxTypeTerm(t.data_type),
-            dims: t.dims.clone(),
-            quantization: QuantizationTerm::from(&t.quantization),
+            quantization: QuantizationTerm(&t.quantization),
             byte_size: t.byte_size,
             f32_conversion: t.f32_conversion(),
         }
     }
 }
 
+/// One graph's metadata: `%{name: String.t(), inputs: [TensorInfo.t()], outputs: [...]}`.
 #[derive(NifMap)]
 #[rustler(encode)]
-pub struct GraphInfoTerm {
-    pub name: String,
-    pub inputs: Vec<TensorInfoTerm>,
-    pub outputs: Vec<TensorInfoTerm>,
+pub struct GraphInfoTerm<'g> {
+    name: &'g str,
+    inputs: Vec<TensorInfoTerm<'g>>,
+    outputs: Vec<TensorInfoTerm<'g>>,
 }
 
-impl GraphInfoTerm {
-    pub fn new(env: Env, g: &qnn::GraphInfo) -> Self {
+impl<'g> GraphInfoTerm<'g> {
+    pub fn new(env: Env, g: &'g qnn::GraphInfo) -> Self {
+        let tensors =
+            |ts: &'g [qnn::TensorInfo]| ts.iter().map(|t| TensorInfoTerm::new(env, t)).collect();
         GraphInfoTerm {
-            name: g.name.clone(),
-            inputs: g
-                .inputs
-                .iter()
-                .map(|t| TensorInfoTerm::new(env, t))
-                .collect(),
-            outputs: g
-                .outputs
-                .iter()
-                .map(|t| TensorInfoTerm::new(env, t))
-                .collect(),
+            name: &g.name,
+            inputs: tensors(&g.inputs),
+            outputs: tensors(&g.outputs),
         }
     }
 }
