@@ -2,51 +2,32 @@
 
 use std::path::Path;
 
-use rustler::{Atom, Env, NifMap, Term};
+use rustler::{Atom, Encoder, Env, NifMap, Term};
 
 use crate::atoms;
 use crate::error::{Failure, ok_or_error};
 
-/// Every counter `qnn::counters()` keeps, as a map with the names `HexagonTpu.Stats` documents.
-#[derive(NifMap)]
-#[rustler(encode)]
-struct CountersTerm {
-    runtimes_alive: u64,
-    contexts_alive: u64,
-    graphs_alive: u64,
-    runtimes_created: u64,
-    contexts_created: u64,
-    graphs_created: u64,
-    executes: u64,
-    execute_errors: u64,
-    execute_ns_total: u64,
-    execute_ns_last: u64,
-    release_errors: u64,
-    runtime_jobs_pending: u64,
-    log_lines: u64,
-    log_dropped: u64,
+/// Every counter `qnn::counters()` keeps, as a map with the names `HexagonTpu.Stats` documents
+/// (the field names of `qnn::Counters`).
+struct CountersTerm(qnn::Counters);
+
+impl Encoder for CountersTerm {
+    fn encode<'a>(&self, env: Env<'a>) -> Term<'a> {
+        let pairs: Vec<(Term<'a>, u64)> = self
+            .0
+            .fields()
+            .into_iter()
+            // The names are a fixed set of identifiers; this cannot fail in practice.
+            .filter_map(|(name, value)| Some((Atom::from_str(env, name).ok()?.encode(env), value)))
+            .collect();
+        Term::map_from_pairs(env, &pairs).unwrap_or_else(|_| rustler::types::map::map_new(env))
+    }
 }
 
 /// Reads a few atomics: cheap enough for a normal scheduler.
 #[rustler::nif]
 fn counters() -> CountersTerm {
-    let c = qnn::counters();
-    CountersTerm {
-        runtimes_alive: c.runtimes_alive,
-        contexts_alive: c.contexts_alive,
-        graphs_alive: c.graphs_alive,
-        runtimes_created: c.runtimes_created,
-        contexts_created: c.contexts_created,
-        graphs_created: c.graphs_created,
-        executes: c.executes,
-        execute_errors: c.execute_errors,
-        execute_ns_total: c.execute_ns_total,
-        execute_ns_last: c.execute_ns_last,
-        release_errors: c.release_errors,
-        runtime_jobs_pending: c.runtime_jobs_pending,
-        log_lines: c.log_lines,
-        log_dropped: c.log_dropped,
-    }
+    CountersTerm(qnn::counters())
 }
 
 /// One entry of the ledger of live objects.
