@@ -1,9 +1,10 @@
 //! `Graph`: one executable graph of a context.
 
 use std::ffi::CString;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
+use crate::closable::Closable;
 use crate::context::Done;
 use crate::context::{Context, ContextCore};
 use crate::counters;
@@ -32,13 +33,16 @@ struct GraphState {
 // crate never runs two `graphExecute` calls on one handle at once (the context's lock for this
 // graph is held for the whole call).
 unsafe impl Send for GraphState {}
+// SAFETY: shared references only read the handle's value; the one QNN call made with it
+// (`graphExecute`) runs only while holding the graph's turn, so never twice at once.
+unsafe impl Sync for GraphState {}
 
 /// A graph retrieved from a context, ready to execute.
 pub struct Graph {
     metadata: Arc<GraphMetadata>,
     /// This graph's turn in its context, shared with every `Graph` of the same name.
     turn: Arc<TurnSlot>,
-    state: Mutex<Option<GraphState>>,
+    state: Closable<GraphState>,
 }
 
 /// Proof that the caller holds the graph's turn: only a `Turn` can execute.
@@ -99,11 +103,14 @@ impl Graph {
         Ok(Arc::new(Graph {
             metadata,
             turn: Arc::clone(&core.turns[index]),
-            state: Mutex::new(Some(GraphState {
-                context: core,
-                handle,
-                _alive: Alive::new(Kind::Graph, site, name.to_string()),
-            })),
+            state: Closable::new(
+                "graph",
+                GraphState {
+                    context: core,
+                    handle,
+                    _alive: Alive::new(Kind::Graph, site, name.to_string()),
+                },
+            ),
         }))
     }
 
@@ -179,12 +186,7 @@ impl Graph {
     }
 
     fn take_state(&self) -> Result<()> {
-        self.state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .map(drop)
-            .ok_or(Error::Closed { what: "graph" })
+        self.state.close().map(drop)
     }
 
     /// Releases the graph after the executes running or queued before it; later calls report
@@ -195,10 +197,7 @@ impl Graph {
 
     /// Whether `close` was called.
     pub fn is_closed(&self) -> bool {
-        self.state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_none()
+        self.state.is_closed()
     }
 }
 
@@ -224,8 +223,7 @@ impl Turn<'_> {
         outputs: &mut [&mut [u8]],
     ) -> Result<ExecuteReport> {
         let graph = self.graph;
-        let state = graph.state.lock().unwrap_or_else(|e| e.into_inner());
-        let state = state.as_ref().ok_or(Error::Closed { what: "graph" })?;
+        let state = graph.state.get()?;
         let context_handle = state.context.try_handle()?;
         if context_handle.is_none() {
             return Err(Error::Closed { what: "context" });
