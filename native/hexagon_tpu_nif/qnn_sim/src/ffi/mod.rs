@@ -7,6 +7,7 @@
 #![allow(non_snake_case)]
 
 pub mod core;
+pub mod execute;
 mod metadata;
 pub mod providers;
 pub mod state;

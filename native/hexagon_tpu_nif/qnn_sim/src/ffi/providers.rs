@@ -14,6 +14,7 @@ use std::sync::{LazyLock, Mutex};
 use qnn::sys::*;
 
 use super::core::*;
+use super::execute::*;
 use super::state::*;
 use super::system::*;
 

@@ -1,0 +1,231 @@
+//! `QnnGraph_execute`: checks the caller's tensors against the graph, applies the model's
+//! sleeps and faults, counts overlaps and concurrency, and runs the graph's numerics.
+
+use std::ffi::{CStr, CString, c_char, c_void};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use qnn::sys::*;
+
+use super::core::FAULT_EXECUTE;
+use super::state::*;
+use crate::model::{FaultScope, GraphDef};
+use crate::numerics;
+
+/// Marks one execute in flight (for the peak counter) until dropped.
+struct InFlight<'a>(&'a GraphObj);
+
+impl<'a> InFlight<'a> {
+    fn enter(g: &'a GraphObj) -> InFlight<'a> {
+        let now = EXECUTES_IN_FLIGHT.fetch_add(1, Ordering::SeqCst) + 1;
+        PEAK_CONCURRENT_EXECUTES.fetch_max(now, Ordering::SeqCst);
+        InFlight(g)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        EXECUTES_IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
+        self.0.running.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A caller tensor's fields, whatever its version.
+struct CallerTensor {
+    id: u32,
+    name: *const c_char,
+    data_type: u32,
+    rank: u32,
+    dims: *const u32,
+    mem_type: u32,
+    data: *mut c_void,
+    size: u32,
+}
+
+/// # Safety
+/// `t` must point to a readable `Qnn_Tensor_t`.
+unsafe fn read_tensor(t: *const Qnn_Tensor_t) -> Option<CallerTensor> {
+    // SAFETY: the caller guarantees a readable tensor; the union member read matches `version`
+    // (both versions share the first 112 bytes, and only those are read).
+    unsafe {
+        let t = &*t;
+        let v1 = match t.version {
+            QNN_TENSOR_VERSION_1 => t.tensor.v1,
+            QNN_TENSOR_VERSION_2 => {
+                let v2 = t.tensor.v2;
+                Qnn_TensorV1_t {
+                    id: v2.id,
+                    name: v2.name,
+                    type_: v2.type_,
+                    dataFormat: v2.dataFormat,
+                    dataType: v2.dataType,
+                    quantizeParams: v2.quantizeParams,
+                    rank: v2.rank,
+                    dimensions: v2.dimensions,
+                    memType: v2.memType,
+                    memory: v2.memory,
+                }
+            }
+            _ => return None,
+        };
+        let (data, size) = if v1.memType == QNN_TENSORMEMTYPE_RAW {
+            (v1.memory.clientBuf.data, v1.memory.clientBuf.dataSize)
+        } else {
+            (std::ptr::null_mut(), 0)
+        };
+        Some(CallerTensor {
+            id: v1.id,
+            name: v1.name,
+            data_type: v1.dataType,
+            rank: v1.rank,
+            dims: v1.dimensions,
+            mem_type: v1.memType,
+            data,
+            size,
+        })
+    }
+}
+
+/// Matches the caller's tensors to the graph's (by id; name, type, shape and buffer checked)
+/// and returns, per graph tensor in graph order, the caller's (pointer, size).
+///
+/// # Safety
+/// `tensors` must be NULL or point to `n` readable tensors whose name/dims pointers are NULL
+/// or valid for what they describe.
+unsafe fn match_tensors(
+    g: &GraphDef,
+    list: &[u32],
+    tensors: *const Qnn_Tensor_t,
+    n: u32,
+) -> Option<Vec<(*mut c_void, usize)>> {
+    if n as usize != list.len() || (n > 0 && tensors.is_null()) {
+        return None;
+    }
+    let mut found: Vec<Option<(*mut c_void, usize)>> = vec![None; list.len()];
+    for k in 0..n as usize {
+        // SAFETY: `k < n` and the caller guarantees `n` readable tensors.
+        let t = unsafe { read_tensor(tensors.add(k)) }?;
+        let pos = list.iter().position(|&i| g.tensor(i).id == t.id)?;
+        let def = g.tensor(list[pos]);
+        if found[pos].is_some() {
+            return None; // the same tensor twice
+        }
+        if !t.name.is_null() {
+            // SAFETY: non-NULL; the caller's tensor names are NUL-terminated strings.
+            let name = unsafe { CStr::from_ptr(t.name) };
+            if name.to_bytes() != def.name.as_bytes() {
+                return None;
+            }
+        }
+        if t.data_type != def.spec.dtype.code() || t.rank as usize != def.spec.dims.len() {
+            return None;
+        }
+        if t.rank > 0 {
+            if t.dims.is_null() {
+                return None;
+            }
+            // SAFETY: non-NULL and the caller's dims array has `rank` entries.
+            let dims = unsafe { std::slice::from_raw_parts(t.dims, t.rank as usize) };
+            if dims != def.spec.dims.as_slice() {
+                return None;
+            }
+        }
+        let expected = def.spec.byte_size()?;
+        if t.mem_type != QNN_TENSORMEMTYPE_RAW || t.data.is_null() || t.size as usize != expected {
+            return None;
+        }
+        found[pos] = Some((t.data, expected));
+    }
+    found.into_iter().collect()
+}
+
+/// `QnnGraph_execute`. Validates the tensors (6004), detects a concurrent execute on the same
+/// graph (6000, counted by `QnnSim_executeOverlaps`), sleeps and fails as the model's behaviour
+/// says, computes, and writes outputs into the caller's buffers.
+///
+/// # Safety
+/// `inputs`/`outputs` must be NULL or point to `num_inputs`/`num_outputs` tensors whose RAW
+/// client buffers are valid for `dataSize` bytes (inputs readable, outputs writable).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn QnnGraph_execute(
+    graph: Qnn_GraphHandle_t,
+    inputs: *const Qnn_Tensor_t,
+    num_inputs: u32,
+    outputs: *mut Qnn_Tensor_t,
+    num_outputs: u32,
+    _profile: Qnn_ProfileHandle_t,
+    signal: Qnn_SignalHandle_t,
+) -> Qnn_ErrorHandle_t {
+    guard(|| {
+        let g = {
+            let reg = registry();
+            match reg.get(handle_id(graph), Kind::Graph) {
+                Some(Obj::Graph(g)) => Arc::clone(g),
+                _ => return err(QNN_GRAPH_ERROR_INVALID_HANDLE),
+            }
+        };
+        EXECUTE_COUNT.fetch_add(1, Ordering::SeqCst);
+        if g.running.fetch_add(1, Ordering::SeqCst) > 0 {
+            g.running.fetch_sub(1, Ordering::SeqCst);
+            EXECUTE_OVERLAPS.fetch_add(1, Ordering::SeqCst);
+            return err(QNN_GRAPH_ERROR_INVALID_ARGUMENT);
+        }
+        let _in_flight = InFlight::enter(&g);
+        if !signal.is_null() {
+            return err(QNN_COMMON_ERROR_NOT_SUPPORTED);
+        }
+        let def = &g.model.graphs[g.index];
+        // SAFETY: forwarded caller contract for `inputs`.
+        let Some(ins) = (unsafe { match_tensors(def, &def.inputs, inputs, num_inputs) }) else {
+            return err(QNN_GRAPH_ERROR_INVALID_TENSOR);
+        };
+        // SAFETY: forwarded caller contract for `outputs`.
+        let Some(outs) = (unsafe { match_tensors(def, &def.outputs, outputs, num_outputs) }) else {
+            return err(QNN_GRAPH_ERROR_INVALID_TENSOR);
+        };
+        let lines = knobs().log_per_execute;
+        if lines > 0 {
+            let reg = registry();
+            if let Some(Obj::Context(c)) = reg.get(g.context, Kind::Context) {
+                for n in 0..lines {
+                    let line = CString::new(format!("execute line {n} of graph {}", def.name))
+                        .unwrap_or_default();
+                    reg.log(c.backend, QNN_LOG_LEVEL_WARN, &line);
+                }
+            }
+        }
+        let b = &g.model.behaviour;
+        if b.sleep_ms > 0 {
+            std::thread::sleep(Duration::from_millis(u64::from(b.sleep_ms)));
+        }
+        if let Some(f) = &b.fail_execute
+            && f.graph.as_ref().is_none_or(|name| *name == def.name)
+        {
+            let n = match f.scope {
+                FaultScope::Library => next_fault_call(g.checksum, FAULT_EXECUTE, &def.name),
+                FaultScope::Context => g.calls.fetch_add(1, Ordering::SeqCst),
+            };
+            if f.fires(n) {
+                return err(f.code);
+            }
+        }
+        // Inputs are copied before outputs are written, so overlapping caller buffers cannot
+        // alias a live Rust reference.
+        let in_bytes: Vec<Vec<u8>> = ins
+            .iter()
+            // SAFETY: each pointer is non-NULL with exactly `len` readable bytes (checked
+            // against the caller's dataSize).
+            .map(|&(p, len)| unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) }.to_vec())
+            .collect();
+        let refs: Vec<&[u8]> = in_bytes.iter().map(Vec::as_slice).collect();
+        let results = numerics::run_graph(def, &refs);
+        for ((p, len), r) in outs.iter().zip(&results) {
+            let n = (*len).min(r.len());
+            // SAFETY: the caller's output buffer is writable for `len` bytes; `r` is our own
+            // vector, so the ranges cannot overlap.
+            unsafe { std::ptr::copy_nonoverlapping(r.as_ptr(), p.cast::<u8>(), n) };
+        }
+        0
+    })
+}
