@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Cross-builds the cargo workspace for aarch64-unknown-linux-gnu (the Dragon Q6A's
-# triple), runs the qnn and qnn_sim tests under qemu-user (the qnn crate's
+# triple), runs the qnn, qnn_tests and qnn_sim tests under qemu-user (qnn_tests'
 # tests/real_stack.rs on Qualcomm's own aarch64 QNN libraries from PyPI's
 # onnxruntime-qnn wheel, and natively on the x86-64 wheel's emulator; see
 # prepare_real_stack; AARCH64_REAL_QNN=0 leaves them out), checks the NIF's glibc
 # floor and, unless AARCH64_BEAM_SMOKE=0, loads the aarch64 NIF into Debian's arm64
 # BEAM under qemu, calls a few trivial NIFs and runs a smoke prediction on the aarch64
-# host QNN backend. Arguments pick steps (see the end).
+# qnn_sim. Arguments pick steps (see the end).
 #
 # Runs as root on a fresh Debian 12 (installs what it needs with apt-get and
 # rustup). Honours CARGO_TARGET_DIR; .ci/release-dry-run.sh reuses this build.
@@ -39,7 +39,7 @@ REAL_QNN_WHEEL_SHA256=ad08bbfebd7c07ffe83995418303215f46cb25a89e12676f47ee20c320
 # The x86-64 side (the emulator, and ORT's QNN EP to compile the test binary): the python
 # QNN_PYTHON names (.ci/run passes the set-up's venv), or a venv with the same pins.
 REAL_QNN_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/hexagon_tpu"
-REAL_STACK_TEST="$CRATE_DIR/qnn/tests/real_stack.rs"
+REAL_STACK_TEST="$CRATE_DIR/qnn_tests/tests/real_stack.rs"
 
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L $SYSROOT"
@@ -142,7 +142,7 @@ PY
 
   REAL_STACK_WORK=$(mktemp -d)
   log "compiling the real-stack test binary with ORT's QNN EP ($py)"
-  "$py" "$CRATE_DIR/qnn/tests/real_stack_model.py" "$REAL_STACK_WORK" 2>&1 | grep -v '^\s*$' | tail -n 3
+  "$py" "$CRATE_DIR/qnn_tests/tests/real_stack_model.py" "$REAL_STACK_WORK" 2>&1 | grep -v '^\s*$' | tail -n 3
   REAL_STACK_BINARY="$REAL_STACK_WORK/real_stack_ctx_qnn.bin"
   [ -f "$REAL_STACK_BINARY" ] || { echo "error: the generator wrote no $REAL_STACK_BINARY" >&2; exit 1; }
 }
@@ -205,11 +205,11 @@ run_tests() {
 
   local out status=0
   out=$(mktemp)
-  log "cargo test -p qnn --target $TARGET (runner: $CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER)"
+  log "cargo test -p qnn -p qnn_tests --target $TARGET (runner: $CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER)"
   # With the real stack, tests/real_stack.rs runs on the aarch64 wheel's libraries here (they
   # find libstdc++ and libatomic in $SYSROOT through qemu's -L, each other through RPATH $ORIGIN).
   local qnn_started=$SECONDS
-  (cd "$CRATE_DIR" && env "${real_env[@]}" cargo test --no-fail-fast -p qnn --target "$TARGET") 2>&1 |
+  (cd "$CRATE_DIR" && env "${real_env[@]}" cargo test --no-fail-fast -p qnn -p qnn_tests --target "$TARGET") 2>&1 |
     tee -a "$out" || status=$?
   [ -z "$real_report" ] || echo "qnn tests under qemu took $((SECONDS - qnn_started)) s"
   log "cargo test -p qnn_sim --target $TARGET --lib --bins ${sim_tests[*]}"
@@ -239,8 +239,8 @@ run_real_stack_native() {
   local report status=0 started=$SECONDS
   report=$(mktemp)
   real_stack_env "$REAL_STACK_X86_LIBS" works "$report"
-  log "cargo test -p qnn --test real_stack (x86-64, the emulator in $REAL_STACK_X86_LIBS)"
-  (cd "$CRATE_DIR" && env "${REAL_ENV[@]}" cargo test --no-fail-fast -p qnn --test real_stack) || status=$?
+  log "cargo test -p qnn_tests --test real_stack (x86-64, the emulator in $REAL_STACK_X86_LIBS)"
+  (cd "$CRATE_DIR" && env "${REAL_ENV[@]}" cargo test --no-fail-fast -p qnn_tests --test real_stack) || status=$?
   if [ "$status" -ne 0 ]; then
     echo "error: the x86-64 real-stack tests failed (cargo exit $status)" >&2
     exit 1
@@ -406,7 +406,7 @@ call(Mod, F, Stubs) ->
             end
     end.
 
-%% One prediction through the whole stack on aarch64: runtime on the aarch64 host backend,
+%% One prediction through the whole stack on aarch64: runtime on the aarch64 qnn_sim,
 %% context from a file, f32 inputs quantized (u8, scale 0.5) by the NIF, the backend's add,
 %% the u8 output dequantized back to f32; then close, after which execute says `closed`.
 predict(Mod) ->
@@ -426,7 +426,7 @@ predict(Mod) ->
         {ok, {Runtime, _}} = Call(fun(T) -> Mod:runtime_create(Sim, Sim, error, Site, T) end),
         {ok, {Context, _}} =
             Call(fun(T) -> Mod:context_from_file(Runtime, Model, 1 bsl 31, Site, T) end),
-        {ok, {Graph, _}} = Mod:graph_retrieve(Context, <<"smoke">>, Site),
+        {ok, Graph} = Mod:graph_retrieve(Context, <<"smoke">>, Site),
         A = F32([1.0, 2.0, 3.5, 4.0]),
         B = F32([0.5, 0.5, 1.0, 10.0]),
         Execute = fun(T) -> Mod:graph_execute(Graph, [A, B], [f32, f32], [f32], T) end,

@@ -2,7 +2,7 @@
 # The offline ExUnit suite on a second Elixir: Debian 13 (trixie) packages Elixir 1.18 on
 # OTP 27. Builds a trixie root filesystem once (debootstrap, cached on the machine) and runs,
 # inside it, `mix compile --force --warnings-as-errors`, `mix format --check-formatted` and
-# `mix test --warnings-as-errors` against the NIF, host backend and model builder that the
+# `mix test --warnings-as-errors` against the NIF, qnn_sim and its model builder that the
 # host built into priv/native/ (bash scripts/test.sh, or this script builds them): that also
 # proves the NIF built on bookworm loads under trixie's newer glibc.
 #
@@ -98,7 +98,7 @@ rootfs="$(readlink -f "$link")"
 for file in libhexagon_tpu_nif.so libqnn_sim.so qnn-sim-build; do
   if [ ! -f "$root/priv/native/$file" ]; then
     log "priv/native/$file is missing: building the workspace on the host"
-    (cd "$root/native/hexagon_tpu_nif" && cargo build --workspace)
+    (cd "$root/native/hexagon_tpu_nif" && cargo build --workspace --features hexagon_tpu_nif/test-support)
     "$root/scripts/install-native.sh"
     break
   fi
@@ -136,7 +136,7 @@ chroot "$rootfs" /usr/bin/env -i \
     mix compile --force --warnings-as-errors
     echo "==> mix format --check-formatted (Elixir 1.18)"
     mix format --check-formatted
-    echo "==> mix test --warnings-as-errors (Elixir 1.18, offline, host QNN backend)"
+    echo "==> mix test --warnings-as-errors (Elixir 1.18, offline, qnn_sim)"
     mix test --warnings-as-errors "$@"
   ' bash "$src" "$@"
 EOF

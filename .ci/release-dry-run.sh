@@ -8,11 +8,20 @@
 #   .ci/release-dry-run.sh verify DIR OUT  verify the artifacts in DIR and write the checksum
 #                                          file OUT (the release workflow uses this)
 #   .ci/release-dry-run.sh version         print @version from mix.exs (checked against Cargo.toml)
+#   .ci/release-dry-run.sh check-nif LIB   only the test-support check below, on one library
+#                                          (.ci/package-check.sh uses this)
 #
 # Verification fails unless there is exactly one artifact per target, each a
 # .tar.gz holding the single file rustler_precompiled extracts, an ELF shared
 # object for that target's CPU exporting nif_init, needing at most GLIBC_2.34,
-# and no two artifacts (nor the libraries inside them) share a sha256.
+# without test support (below), and no two artifacts (nor the libraries inside them)
+# share a sha256.
+#
+# Test support: the cargo feature `test-support` adds the `qnn_sim_counters` NIF
+# (native/hexagon_tpu_nif/src/sim_probe.rs), which dlopens any path it is given to read
+# qnn_sim's counters. A release never enables it. Rustler's NIF function table holds each
+# NIF's name as a C string, and the probe looks up qnn_sim's `QnnSim_*` exports by name, so
+# a library with either string is refused.
 #
 # Honours CARGO_TARGET_DIR, so an aarch64 build left by .ci/aarch64.sh is reused.
 set -euo pipefail
@@ -26,6 +35,7 @@ NIF_MODULE=Elixir.HexagonTpu.Native
 NIF_VERSION=2.15
 TARGETS=(aarch64-unknown-linux-gnu x86_64-unknown-linux-gnu)
 GLIBC_MAX=2.34
+TEST_SUPPORT_STRINGS=(qnn_sim_counters QnnSim_)
 TARGET_DIR="${CARGO_TARGET_DIR:-$CRATE_DIR/target}"
 
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
@@ -62,6 +72,18 @@ project_version() {
   [ "$cargo_version" = "$mix_version" ] ||
     die "mix.exs @version $mix_version differs from $CRATE_DIR/Cargo.toml version $cargo_version"
   printf '%s\n' "$mix_version"
+}
+
+# check_nif LIB: fails if LIB has test support compiled in (see the header).
+check_nif() {
+  local lib=$1 found=() needle
+  [ -f "$lib" ] || die "$lib not found"
+  for needle in "${TEST_SUPPORT_STRINGS[@]}"; do
+    LC_ALL=C grep -qaF -- "$needle" "$lib" && found+=("$needle")
+  done
+  [ "${#found[@]}" -eq 0 ] ||
+    die "$(basename "$lib") contains test support (${found[*]}): it was built with the cargo feature test-support"
+  printf '  %s: no test support (%s absent)\n' "$(basename "$lib")" "${TEST_SUPPORT_STRINGS[*]}" >&2
 }
 
 artifact_name() { # version target
@@ -146,6 +168,7 @@ verify() {
       [ "$(printf '%s\n%s\n' "${glibc#GLIBC_}" "$GLIBC_MAX" | sort -V | tail -n1)" != "$GLIBC_MAX" ]; then
       die "$member needs $glibc, above GLIBC_$GLIBC_MAX"
     fi
+    check_nif "$lib"
     printf '  %-26s sha256:%s  %s, needs %s\n' "$target" "${tar_sums[$i]}" "$machine" "${glibc:-no glibc}" >&2
   done
 
@@ -214,5 +237,9 @@ case "${1:-}" in
     verify "$2" "$3"
     ;;
   version) project_version ;;
-  *) die "usage: $0 [verify ARTIFACT_DIR CHECKSUM_FILE | version]" ;;
+  check-nif)
+    [ $# -eq 2 ] || die "usage: $0 check-nif LIBRARY"
+    check_nif "$2"
+    ;;
+  *) die "usage: $0 [verify ARTIFACT_DIR CHECKSUM_FILE | version | check-nif LIBRARY]" ;;
 esac

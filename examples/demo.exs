@@ -1,5 +1,5 @@
-# The hexagon_tpu demo: load a small quantized classifier built for the host QNN backend,
-# predict, and print the outputs, the timings and the native counters.
+# The hexagon_tpu demo: load a small quantized classifier built for qnn_sim (the project's
+# simulated QNN backend), predict, and print the outputs, the timings and the native counters.
 #
 # Run it with `bash scripts/demo.sh`, which builds everything first. By hand:
 #   mix run examples/demo.exs MODEL.bin path/to/libqnn_sim.so

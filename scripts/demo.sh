@@ -2,9 +2,9 @@
 # The demo, on a host without an NPU or Hex:
 #   0. installs what is missing (scripts/setup.sh: Elixir, python3-venv, the pinned
 #      onnxruntime-qnn venv that holds Qualcomm's QNN host libraries);
-#   1. builds the NIF and the host QNN backend (release), makes a small quantized classifier
-#      with the backend's model builder, loads it, predicts, and prints the outputs, the
-#      timings and HexagonTpu.Stats.native/0 (examples/demo.exs);
+#   1. builds the NIF and qnn_sim, the simulated QNN backend (release), makes a small
+#      quantized classifier with the backend's model builder, loads it, predicts, and prints
+#      the outputs, the timings and HexagonTpu.Stats.native/0 (examples/demo.exs);
 #   2. where Qualcomm's stack is installed: writes a small float ONNX classifier
 #      (examples/tiny_model.py), compiles it into a real QNN context binary for the QCS6490's
 #      HTP v68 with `mix hexagon_tpu.compile`, runs it on Qualcomm's HTP emulator and compares
@@ -20,7 +20,7 @@ export HEXAGON_TPU_OFFLINE="${HEXAGON_TPU_OFFLINE:-1}"
 # shellcheck source=scripts/setup.sh
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
-echo "==> cargo build --release (the NIF, the host QNN backend and its model builder)"
+echo "==> cargo build --release (the NIF, qnn_sim and its model builder)"
 (cd "$crate" && cargo build --release -p hexagon_tpu_nif -p qnn_sim)
 "$root/scripts/install-native.sh" "$target/release"
 
@@ -31,7 +31,7 @@ cd "$root"
 echo "==> building the model: examples/pattern_classifier.json"
 "$root/priv/native/qnn-sim-build" "$root/examples/pattern_classifier.json" -o "$work/pattern_classifier.bin"
 
-echo "==> mix run examples/demo.exs (the host QNN backend, qnn_sim)"
+echo "==> mix run examples/demo.exs (qnn_sim)"
 mix run examples/demo.exs "$work/pattern_classifier.bin" "$root/priv/native/libqnn_sim.so"
 
 if [ "$HEXAGON_TPU_QNN_STACK" != 1 ]; then

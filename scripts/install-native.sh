@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Copies the NIF, the host QNN backend and its model builder from a cargo output directory
-# (default: the debug build) into priv/native/, where HexagonTpu.Native and the tests find
-# them. Files are replaced by rename, so a running VM that has the old NIF loaded is safe.
+# Copies the NIF, qnn_sim (the simulated QNN backend) and its model builder from a cargo output
+# directory (default: the debug build) into priv/native/, where HexagonTpu.Native and the tests
+# find them. Files are replaced by rename, so a running VM that has the old NIF loaded is safe.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

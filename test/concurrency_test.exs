@@ -37,7 +37,7 @@ defmodule HexagonTpu.ConcurrencyTest do
     for {actual, expected} <- results, do: assert_close(actual, expected, 1.0e-5)
   end
 
-  # Each test below runs on its own copy of the host backend, so the backend's counters
+  # Each test below runs on its own copy of qnn_sim, so the backend's counters
   # (executes entered, peak concurrency, overlaps on one graph) are the test's alone. No test
   # asserts an upper bound on time: only orderings the runtime must guarantee.
   setup do
@@ -67,8 +67,7 @@ defmodule HexagonTpu.ConcurrencyTest do
     assert {:ok, _} = Graph.execute(second, [f32([1, 2, 3, 4])])
     assert {:ok, _} = Task.await(task, 30_000)
 
-    assert %{peak_concurrent_executes: 2, execute_overlaps: 0} =
-             Support.host_backend_counters(lib)
+    assert %{peak_concurrent_executes: 2, execute_overlaps: 0} = Support.qnn_sim_counters(lib)
   end
 
   test "executes on one graph run one at a time", %{lib: lib} do
@@ -82,7 +81,7 @@ defmodule HexagonTpu.ConcurrencyTest do
 
     # The backend rejects (and counts) a second execute entering a graph that is running one.
     assert %{execute_count: 8, execute_overlaps: 0, peak_concurrent_executes: 1} =
-             Support.host_backend_counters(lib)
+             Support.qnn_sim_counters(lib)
   end
 
   test "closing a context while another process executes on it waits, then reports :closed",
@@ -142,15 +141,15 @@ defmodule HexagonTpu.ConcurrencyTest do
       assert from_f32(out) == [i * 1.0, 2.0, 3.0, 4.0]
     end
 
-    assert Support.host_backend_counters(lib).execute_count < 20 + callers
-    slow_done = Support.host_backend_counters(lib).execute_count - 20
+    assert Support.qnn_sim_counters(lib).execute_count < 20 + callers
+    slow_done = Support.qnn_sim_counters(lib).execute_count - 20
     assert slow_done < callers
 
     # Every slow caller gets its own correct answer, in turn, one at a time.
     for {:ok, [out]} <- Task.await_many(tasks, 60_000),
         do: assert(from_f32(out) == [1.0, 2.0, 3.0, 4.0])
 
-    assert %{execute_count: 28, execute_overlaps: 0} = Support.host_backend_counters(lib)
+    assert %{execute_count: 28, execute_overlaps: 0} = Support.qnn_sim_counters(lib)
   end
 
   test "a caller that dies while queued does not stall the graph", %{lib: lib} do
@@ -168,7 +167,7 @@ defmodule HexagonTpu.ConcurrencyTest do
     # The dead caller's execute still runs (its answer is dropped); the graph moves on.
     assert {:ok, [out]} = Graph.execute(graph, [f32([9, 9, 9, 9])], output: :binary)
     assert from_f32(out) == [9.0, 9.0, 9.0, 9.0]
-    assert %{execute_count: 3, execute_overlaps: 0} = Support.host_backend_counters(lib)
+    assert %{execute_count: 3, execute_overlaps: 0} = Support.qnn_sim_counters(lib)
   end
 
   defp waiting_in_receive?(pid), do: Support.wait_until(fn -> in_receive?(pid) end)

@@ -1,5 +1,5 @@
 defmodule HexagonTpu.QnnLogTest do
-  # QNN's log reaches Logger through HexagonTpu.QnnLog; the host backend writes its lines
+  # QNN's log reaches Logger through HexagonTpu.QnnLog; qnn_sim writes its lines
   # through the log callback with a C va_list, as QNN does.
   use ExUnit.Case, async: false
 

@@ -15,7 +15,7 @@ defmodule HexagonTpu.StatsTest do
     %{path: Models.build!(Models.identity(t, t))}
   end
 
-  # A private copy of the host backend: its live-handle count belongs to this test alone.
+  # A private copy of qnn_sim: its live-handle count belongs to this test alone.
   @moduletag :tmp_dir
   setup %{tmp_dir: dir} do
     Support.quiesce()

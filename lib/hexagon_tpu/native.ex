@@ -35,12 +35,17 @@ defmodule HexagonTpu.Native.Loader do
           System.get_env("HEXAGON_TPU_BUILD") in ["1", "true"] or
             Application.compile_env(:rustler_precompiled, [:force_build, :hexagon_tpu], false),
         targets: ~w(aarch64-unknown-linux-gnu x86_64-unknown-linux-gnu),
-        nif_versions: ["2.15"]
+        nif_versions: ["2.15"],
+        # Passed to Rustler by a forced build. Only this repository's own test runs add the
+        # test-support NIF: a dependency compiles in MIX_ENV=prod.
+        features: unquote(test_features())
 
       @doc false
       def load_error, do: nil
     end
   end
+
+  defp test_features, do: if(Mix.env() == :test, do: ["test-support"], else: [])
 
   defp plain_load_nif do
     quote do
@@ -126,7 +131,12 @@ defmodule HexagonTpu.Native do
   # stats.rs
   def counters, do: err()
   def ledger_live, do: err()
-  def host_backend_counters(_path), do: err()
+
+  # sim_probe.rs: test support, in the NIF only with the cargo feature `test-support` (the test
+  # builds: scripts/test.sh, and the forced build below in MIX_ENV=test). A release NIF lacks it,
+  # so this stays a stub there; it exists in every build because :erlang.load_nif/2 refuses a
+  # library with a function the module does not define.
+  def qnn_sim_counters(_path), do: err()
 
   defp err, do: :erlang.nif_error(:nif_not_loaded)
 end

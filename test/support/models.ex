@@ -1,6 +1,6 @@
 defmodule HexagonTpu.Test.Models do
   @moduledoc false
-  # Small models for the host QNN backend, written as the JSON specs its builder CLI reads
+  # Small models for qnn_sim, written as the JSON specs its builder CLI reads
   # (native/hexagon_tpu_nif/qnn_sim/README.md) and built into context binaries on demand.
 
   alias HexagonTpu.Test.{JSON, Support}

@@ -1,17 +1,18 @@
 defmodule HexagonTpu.Test.Support do
   @moduledoc false
-  # Paths to the host QNN backend and its model builder, runtimes on it, and small helpers.
+  # Paths to qnn_sim (the simulated QNN backend) and its model builder, runtimes on it, and
+  # small helpers.
 
   alias HexagonTpu.{Context, Graph, Runtime}
   alias HexagonTpu.Test.Models
 
   def priv_native, do: Path.join(to_string(:code.priv_dir(:hexagon_tpu)), "native")
 
-  @doc "The host QNN backend (serves as both the backend and the system library)."
+  @doc "qnn_sim's library (serves as both the backend and the system library)."
   def sim_lib,
     do: System.get_env("HEXAGON_TPU_SIM_LIB") || Path.join(priv_native(), "libqnn_sim.so")
 
-  @doc "The host backend's model builder CLI."
+  @doc "qnn_sim's model builder CLI."
   def builder,
     do: System.get_env("HEXAGON_TPU_SIM_BUILDER") || Path.join(priv_native(), "qnn-sim-build")
 
@@ -28,23 +29,32 @@ defmodule HexagonTpu.Test.Support do
     Graph.retrieve!(context, name)
   end
 
-  @doc "A private copy of the host backend, so that its live-handle count is ours alone."
+  @doc "A private copy of qnn_sim, so that its live-handle count is ours alone."
   def private_sim_lib!(dir) do
     path = Path.join(dir, "libqnn_sim_private_#{System.unique_integer([:positive])}.so")
     File.cp!(sim_lib(), path)
     path
   end
 
-  def live_handles(lib \\ sim_lib()), do: host_backend_counters(lib).live_handles
+  def live_handles(lib \\ sim_lib()), do: qnn_sim_counters(lib).live_handles
 
-  @doc "The host backend's counters: live handles, overlaps, peak concurrency, executes entered."
-  def host_backend_counters(lib \\ sim_lib()) do
-    {:ok, counters} = HexagonTpu.Native.host_backend_counters(lib)
+  @doc "qnn_sim's counters: live handles, overlaps, peak concurrency, executes entered."
+  def qnn_sim_counters(lib \\ sim_lib()) do
+    {:ok, counters} = HexagonTpu.Native.qnn_sim_counters(lib)
     counters
+  rescue
+    e in ErlangError ->
+      if e.original == :nif_not_loaded and HexagonTpu.Native.nif_loaded() do
+        reraise "the NIF in priv/native has no qnn_sim_counters: it was built without the " <>
+                  "cargo feature test-support (bash scripts/test.sh builds it with it)",
+                __STACKTRACE__
+      else
+        reraise e, __STACKTRACE__
+      end
   end
 
   @doc """
-  Waits until the host backend at `lib` has entered more than `count` executes (it counts
+  Waits until the qnn_sim library at `lib` has entered more than `count` executes (it counts
   them on entry), so a test knows an execute is running inside QNN rather than guessing with
   a sleep. Returns false on timeout.
   """
@@ -53,7 +63,7 @@ defmodule HexagonTpu.Test.Support do
 
   defp await_entered(lib, count, deadline) do
     cond do
-      host_backend_counters(lib).execute_count > count ->
+      qnn_sim_counters(lib).execute_count > count ->
         true
 
       System.monotonic_time(:millisecond) > deadline ->

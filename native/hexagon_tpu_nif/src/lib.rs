@@ -21,6 +21,8 @@ mod quote;
 mod reply;
 mod resources;
 mod runtime;
+#[cfg(feature = "test-support")]
+mod sim_probe;
 mod stats;
 mod terms;
 

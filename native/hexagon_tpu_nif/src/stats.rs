@@ -1,11 +1,8 @@
-//! Native counters and the host backend's counters (test support).
-
-use std::path::Path;
+//! Native counters and the ledger of live objects.
 
 use rustler::{Atom, Encoder, Env, NifMap, Term};
 
 use crate::atoms;
-use crate::error::{Failure, ok_or_error};
 
 /// Every counter `qnn::counters()` keeps, as a map with the names `HexagonTpu.Stats` documents
 /// (the field names of `qnn::Counters`).
@@ -60,32 +57,6 @@ fn ledger_live() -> Vec<LiveEntryTerm> {
             detail: e.detail,
         })
         .collect()
-}
-
-/// The host backend's counters.
-#[derive(NifMap)]
-#[rustler(encode)]
-struct HostBackendCountersTerm {
-    live_handles: u64,
-    execute_overlaps: u64,
-    peak_concurrent_executes: u64,
-    execute_count: u64,
-}
-
-/// Counters of the host backend at `path` (test support; the real QNN libraries have no such
-/// exports): live QNN handles, overlapping executes on one graph, the peak number of executes
-/// in flight, and executes entered. `{:ok, map} | {:error, %HexagonTpu.Error{}}`
-#[rustler::nif(schedule = "DirtyIo")]
-fn host_backend_counters<'a>(env: Env<'a>, path: String) -> Term<'a> {
-    let result = qnn::host_backend::counters(Path::new(&path))
-        .map(|c| HostBackendCountersTerm {
-            live_handles: c.live_handles,
-            execute_overlaps: c.execute_overlaps,
-            peak_concurrent_executes: c.peak_concurrent_executes,
-            execute_count: c.execute_count,
-        })
-        .map_err(Failure::from);
-    ok_or_error(env, result)
 }
 
 /// Always `true` once the library is loaded; the Elixir stub answers `false`.

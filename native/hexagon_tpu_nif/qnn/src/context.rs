@@ -219,7 +219,14 @@ impl Context {
         match self.core.close() {
             Ok(core) => {
                 let owner = Arc::clone(&core.runtime);
-                owner.owner.run(Box::new(move |_| done(core.free())));
+                owner.owner.run(Box::new(move |_| {
+                    let result = core.free();
+                    // Let go of the runtime before answering: a `Runtime::close` right after
+                    // this returns must find itself the last holder and free the handles
+                    // there and then (and report their errors), not leave that to a drop.
+                    drop(core);
+                    done(result)
+                }));
             }
             Err(error) => done(Err(error)),
         }

@@ -9,7 +9,7 @@ use crate::version::Version;
 /// Which QNN library a loader error is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LibraryRole {
-    /// The backend library (`libQnnHtp.so`, or a host backend).
+    /// The backend library (`libQnnHtp.so`, or qnn_sim's `libqnn_sim.so`).
     Backend,
     /// `libQnnSystem.so`, which reads context-binary metadata.
     System,

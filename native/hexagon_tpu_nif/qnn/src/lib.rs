@@ -1,6 +1,7 @@
 //! The QNN runtime in safe Rust: the hand-written ABI ([`sys`]), library loading and provider
 //! negotiation, the object model (`Runtime` → `Context` → `Graph`), validated tensor metadata,
-//! host-side quantization kernels, process-wide counters and the ledger of live objects.
+//! host-side quantization kernels, process-wide counters and the ledger of live objects. Test
+//! builds add `sim_probe` (cargo feature `test-support`), which reads qnn_sim's own counters.
 //!
 //! All `unsafe` code of the package lives in this crate; each block states why it is sound.
 //! Threading: a `Graph` runs one `graphExecute` at a time, and a caller never waits for another's
@@ -12,7 +13,6 @@ pub mod context;
 pub mod counters;
 pub mod error;
 pub mod graph;
-pub mod host_backend;
 pub mod inspect;
 pub mod io;
 pub mod ledger;
@@ -23,6 +23,8 @@ pub mod model_file;
 mod owner;
 pub mod quant;
 pub mod runtime;
+#[cfg(feature = "test-support")]
+pub mod sim_probe;
 pub mod sys;
 pub mod tensor;
 mod turn;

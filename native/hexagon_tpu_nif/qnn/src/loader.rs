@@ -168,7 +168,7 @@ pub(crate) fn system(path: &Path) -> Result<Arc<SystemLibrary>> {
 
 fn open(path: &Path, role: LibraryRole) -> Result<Library> {
     // SAFETY: loading a library runs its initializers. The paths name QNN libraries (or the
-    // project's host backend), whose initializers only set up internal state.
+    // project's own qnn_sim), whose initializers only set up internal state.
     unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL) }.map_err(|e| {
         Error::LibraryNotFound {
             role,

@@ -1,4 +1,4 @@
-//! qnn_sim: a host QNN backend for tests and demos.
+//! qnn_sim: a simulated QNN backend for tests and demos.
 //!
 //! Built as a cdylib, this crate is a shared library that implements QNN's C entry points
 //! (`QnnInterface_getProviders`, `QnnSystemInterface_getProviders` and the table functions

@@ -1,5 +1,5 @@
 //! Against Qualcomm's own QNN libraries (QAIRT 2.51 from PyPI's `onnxruntime-qnn` 2.7.0 wheels),
-//! not the project's host backend. Nothing of Qualcomm's is in this repository: the tests run
+//! not the project's qnn_sim. Nothing of Qualcomm's is in this repository: the tests run
 //! when the environment names the libraries and a context binary made at test time, and say
 //! that they were skipped otherwise.
 //!

@@ -1,4 +1,7 @@
-//! Test support for the project's host QNN backend (`qnn_sim`): reads the counters it exports.
+//! Test support for `qnn_sim`, the project's simulated QNN backend: reads the counters it
+//! exports and sets its knobs (`QnnSim_*` symbols, which Qualcomm's libraries do not have). Only
+//! with the cargo feature `test-support`, which releases do not enable: it opens whatever path it
+//! is given.
 //!
 //! These calls open the library by path; when the runtime already opened the same path, the
 //! dynamic loader hands back that same instance, so the numbers describe the handles the runtime
@@ -22,7 +25,7 @@ fn open(path: &Path) -> Result<Arc<Library>> {
     if let Some(library) = opened.get(path) {
         return Ok(Arc::clone(library));
     }
-    // SAFETY: opening the host backend runs no initializers beyond Rust's own statics.
+    // SAFETY: opening qnn_sim runs no initializers beyond Rust's own statics.
     let library = unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL) }.map_err(|e| {
         Error::LibraryNotFound {
             role: LibraryRole::Backend,
@@ -48,7 +51,7 @@ fn read_counter(path: &Path, symbol: &'static str) -> Result<u64> {
     Ok(unsafe { getter() })
 }
 
-/// QNN handles (log, backend, device, context, System context) the host backend has alive.
+/// QNN handles (log, backend, device, context, System context) qnn_sim has alive.
 pub fn live_handles(lib_path: &Path) -> Result<u64> {
     read_counter(lib_path, "QnnSim_liveHandles")
 }
@@ -58,7 +61,7 @@ pub fn execute_overlaps(lib_path: &Path) -> Result<u64> {
     read_counter(lib_path, "QnnSim_executeOverlaps")
 }
 
-/// The most executes the host backend has seen in flight at once, across graphs.
+/// The most executes qnn_sim has seen in flight at once, across graphs.
 pub fn peak_concurrent_executes(lib_path: &Path) -> Result<u64> {
     read_counter(lib_path, "QnnSim_peakConcurrentExecutes")
 }
@@ -68,18 +71,18 @@ pub fn execute_count(lib_path: &Path) -> Result<u64> {
     read_counter(lib_path, "QnnSim_executeCount")
 }
 
-/// The host backend's counters at one moment.
+/// qnn_sim's counters at one moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct HostBackendCounters {
+pub struct SimCounters {
     pub live_handles: u64,
     pub execute_overlaps: u64,
     pub peak_concurrent_executes: u64,
     pub execute_count: u64,
 }
 
-/// Reads every counter the host backend exports.
-pub fn counters(lib_path: &Path) -> Result<HostBackendCounters> {
-    Ok(HostBackendCounters {
+/// Reads every counter qnn_sim exports.
+pub fn counters(lib_path: &Path) -> Result<SimCounters> {
+    Ok(SimCounters {
         live_handles: live_handles(lib_path)?,
         execute_overlaps: execute_overlaps(lib_path)?,
         peak_concurrent_executes: peak_concurrent_executes(lib_path)?,
@@ -87,7 +90,7 @@ pub fn counters(lib_path: &Path) -> Result<HostBackendCounters> {
     })
 }
 
-/// Sets one of the host backend's process-wide knobs (`QnnSim_configure(key, value)`).
+/// Sets one of qnn_sim's process-wide knobs (`QnnSim_configure(key, value)`).
 pub fn configure(lib_path: &Path, key: &str, value: &str) -> Result<()> {
     let library = open(lib_path)?;
     let invalid = |what: &str| Error::invalid_input(format!("{what} contains a NUL byte"));
@@ -109,7 +112,7 @@ pub fn configure(lib_path: &Path, key: &str, value: &str) -> Result<()> {
     match unsafe { configure(key_c.as_ptr(), value_c.as_ptr()) } {
         0 => Ok(()),
         code => Err(Error::invalid_input(format!(
-            "the host backend rejected {key}={value:?} (code {code})"
+            "qnn_sim rejected {key}={value:?} (code {code})"
         ))),
     }
 }

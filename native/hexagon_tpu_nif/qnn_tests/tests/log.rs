@@ -1,4 +1,4 @@
-//! QNN's log through the callback: lines formatted from a real `va_list` (the host backend
+//! QNN's log through the callback: lines formatted from a real `va_list` (qnn_sim
 //! calls the callback from C, as QNN does), tagged with their level and library, filtered at the
 //! level given to QnnLog_create, and rate-limited. One test: the sink and the limiter are
 //! process-wide.
@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
-use qnn::host_backend::configure;
 use qnn::log::{BURST, LogLevel, LogRecord, RATE_PER_SECOND};
+use qnn::sim_probe::configure;
 use qnn::{Context, Runtime, RuntimeConfig};
 use qnn_sim::model::TensorSpec;
 

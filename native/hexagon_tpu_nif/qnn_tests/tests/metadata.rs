@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use qnn::host_backend::configure;
+use qnn::sim_probe::configure;
 use qnn::{Context, DataType, Quantization, Runtime};
 use qnn_sim::builder::ModelBuilder;
 use qnn_sim::model::{AdversarialKind, DType, Quant, TensorSpec};
@@ -174,7 +174,7 @@ fn adversarial_metadata_yields_errors() {
         assert!(err.to_string().contains(needle), "{kind:?}: {err}");
     }
     // Nothing leaked on any error path.
-    assert_eq!(qnn::host_backend::live_handles(&lib).unwrap(), 3); // log, backend, device
+    assert_eq!(qnn::sim_probe::live_handles(&lib).unwrap(), 3); // log, backend, device
     drop(runtime);
     assert_all_freed(&lib);
 }

@@ -5,7 +5,7 @@ mod common;
 use std::path::PathBuf;
 
 use common::*;
-use qnn::host_backend::configure;
+use qnn::sim_probe::configure;
 use qnn::{Runtime, RuntimeConfig, Version};
 
 #[test]
@@ -77,7 +77,7 @@ fn the_oldest_supported_core_minor_is_accepted() {
     runtime.close().unwrap();
 }
 
-/// The host backend ends every provider where its minor says it ends, right before an
+/// qnn_sim ends every provider where its minor says it ends, right before an
 /// inaccessible page (a 2.18 core provider is 536 bytes of our 608, a System 1.1 provider 64 of
 /// 160): reading an entry the minor does not guarantee, or copying a provider whole, would crash
 /// this test.

@@ -1,11 +1,11 @@
-//! `qnn::inspect` against the host backend: library and binary information without a runtime,
+//! `qnn::inspect` on qnn_sim: library and binary information without a runtime,
 //! and the backend probe, which tries every step and frees what it created.
 
 mod common;
 
 use common::*;
-use qnn::host_backend::configure;
 use qnn::inspect;
+use qnn::sim_probe::configure;
 use qnn::{DataType, Error, LogLevel};
 use qnn_sim::builder::ModelBuilder;
 use qnn_sim::model::TensorSpec;
@@ -47,7 +47,7 @@ fn binary_info_reads_every_version_with_the_system_library_alone() {
         let info = inspect::binary_info(&lib, &model).unwrap();
         assert_eq!(info.version, version);
         assert_eq!(info.soc_version, "test-soc");
-        // Only BinaryInfo v3 has a SoC model (the host backend reports 0).
+        // Only BinaryInfo v3 has a SoC model (qnn_sim reports 0).
         assert_eq!(info.soc_model, (version == 3).then_some(0));
         assert!(info.build_id.starts_with("qnn_sim v"), "{}", info.build_id);
         assert_eq!(info.graphs.len(), 1);
@@ -67,7 +67,7 @@ fn probe_creates_and_frees_every_handle() {
     assert!(matches!(probe.log_create, Some(Ok(()))), "{probe:?}");
     assert!(probe.backend_create.is_ok(), "{probe:?}");
     assert!(matches!(probe.device_create, Some(Ok(()))), "{probe:?}");
-    // The host backend does not implement deviceGetPlatformInfo.
+    // qnn_sim does not implement deviceGetPlatformInfo.
     assert!(probe.device_platform_info.is_none(), "{probe:?}");
     assert_all_freed(&lib);
 

@@ -1,4 +1,4 @@
-//! Execution against the host backend: numerics, the raw path, input validation, failures.
+//! Execution on qnn_sim: numerics, the raw path, input validation, failures.
 
 mod common;
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Makes the context binary that qnn/tests/real_stack.rs reads, with ORT's QNN EP.
+"""Makes the context binary that qnn_tests/tests/real_stack.rs reads, with ORT's QNN EP.
 
 Usage: PYTHON real_stack_model.py OUT_DIR
 

@@ -1,13 +1,13 @@
 //! What loading a context binary adds to the process's peak memory, against the file's size.
 //!
-//! Builds host-backend models holding one constant of 16, 64 and 256 MiB, writes each to a file,
+//! Builds qnn_sim models holding one constant of 16, 64 and 256 MiB, writes each to a file,
 //! and for each load prints: the peak RSS the load added (VmHWM, reset before each load through
 //! /proc/self/clear_refs), what stays resident after the load (the backend's own copy of the
-//! weights: the host backend keeps them, as QNN keeps what it needs), and the difference, the
+//! weights: qnn_sim keeps them, as QNN keeps what it needs), and the difference, the
 //! load's transient share (the mapping of the file, released when the load returns). A corrupt
 //! file of the same size shows what a rejected load costs: only the pages QNN read.
 //!
-//! Run: `cargo build --release -p qnn_sim && cargo run --release -p qnn --example load_rss`.
+//! Run: `cargo build --release -p qnn_sim && cargo run --release -p qnn_tests --example load_rss`.
 
 use std::io::Write;
 

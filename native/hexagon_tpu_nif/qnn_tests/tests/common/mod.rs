@@ -1,4 +1,4 @@
-//! Shared helpers for the integration tests: a private copy of the host backend per test (so
+//! Shared helpers for the integration tests: a private copy of qnn_sim per test (so
 //! live-handle counts and knobs are the test's own) and the models the tests run.
 #![allow(dead_code)]
 
@@ -9,7 +9,7 @@ use qnn::{Context, Graph, Runtime, RuntimeConfig};
 use qnn_sim::builder::{ConstData, ModelBuilder};
 use qnn_sim::model::{DType, Quant, TensorSpec};
 
-/// A private copy of the host backend library.
+/// A private copy of qnn_sim's library.
 pub fn fresh_library() -> PathBuf {
     qnn_sim::testing::fresh_library()
 }
@@ -22,10 +22,10 @@ pub fn config(lib: &Path) -> RuntimeConfig {
     }
 }
 
-/// A runtime over a private copy of the host backend.
+/// A runtime over a private copy of qnn_sim.
 pub fn runtime() -> (PathBuf, Arc<Runtime>) {
     let lib = fresh_library();
-    let runtime = Runtime::new(&config(&lib)).expect("runtime over the host backend");
+    let runtime = Runtime::new(&config(&lib)).expect("runtime over qnn_sim");
     (lib, runtime)
 }
 
@@ -38,13 +38,13 @@ pub fn load(runtime: &Arc<Runtime>, model: &[u8]) -> (Arc<Context>, Arc<Graph>) 
 }
 
 pub fn live_handles(lib: &Path) -> u64 {
-    qnn::host_backend::live_handles(lib).expect("live handle count")
+    qnn::sim_probe::live_handles(lib).expect("live handle count")
 }
 
 /// Asserts that every QNN handle created through `lib` was freed.
 pub fn assert_all_freed(lib: &Path) {
     assert!(qnn::counters::settle(std::time::Duration::from_secs(10)));
-    assert_eq!(live_handles(lib), 0, "host backend still has live handles");
+    assert_eq!(live_handles(lib), 0, "qnn_sim still has live handles");
 }
 
 /// An identity graph `x -> y` over one tensor spec.

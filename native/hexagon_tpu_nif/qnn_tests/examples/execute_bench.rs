@@ -1,12 +1,12 @@
-//! How much time the runtime adds around `graphExecute`, against the host backend.
+//! How much time the runtime adds around `graphExecute`, on qnn_sim.
 //!
 //! For an identity graph over 224x224x3 and 640x640x3 u8 tensors, prints per call:
 //! the wall time of `Graph::execute`, the pure `graphExecute` time the runtime measured, and
 //! their difference (validation, tensor descriptions, locks, counters), plus the f32 path
 //! (quantize in, dequantize out) and a memcpy of the same bytes as the physical reference. The
-//! host backend's identity copies input to output, so its own time is about one memcpy.
+//! qnn_sim identity copies input to output, so its own time is about one memcpy.
 //!
-//! Run: `cargo run --release -p qnn --example execute_bench` (builds `libqnn_sim.so` first:
+//! Run: `cargo run --release -p qnn_tests --example execute_bench` (builds `libqnn_sim.so` first:
 //! `cargo build --release -p qnn_sim`).
 
 use std::hint::black_box;

@@ -110,7 +110,7 @@ fn graph_not_found_lists_the_graphs() {
 }
 
 /// Runs 6 threads × 10 adds, thread `t` on `graph_for(t)`, checks every result, and checks
-/// that the host backend never saw two executes in flight at once.
+/// that qnn_sim never saw two executes in flight at once.
 fn assert_serialized(lib: &std::path::Path, graph_for: impl Fn(u8) -> Arc<Graph>) {
     let threads: Vec<_> = (0..6u8)
         .map(|t| {
@@ -125,8 +125,8 @@ fn assert_serialized(lib: &std::path::Path, graph_for: impl Fn(u8) -> Arc<Graph>
     for t in threads {
         t.join().unwrap();
     }
-    assert_eq!(qnn::host_backend::execute_overlaps(lib).unwrap(), 0);
-    assert_eq!(qnn::host_backend::peak_concurrent_executes(lib).unwrap(), 1);
+    assert_eq!(qnn::sim_probe::execute_overlaps(lib).unwrap(), 0);
+    assert_eq!(qnn::sim_probe::peak_concurrent_executes(lib).unwrap(), 1);
 }
 
 #[test]
@@ -157,7 +157,7 @@ fn executes_on_different_graphs_run_in_parallel() {
     // 1 s: a runtime that serialized graphs would make the peak 1.
     let left = spawn("left");
     let deadline = Instant::now() + Duration::from_secs(30);
-    while qnn::host_backend::execute_count(&lib).unwrap() == 0 {
+    while qnn::sim_probe::execute_count(&lib).unwrap() == 0 {
         assert!(
             Instant::now() < deadline,
             "the first execute never reached the backend"
@@ -167,11 +167,8 @@ fn executes_on_different_graphs_run_in_parallel() {
     let right = spawn("right");
     assert_eq!(left.join().unwrap(), [2; 4]);
     assert_eq!(right.join().unwrap(), [2; 4]);
-    assert_eq!(
-        qnn::host_backend::peak_concurrent_executes(&lib).unwrap(),
-        2
-    );
-    assert_eq!(qnn::host_backend::execute_overlaps(&lib).unwrap(), 0);
+    assert_eq!(qnn::sim_probe::peak_concurrent_executes(&lib).unwrap(), 2);
+    assert_eq!(qnn::sim_probe::execute_overlaps(&lib).unwrap(), 0);
 }
 
 /// Starts a 300 ms execute on another thread and returns once the backend has entered it.
@@ -179,14 +176,14 @@ fn start_slow_execute(
     lib: &std::path::Path,
     graph: &Arc<Graph>,
 ) -> (Instant, thread::JoinHandle<qnn::Result<[u8; 4]>>) {
-    let entered_before = qnn::host_backend::execute_count(lib).unwrap();
+    let entered_before = qnn::sim_probe::execute_count(lib).unwrap();
     let started = Instant::now();
     let executor = {
         let graph = Arc::clone(graph);
         thread::spawn(move || run_add(&graph, 1, 2))
     };
     let deadline = Instant::now() + Duration::from_secs(30);
-    while qnn::host_backend::execute_count(lib).unwrap() == entered_before {
+    while qnn::sim_probe::execute_count(lib).unwrap() == entered_before {
         assert!(
             Instant::now() < deadline,
             "the execute never reached the backend"

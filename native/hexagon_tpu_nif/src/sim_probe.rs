@@ -1,0 +1,34 @@
+//! Test support, only with the cargo feature `test-support` (scripts/test.sh; never in a
+//! release): qnn_sim's own counters, for the ExUnit suite's leak and serialization checks.
+
+use std::path::Path;
+
+use rustler::{Env, NifMap, Term};
+
+use crate::error::{Failure, ok_or_error};
+
+/// qnn_sim's counters.
+#[derive(NifMap)]
+#[rustler(encode)]
+struct SimCountersTerm {
+    live_handles: u64,
+    execute_overlaps: u64,
+    peak_concurrent_executes: u64,
+    execute_count: u64,
+}
+
+/// Counters of the qnn_sim library at `path` (Qualcomm's libraries have no such exports): live
+/// QNN handles, overlapping executes on one graph, the peak number of executes in flight, and
+/// executes entered. `{:ok, map} | {:error, %HexagonTpu.Error{}}`
+#[rustler::nif(schedule = "DirtyIo")]
+fn qnn_sim_counters<'a>(env: Env<'a>, path: String) -> Term<'a> {
+    let result = qnn::sim_probe::counters(Path::new(&path))
+        .map(|c| SimCountersTerm {
+            live_handles: c.live_handles,
+            execute_overlaps: c.execute_overlaps,
+            peak_concurrent_executes: c.peak_concurrent_executes,
+            execute_count: c.execute_count,
+        })
+        .map_err(Failure::from);
+    ok_or_error(env, result)
+}
