@@ -37,6 +37,28 @@ pub(crate) fn pending() -> u64 {
     PENDING.load(Relaxed)
 }
 
+/// Longest the process waits at exit for frees still queued on runtime threads.
+const EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Makes `exit` wait (up to [`EXIT_GRACE`]) for queued frees before the QNN libraries' own
+/// exit-time destructors run: a free still running on a runtime thread while the backend
+/// tears itself down crashes the process. Registered after the first backend library is
+/// opened, so it runs before that library's destructors (exit runs them in reverse order).
+fn wait_for_frees_at_exit() {
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    extern "C" fn wait() {
+        let deadline = std::time::Instant::now() + EXIT_GRACE;
+        while pending() > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+    REGISTERED.call_once(|| {
+        // SAFETY: `wait` is a plain `extern "C" fn()` that lives for the whole process and
+        // neither panics nor calls `exit`.
+        unsafe { libc::atexit(wait) };
+    });
+}
+
 /// The sending side of a runtime's thread. The thread frees the runtime's handles and ends when
 /// the last `Owner` is dropped.
 pub(crate) struct Owner {
@@ -53,6 +75,7 @@ impl Owner {
         (kind, site): (Kind, String),
         started: Box<dyn FnOnce(Result<Owner>) + Send>,
     ) {
+        wait_for_frees_at_exit();
         let (jobs, inbox) = mpsc::channel::<Job>();
         let started = Arc::new(Mutex::new(Some(started)));
         let report = Arc::clone(&started);
