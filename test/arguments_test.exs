@@ -9,7 +9,7 @@ defmodule HexagonTpu.ArgumentsTest do
   import HexagonTpu.Test.Numerics, only: [f32: 1]
 
   alias HexagonTpu.{Args, Context, Error, Graph, Monitor, Runtime, Stats, TensorInfo}
-  alias HexagonTpu.Test.{Models, Support}
+  alias HexagonTpu.Test.Support
 
   @created [:runtimes_created, :contexts_created, :graphs_created]
   @alive [:runtimes_alive, :contexts_alive, :graphs_alive]
@@ -18,14 +18,7 @@ defmodule HexagonTpu.ArgumentsTest do
   @short 700
 
   setup_all do
-    in_a = Models.t(:ufixed_point_8, [1, 4], {:per_tensor, 0.05, -128})
-    in_b = Models.t(:int_32, [1, 4])
-    out = Models.t(:ufixed_point_8, [1, 4], {:per_tensor, 0.1, -128})
-    path = Models.build!(Models.add(in_a, in_b, out))
-    runtime = Support.runtime!()
-    context = Context.from_file!(runtime, path)
-    graph = Graph.retrieve!(context, "add")
-    %{runtime: runtime, context: context, graph: graph, path: path}
+    Support.add_graph!()
   end
 
   # Runs `fun`, which must raise an ArgumentError whose message contains every fragment, is

@@ -74,24 +74,21 @@ defmodule HexagonTpu.CompilerTest do
 
   test "a Python without the venv module: says to install python3-venv, leaves nothing",
        %{tmp_dir: tmp, cache: cache} do
-    python =
-      fake_python(tmp, """
+    message =
+      failed_setup!(tmp, cache, """
       echo "The virtual environment was not created successfully because ensurepip is not"
       echo "available.  On Debian/Ubuntu systems, you need to install the python3-venv package"
       exit 1
       """)
 
-    System.put_env("HEXAGON_TPU_PYTHON", python)
-    assert {:error, message} = Compiler.setup()
     assert message =~ "has no working venv module"
     assert message =~ "apt-get install python3-venv"
-    assert File.ls!(cache) == []
   end
 
   test "pip failing offline: says so, and leaves no half-made venv", %{tmp_dir: tmp, cache: cache} do
     # `-m venv DIR` makes DIR/bin/python (this script again); `-m pip` fails like pip offline
-    python =
-      fake_python(tmp, """
+    message =
+      failed_setup!(tmp, cache, """
       if [ "$2" = venv ]; then mkdir -p "$3/bin" && cp "$0" "$3/bin/python" && exit 0; fi
       echo "WARNING: Retrying after connection broken by 'NewConnectionError(...)'"
       echo "ERROR: Could not find a version that satisfies the requirement onnxruntime-qnn==2.7.0"
@@ -99,12 +96,9 @@ defmodule HexagonTpu.CompilerTest do
       exit 1
       """)
 
-    System.put_env("HEXAGON_TPU_PYTHON", python)
-    assert {:error, message} = Compiler.setup()
     assert message =~ "pip could not download the pinned packages"
     assert message =~ "offline"
     assert message =~ "No matching distribution found for onnxruntime-qnn==2.7.0"
-    assert File.ls!(cache) == []
   end
 
   test "an existing output is refused before anything runs", %{tmp_dir: tmp} do
@@ -166,6 +160,15 @@ defmodule HexagonTpu.CompilerTest do
       end)
 
     assert stderr =~ "invalid value \"v68\" for --htp-arch"
+  end
+
+  # Compiler.setup/0 with HEXAGON_TPU_PYTHON set to a fake python3 running `body`: asserts it
+  # fails and leaves nothing in `cache`, and returns its message.
+  defp failed_setup!(dir, cache, body) do
+    System.put_env("HEXAGON_TPU_PYTHON", fake_python(dir, body))
+    assert {:error, message} = Compiler.setup()
+    assert File.ls!(cache) == []
+    message
   end
 
   defp fake_python(dir, body) do

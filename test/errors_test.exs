@@ -11,14 +11,7 @@ defmodule HexagonTpu.ErrorsTest do
   alias HexagonTpu.Test.{Models, Support}
 
   setup context do
-    in_a = Models.t(:ufixed_point_8, [1, 4], {:per_tensor, 0.05, -128})
-    in_b = Models.t(:int_32, [1, 4])
-    out = Models.t(:ufixed_point_8, [1, 4], {:per_tensor, 0.1, -128})
-    path = Models.build!(Models.add(in_a, in_b, out))
-    runtime = Support.runtime!()
-    ctx = Context.from_file!(runtime, path)
-    graph = Graph.retrieve!(ctx, "add")
-    Map.merge(context, %{runtime: runtime, context: ctx, graph: graph, path: path})
+    Map.merge(context, Support.add_graph!())
   end
 
   defp assert_error(result, reason, fragments) do

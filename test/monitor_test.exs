@@ -3,9 +3,8 @@ defmodule HexagonTpu.MonitorTest do
   use ExUnit.Case, async: false
 
   import ExUnit.CaptureLog
-  import HexagonTpu.Test.Numerics, only: [f32: 1]
 
-  alias HexagonTpu.{Graph, Monitor, Runtime}
+  alias HexagonTpu.{Monitor, Runtime}
   alias HexagonTpu.Test.{Models, Support}
 
   @hour 3_600_000
@@ -97,7 +96,7 @@ defmodule HexagonTpu.MonitorTest do
         graph =
           Support.load!(Models.identity(t, t, sleep_ms: 20, name: "busy#{i}"), runtime: runtime)
 
-        spawn(fn -> busy_loop(graph) end)
+        spawn(fn -> Support.busy_loop(graph) end)
       end
 
     log =
@@ -118,10 +117,5 @@ defmodule HexagonTpu.MonitorTest do
     assert_raise ArgumentError, fn -> Monitor.start_link(interval_ms: 0) end
     assert_raise ArgumentError, fn -> Monitor.start_link(saturation: 2.0) end
     assert_raise ArgumentError, fn -> Monitor.start_link(bogus: 1) end
-  end
-
-  defp busy_loop(graph) do
-    {:ok, _} = Graph.execute(graph, [f32([1, 2])])
-    busy_loop(graph)
   end
 end

@@ -66,10 +66,8 @@ defmodule HexagonTpu.QnnHostTest do
       end
 
       test "equals ORT on the same emulator bit for bit, automatic (de)quantization",
-           %{models: models} = ctx do
-        model = models[unquote(name)]
-        graph = QnnHost.graph!(model.bin, ctx.runtime)
-        ort = QnnHost.reference!(hd(model.ctx), hd(model.inputs), :qnn)
+           ctx do
+        {graph, ort} = graph_and_reference!(ctx, unquote(name), :ctx, :qnn)
 
         for {inputs, expected} <- Enum.zip(ort.inputs, ort.outputs) do
           ours = Graph.execute!(graph, Enum.map(inputs, &typed/1), output: :binary)
@@ -81,10 +79,8 @@ defmodule HexagonTpu.QnnHostTest do
       end
 
       test "equals ORT on the same emulator bit for bit, quantize: :none, dequantize: :none",
-           %{models: models} = ctx do
-        model = models[unquote(name)]
-        graph = QnnHost.graph!(model.bin, ctx.runtime)
-        ort = QnnHost.reference!(hd(model.ctx), hd(model.inputs), :qnn, raw: true)
+           ctx do
+        {graph, ort} = graph_and_reference!(ctx, unquote(name), :ctx, :qnn, raw: true)
 
         for {inputs, expected} <- Enum.zip(ort.inputs, ort.outputs) do
           raw = Enum.map(inputs, &{&1.type, &1.data})
@@ -95,10 +91,8 @@ defmodule HexagonTpu.QnnHostTest do
       end
 
       test "is within #{steps} quantization steps of ORT CPU on the QDQ model",
-           %{models: models} = ctx do
-        model = models[unquote(name)]
-        graph = QnnHost.graph!(model.bin, ctx.runtime)
-        cpu = QnnHost.reference!(hd(model.qdq), hd(model.inputs), :cpu)
+           ctx do
+        {graph, cpu} = graph_and_reference!(ctx, unquote(name), :qdq, :cpu)
         [scale | _] = cpu.scales
 
         worst =
@@ -118,6 +112,14 @@ defmodule HexagonTpu.QnnHostTest do
         assert worst <= unquote(steps) + 1.0e-3, "#{worst} steps of #{scale}"
       end
     end
+  end
+
+  # The graph of model `name` on the suite's runtime, and ONNX Runtime's reference run of its
+  # `onnx` model (:ctx, the compiled context; :qdq, the QDQ source) on `backend`.
+  defp graph_and_reference!(ctx, name, onnx, backend, opts \\ []) do
+    model = ctx.models[name]
+    graph = QnnHost.graph!(model.bin, ctx.runtime)
+    {graph, QnnHost.reference!(hd(Map.fetch!(model, onnx)), hd(model.inputs), backend, opts)}
   end
 
   # A reference sample as an input: floats as f32 binaries (quantized by execute), integers
@@ -216,10 +218,8 @@ defmodule HexagonTpu.QnnHostTest do
   end
 
   test "one graph from 8 processes gives every caller the right answer",
-       %{models: models} = ctx do
-    model = models["per_channel_conv"]
-    graph = QnnHost.graph!(model.bin, ctx.runtime)
-    ort = QnnHost.reference!(hd(model.ctx), hd(model.inputs), :qnn)
+       ctx do
+    {graph, ort} = graph_and_reference!(ctx, "per_channel_conv", :ctx, :qnn)
 
     cases =
       for {ins, want} <- Enum.zip(ort.inputs, ort.outputs),

@@ -37,10 +37,7 @@ defmodule HexagonTpu.StatsTest do
     {_, before, after_} =
       Stats.with_leak_check(fn ->
         for _ <- 1..25 do
-          runtime = Support.runtime!(lib)
-          context = Context.from_file!(runtime, path)
-          graph = Graph.retrieve!(context, "identity")
-          {:ok, [_]} = Graph.execute(graph, [f32([0.1, 0.2, 0.3, 0.4])])
+          {runtime, context, graph} = executed_identity!(lib, path)
 
           during = Stats.native()
           assert during.graphs_alive >= 1 and during.contexts_alive >= 1
@@ -87,13 +84,8 @@ defmodule HexagonTpu.StatsTest do
 
     {_, before, after_} =
       Stats.with_leak_check(fn ->
-        for _ <- 1..25 do
-          # nothing is closed: dropping the references is all
-          runtime = Support.runtime!(lib)
-          context = Context.from_file!(runtime, path)
-          graph = Graph.retrieve!(context, "identity")
-          {:ok, [_]} = Graph.execute(graph, [f32([0.1, 0.2, 0.3, 0.4])])
-        end
+        # nothing is closed: dropping the references is all (Enum.each keeps none of them)
+        Enum.each(1..25, fn _ -> executed_identity!(lib, path) end)
 
         :done
       end)
@@ -230,7 +222,7 @@ defmodule HexagonTpu.StatsTest do
 
     workers =
       for graph <- graphs do
-        spawn(fn -> busy_loop(graph) end)
+        spawn(fn -> Support.busy_loop(graph) end)
       end
 
     busy = Stats.dirty_utilization(400)
@@ -414,6 +406,15 @@ defmodule HexagonTpu.StatsTest do
   defp close(%Context{} = context), do: :ok = Context.close(context)
   defp close(%Graph{} = graph), do: :ok = Graph.close(graph)
 
+  # A runtime on `lib`, the identity model at `path` in it, and its graph, executed once.
+  defp executed_identity!(lib, path) do
+    runtime = Support.runtime!(lib)
+    context = Context.from_file!(runtime, path)
+    graph = Graph.retrieve!(context, "identity")
+    {:ok, [_]} = Graph.execute(graph, [f32([0.1, 0.2, 0.3, 0.4])])
+    {runtime, context, graph}
+  end
+
   # The ledger and the counters move together (under one lock in the NIF), but Stats.live/0
   # and Stats.native/0 are two calls, and processes of earlier tests may still be releasing
   # resources between them. Compare only a reading where the ledger did not change around
@@ -435,10 +436,5 @@ defmodule HexagonTpu.StatsTest do
         assert Enum.count(live, &(&1.kind == kind)) == native[key], "#{kind}: #{inspect(live)}"
       end
     end
-  end
-
-  defp busy_loop(graph) do
-    {:ok, _} = Graph.execute(graph, [f32([1, 2])])
-    busy_loop(graph)
   end
 end

@@ -77,32 +77,35 @@ if Code.ensure_loaded?(Nx) do
     end
 
     def from_output(binary, info, mode) do
-      fun = "HexagonTpu.Tensor.from_output/3"
-
-      cond do
-        not is_binary(binary) ->
-          Args.type_error!(fun, "`binary`", "a binary", binary)
-
-        not is_struct(info, TensorInfo) ->
-          Args.type_error!(fun, "`info`", "a HexagonTpu.TensorInfo", info)
-
-        true ->
-          Args.type_error!(fun, "`mode`", ":model or :f32", mode)
-      end
+      argument_error!(
+        "HexagonTpu.Tensor.from_output/3",
+        {is_binary(binary), "`binary`", "a binary", binary},
+        info,
+        {"`mode`", ":model or :f32", mode}
+      )
     end
 
     def to_input(tensor, info, quantize) do
-      fun = "HexagonTpu.Tensor.to_input/3"
+      argument_error!(
+        "HexagonTpu.Tensor.to_input/3",
+        {is_struct(tensor, Nx.Tensor), "`tensor`", "an Nx.Tensor", tensor},
+        info,
+        {"`quantize`", ":auto or :none", quantize}
+      )
+    end
 
+    # The ArgumentError of a call (data, info, option) that matched no clause, for the first
+    # argument that is off: the data (`ok?` false), `info`, else the option.
+    defp argument_error!(fun, {ok?, what, expected, data}, info, {option, allowed, value}) do
       cond do
-        not is_struct(tensor, Nx.Tensor) ->
-          Args.type_error!(fun, "`tensor`", "an Nx.Tensor", tensor)
+        not ok? ->
+          Args.type_error!(fun, what, expected, data)
 
         not is_struct(info, TensorInfo) ->
           Args.type_error!(fun, "`info`", "a HexagonTpu.TensorInfo", info)
 
         true ->
-          Args.type_error!(fun, "`quantize`", ":auto or :none", quantize)
+          Args.type_error!(fun, option, allowed, value)
       end
     end
 

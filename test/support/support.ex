@@ -29,6 +29,27 @@ defmodule HexagonTpu.Test.Support do
     Graph.retrieve!(context, name)
   end
 
+  @doc """
+  The add model of arguments_test and errors_test (u8 + i32 -> u8, shape [1, 4]) loaded into a
+  fresh runtime: `%{runtime:, context:, graph:, path:}`.
+  """
+  def add_graph! do
+    in_a = Models.t(:ufixed_point_8, [1, 4], {:per_tensor, 0.05, -128})
+    in_b = Models.t(:int_32, [1, 4])
+    out = Models.t(:ufixed_point_8, [1, 4], {:per_tensor, 0.1, -128})
+    path = Models.build!(Models.add(in_a, in_b, out))
+    runtime = runtime!()
+    context = Context.from_file!(runtime, path)
+    graph = Graph.retrieve!(context, "add")
+    %{runtime: runtime, context: context, graph: graph, path: path}
+  end
+
+  @doc "Executes `graph` (an f32 [2] identity) forever: a worker that keeps a scheduler busy."
+  def busy_loop(graph) do
+    {:ok, _} = Graph.execute(graph, [HexagonTpu.Test.Numerics.f32([1, 2])])
+    busy_loop(graph)
+  end
+
   @doc "A private copy of qnn_sim, so that its live-handle count is ours alone."
   def private_sim_lib!(dir) do
     path = Path.join(dir, "libqnn_sim_private_#{System.unique_integer([:positive])}.so")
@@ -115,23 +136,10 @@ defmodule HexagonTpu.Test.Support do
 
   @doc "Polls `fun` until it returns true (for counters that change on another process's GC)."
   def eventually(fun, timeout \\ 2_000) do
-    deadline = System.monotonic_time(:millisecond) + timeout
-    do_eventually(fun, deadline)
-  end
-
-  defp do_eventually(fun, deadline) do
-    cond do
-      fun.() ->
-        true
-
-      System.monotonic_time(:millisecond) > deadline ->
-        false
-
-      true ->
-        HexagonTpu.Stats.sweep()
-        Process.sleep(10)
-        do_eventually(fun, deadline)
-    end
+    poll(fun, deadline(timeout), fn ->
+      HexagonTpu.Stats.sweep()
+      Process.sleep(10)
+    end)
   end
 
   @doc """
@@ -148,16 +156,23 @@ defmodule HexagonTpu.Test.Support do
   end
 
   @doc "Polls `fun` every millisecond until it is truthy (true) or `timeout_ms` pass (false)."
-  def wait_until(fun, timeout_ms \\ 5_000) do
-    deadline = System.monotonic_time(:millisecond) + timeout_ms
-    poll(fun, deadline)
-  end
+  def wait_until(fun, timeout_ms \\ 5_000),
+    do: poll(fun, deadline(timeout_ms), fn -> Process.sleep(1) end)
 
-  defp poll(fun, deadline) do
+  defp deadline(timeout_ms), do: System.monotonic_time(:millisecond) + timeout_ms
+
+  # true once `fun` is truthy, false once `deadline` has passed; `pause` runs between tries
+  defp poll(fun, deadline, pause) do
     cond do
-      fun.() -> true
-      System.monotonic_time(:millisecond) > deadline -> false
-      true -> Process.sleep(1) && poll(fun, deadline)
+      fun.() ->
+        true
+
+      System.monotonic_time(:millisecond) > deadline ->
+        false
+
+      true ->
+        pause.()
+        poll(fun, deadline, pause)
     end
   end
 end

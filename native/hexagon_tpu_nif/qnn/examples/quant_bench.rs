@@ -13,16 +13,11 @@ const MIN_BATCH: Duration = Duration::from_millis(50);
 /// Batches per kernel; the best (fastest) one is reported.
 const BATCHES: usize = 5;
 
-/// splitmix64, for reproducible inputs without a rand dependency.
-struct Rng(u64);
+#[path = "../src/quant/splitmix.rs"]
+mod splitmix;
+use splitmix::Rng;
+
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce5_e9b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
     fn unit(&mut self) -> f32 {
         (self.next() >> 40) as f32 / (1u32 << 24) as f32
     }

@@ -695,4 +695,6 @@ pub fn f16_to_f32(src_f16: &[u8], dst_f32: &mut [u8]) -> Result<(), QuantError> 
 }
 
 #[cfg(test)]
+mod splitmix;
+#[cfg(test)]
 mod tests;

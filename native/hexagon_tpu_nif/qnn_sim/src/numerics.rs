@@ -208,14 +208,14 @@ fn broadcast_index(out_dims: &[u32], in_dims: &[u32], flat: usize) -> usize {
     idx
 }
 
+/// `f` of the two inputs, broadcast to the output's shape.
 fn elementwise(
-    a: &[f64],
-    ad: &[u32],
-    b: &[f64],
-    bd: &[u32],
-    od: &[u32],
+    ins: &[(&TensorSpec, &[f64])],
+    out: &TensorSpec,
     f: impl Fn(f64, f64) -> f64,
 ) -> Vec<f64> {
+    let ((a_spec, a), (b_spec, b)) = (ins[0], ins[1]);
+    let (ad, bd, od) = (&a_spec.dims, &b_spec.dims, &out.dims);
     let n: usize = od.iter().map(|&d| d as usize).product();
     (0..n)
         .map(|i| f(a[broadcast_index(od, ad, i)], b[broadcast_index(od, bd, i)]))
@@ -231,22 +231,8 @@ pub fn compute(op: Op, ins: &[(&TensorSpec, &[f64])], out: &TensorSpec) -> Vec<f
             .iter()
             .map(|&x| if x > 0.0 { x } else { 0.0 })
             .collect(),
-        Op::Add => elementwise(
-            ins[0].1,
-            &ins[0].0.dims,
-            ins[1].1,
-            &ins[1].0.dims,
-            &out.dims,
-            |x, y| x + y,
-        ),
-        Op::Mul => elementwise(
-            ins[0].1,
-            &ins[0].0.dims,
-            ins[1].1,
-            &ins[1].0.dims,
-            &out.dims,
-            |x, y| x * y,
-        ),
+        Op::Add => elementwise(ins, out, |x, y| x + y),
+        Op::Mul => elementwise(ins, out, |x, y| x * y),
         Op::FullyConnected => {
             let (x, w) = (ins[0].1, ins[1].1);
             let bias = ins.get(2).map(|b| b.1);

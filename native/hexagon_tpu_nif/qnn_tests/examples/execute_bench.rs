@@ -12,9 +12,11 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use qnn::{Context, Graph, Runtime, RuntimeConfig, io};
+use qnn::{Context, Graph, io};
 use qnn_sim::builder::ModelBuilder;
 use qnn_sim::model::{DType, Quant, TensorSpec};
+
+mod common;
 
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
@@ -22,13 +24,7 @@ fn median(mut samples: Vec<Duration>) -> Duration {
 }
 
 fn main() {
-    let lib = qnn_sim::testing::cdylib_path();
-    let runtime = Runtime::new(&RuntimeConfig {
-        backend_lib: lib.clone(),
-        system_lib: lib,
-        log_level: Some(qnn::LogLevel::Error),
-    })
-    .expect("runtime");
+    let runtime = common::sim_runtime();
     println!(
         "{:<12} {:>10} {:>12} {:>14} {:>12} {:>12} {:>12}",
         "shape", "bytes", "execute µs", "graphExec µs", "overhead µs", "f32 path µs", "memcpy µs"

@@ -11,9 +11,11 @@
 
 use std::io::Write;
 
-use qnn::{Context, Runtime, RuntimeConfig};
+use qnn::Context;
 use qnn_sim::builder::{ConstData, ModelBuilder};
 use qnn_sim::model::{DType, Quant, TensorSpec};
+
+mod common;
 
 const MIB: u64 = 1 << 20;
 
@@ -52,13 +54,7 @@ fn model_of(bytes: usize) -> Vec<u8> {
 }
 
 fn main() {
-    let lib = qnn_sim::testing::cdylib_path();
-    let runtime = Runtime::new(&RuntimeConfig {
-        backend_lib: lib.clone(),
-        system_lib: lib,
-        log_level: Some(qnn::LogLevel::Error),
-    })
-    .expect("runtime");
+    let runtime = common::sim_runtime();
     let dir = std::env::temp_dir().join(format!("qnn_load_rss_{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     println!(

@@ -2,6 +2,7 @@
 //! pattern, per-axis with the axis first, middle and last, and the SIMD builds against the
 //! scalar one.
 
+use super::splitmix::Rng;
 use super::*;
 
 const ALL: [QuantType; 6] = [
@@ -13,16 +14,7 @@ const ALL: [QuantType; 6] = [
     QuantType::I32,
 ];
 
-/// splitmix64.
-struct Rng(u64);
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce5_e9b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
@@ -840,30 +832,22 @@ fn errors() {
         axis_len: 3,
         inner: 1,
     };
-    let e = quantize_per_axis(&src, &mut [0u8; 3], QuantType::U8, l4, &s3, &o3, u8r);
-    assert!(
-        matches!(
-            e,
-            Err(E::LengthMismatch {
-                expected: 6,
-                got: 3,
-                ..
-            })
-        ),
-        "{e:?}"
-    );
-    let e = dequantize_per_axis(&[0u8; 3], &mut [0u8; 12], QuantType::U8, l4, &s3, &o3);
-    assert!(
-        matches!(
-            e,
-            Err(E::LengthMismatch {
-                expected: 6,
-                got: 3,
-                ..
-            })
-        ),
-        "{e:?}"
-    );
+    for e in [
+        quantize_per_axis(&src, &mut [0u8; 3], QuantType::U8, l4, &s3, &o3, u8r),
+        dequantize_per_axis(&[0u8; 3], &mut [0u8; 12], QuantType::U8, l4, &s3, &o3),
+    ] {
+        assert!(
+            matches!(
+                e,
+                Err(E::LengthMismatch {
+                    expected: 6,
+                    got: 3,
+                    ..
+                })
+            ),
+            "{e:?}"
+        );
+    }
 
     // SizeOverflow (layout product)
     let lo = AxisLayout {

@@ -97,16 +97,7 @@ impl TensorTemplate {
     }
 
     fn raw_quant(&self) -> (u32, u32, sys::Qnn_QuantizeParamsUnion_t) {
-        use sys::Qnn_QuantizeParamsUnion_t as U;
-        let empty = U {
-            bwAxisScaleOffsetEncoding: sys::Qnn_BwAxisScaleOffset_t {
-                bitwidth: 0,
-                axis: 0,
-                numElements: 0,
-                scales: std::ptr::null(),
-                offsets: std::ptr::null(),
-            },
-        };
+        let empty = zeroed_encoding();
         let defined = sys::QNN_DEFINITION_DEFINED;
         match &self.quant {
             TemplateQuant::Undefined => (
@@ -157,6 +148,20 @@ impl TensorTemplate {
     }
 }
 
+/// A quantization encoding of zeros and null pointers (written as `bwAxisScaleOffsetEncoding`),
+/// the start of every encoding `raw_quant` fills in.
+fn zeroed_encoding() -> sys::Qnn_QuantizeParamsUnion_t {
+    sys::Qnn_QuantizeParamsUnion_t {
+        bwAxisScaleOffsetEncoding: sys::Qnn_BwAxisScaleOffset_t {
+            bitwidth: 0,
+            axis: 0,
+            numElements: 0,
+            scales: std::ptr::null(),
+            offsets: std::ptr::null(),
+        },
+    }
+}
+
 fn zeroed_v2() -> sys::Qnn_TensorV2_t {
     sys::Qnn_TensorV2_t {
         id: 0,
@@ -167,15 +172,7 @@ fn zeroed_v2() -> sys::Qnn_TensorV2_t {
         quantizeParams: sys::Qnn_QuantizeParams_t {
             encodingDefinition: 0,
             quantizationEncoding: 0,
-            encoding: sys::Qnn_QuantizeParamsUnion_t {
-                bwAxisScaleOffsetEncoding: sys::Qnn_BwAxisScaleOffset_t {
-                    bitwidth: 0,
-                    axis: 0,
-                    numElements: 0,
-                    scales: std::ptr::null(),
-                    offsets: std::ptr::null(),
-                },
-            },
+            encoding: zeroed_encoding(),
         },
         rank: 0,
         dimensions: std::ptr::null_mut(),

@@ -141,43 +141,26 @@ pub unsafe fn read_binary_meta(
     // SAFETY: per the caller; the union member read matches `version`.
     unsafe {
         let info = &*info;
+        // Every version has these fields, under the same names (V3 at other offsets): one
+        // read for three structs.
+        macro_rules! fields {
+            ($i:expr) => {{
+                let i = $i;
+                (
+                    i.backendId,
+                    i.buildId,
+                    i.coreApiVersion,
+                    i.socVersion,
+                    i.contextBlobSize,
+                    i.numGraphs,
+                    i.graphs,
+                )
+            }};
+        }
         let (backend_id, build_id, core, soc, size, n, graphs) = match info.version {
-            1 => {
-                let i = info.info.contextBinaryInfoV1;
-                (
-                    i.backendId,
-                    i.buildId,
-                    i.coreApiVersion,
-                    i.socVersion,
-                    i.contextBlobSize,
-                    i.numGraphs,
-                    i.graphs,
-                )
-            }
-            2 => {
-                let i = info.info.contextBinaryInfoV2;
-                (
-                    i.backendId,
-                    i.buildId,
-                    i.coreApiVersion,
-                    i.socVersion,
-                    i.contextBlobSize,
-                    i.numGraphs,
-                    i.graphs,
-                )
-            }
-            _ => {
-                let i = info.info.contextBinaryInfoV3;
-                (
-                    i.backendId,
-                    i.buildId,
-                    i.coreApiVersion,
-                    i.socVersion,
-                    i.contextBlobSize,
-                    i.numGraphs,
-                    i.graphs,
-                )
-            }
+            1 => fields!(info.info.contextBinaryInfoV1),
+            2 => fields!(info.info.contextBinaryInfoV2),
+            _ => fields!(info.info.contextBinaryInfoV3),
         };
         let mut out = Vec::new();
         if !graphs.is_null() && n < 1000 {
