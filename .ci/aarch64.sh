@@ -41,28 +41,12 @@ REAL_QNN_WHEEL_SHA256=ad08bbfebd7c07ffe83995418303215f46cb25a89e12676f47ee20c320
 REAL_QNN_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/hexagon_tpu"
 REAL_STACK_TEST="$CRATE_DIR/qnn_tests/tests/real_stack.rs"
 
-export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
+# shellcheck source=.ci/lib.sh
+source "$REPO_ROOT/.ci/lib.sh"
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L $SYSROOT"
-export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
-export AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
-export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 
 log() { printf '\n==> %s\n' "$*"; }
 
-apt_install() {
-  local missing=()
-  for pkg in "$@"; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || missing+=("$pkg")
-  done
-  [ "${#missing[@]}" -eq 0 ] && return 0
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "error: missing Debian packages: ${missing[*]} (run as root, or install them)" >&2
-    exit 1
-  fi
-  log "apt-get install ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-}
 
 prerequisites() {
   log "prerequisites: Debian cross toolchain, qemu-user, rustup target $TARGET"

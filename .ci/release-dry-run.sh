@@ -38,10 +38,8 @@ GLIBC_MAX=2.34
 TEST_SUPPORT_STRINGS=(qnn_sim_counters QnnSim_)
 TARGET_DIR="${CARGO_TARGET_DIR:-$CRATE_DIR/target}"
 
-export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
-export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
-export AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
-export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+# shellcheck source=.ci/lib.sh
+source "$REPO_ROOT/.ci/lib.sh"
 
 TMP_DIRS=()
 trap 'rm -rf "${TMP_DIRS[@]}"' EXIT
@@ -49,17 +47,6 @@ trap 'rm -rf "${TMP_DIRS[@]}"' EXIT
 log() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
-apt_install() {
-  local missing=()
-  for pkg in "$@"; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || missing+=("$pkg")
-  done
-  [ "${#missing[@]}" -eq 0 ] && return 0
-  [ "$(id -u)" -eq 0 ] || die "missing Debian packages: ${missing[*]} (run as root, or install them)"
-  log "apt-get install ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-}
 
 # @version from mix.exs; the crate's version must agree (Cargo.toml says "keep in
 # step with mix.exs").
