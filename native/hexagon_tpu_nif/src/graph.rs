@@ -39,7 +39,7 @@ fn graph_retrieve<'a>(
     name: String,
     site: String,
 ) -> Term<'a> {
-    let result = qnn::Graph::retrieve_at(&context.0, &name, &site)
+    let result = qnn::Graph::retrieve(&context.0, &name, &qnn::Site::named(site))
         .map_err(quote::capped)
         .map(|graph| ResourceArc::new(GraphRes(graph)));
     ok_or_error(env, result)

@@ -56,7 +56,7 @@ fn runtime_create<'a>(
         log_level: log_level.map(qnn::LogLevel::from),
     };
     answer(env, tag, encode_created, |done| {
-        qnn::Runtime::create_then(&config, &site, done)
+        qnn::Runtime::create_then(&config, &qnn::Site::named(site), done)
     })
 }
 

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, TryLockError};
 use crate::closable::Closable;
 use crate::counters;
 use crate::error::{Error, Result};
-use crate::ledger::{self, Alive, Kind};
+use crate::ledger::{Alive, Kind, Site};
 use crate::loader::BackendLibrary;
 use crate::metadata::{self, GraphInfo, GraphMetadata};
 use crate::model_file::{self, ModelBytes};
@@ -137,40 +137,26 @@ pub type Done<T> = Box<dyn FnOnce(Result<T>) + Send>;
 impl Context {
     /// Loads a context binary from a file (a regular file of at most
     /// [`DEFAULT_MAX_BYTES`](crate::model_file::DEFAULT_MAX_BYTES)), waiting for the runtime's
-    /// thread to create it. The caller's `file:line` is its site in the [ledger].
-    #[track_caller]
-    pub fn from_file(runtime: &Arc<Runtime>, path: &Path) -> Result<Arc<Context>> {
-        let site = ledger::location_site(std::panic::Location::caller());
-        Self::from_file_at(runtime, path, &site)
-    }
-
-    /// [`Context::from_file`], entered in the [ledger] with `site`.
-    pub fn from_file_at(runtime: &Arc<Runtime>, path: &Path, site: &str) -> Result<Arc<Context>> {
+    /// thread to create it. `site` is its entry in the [ledger](crate::ledger).
+    pub fn from_file(runtime: &Arc<Runtime>, path: &Path, site: &Site) -> Result<Arc<Context>> {
         let bytes = model_file::read(path, model_file::DEFAULT_MAX_BYTES)?;
         blocking(|done| Self::load_then(runtime, Binary::File(bytes), Some(path), site, done))
     }
 
-    /// Loads a context binary from memory, waiting for the runtime's thread to create it. The
-    /// caller's `file:line` is its site in the [ledger].
-    #[track_caller]
-    pub fn from_bytes(runtime: &Arc<Runtime>, bytes: &[u8]) -> Result<Arc<Context>> {
-        let site = ledger::location_site(std::panic::Location::caller());
-        Self::from_bytes_at(runtime, bytes, &site)
-    }
-
-    /// [`Context::from_bytes`], entered in the [ledger] with `site`.
-    pub fn from_bytes_at(runtime: &Arc<Runtime>, bytes: &[u8], site: &str) -> Result<Arc<Context>> {
+    /// Loads a context binary from memory, waiting for the runtime's thread to create it.
+    /// `site` is its entry in the [ledger](crate::ledger).
+    pub fn from_bytes(runtime: &Arc<Runtime>, bytes: &[u8], site: &Site) -> Result<Arc<Context>> {
         blocking(|done| Self::load_then(runtime, Binary::Owned(bytes.to_vec()), None, site, done))
     }
 
     /// Loads `binary` without waiting: its metadata is read here, the QNN context is created on
     /// the runtime's owner thread, and `done` gets the result there. `site` is its entry in the
-    /// [ledger]; `source` the path it came from, if any.
+    /// [ledger](crate::ledger); `source` the path it came from, if any.
     pub fn load_then(
         runtime: &Arc<Runtime>,
         binary: Binary,
         source: Option<&Path>,
-        site: &str,
+        site: &Site,
         done: Done<Arc<Context>>,
     ) {
         let prepared = runtime.core().and_then(|core| {
@@ -186,10 +172,10 @@ impl Context {
             Err(error) => return done(Err(error)),
         };
         let source = source.map(Path::to_path_buf);
-        let site = site.to_string();
+        let site = site.clone();
         let owner = Arc::clone(&core);
         owner.owner.run(Box::new(move |handles| {
-            let created = create(handles, core, graphs, &binary, source, &site);
+            let created = create(handles, core, graphs, &binary, source, site.as_str());
             // QNN keeps its own copy: the bytes (or the file's mapping) go before the answer.
             drop(binary);
             done(created);

@@ -10,7 +10,7 @@ use crate::context::{Context, ContextCore};
 use crate::counters;
 use crate::error::{Error, Result};
 use crate::io;
-use crate::ledger::{self, Alive, Kind};
+use crate::ledger::{Alive, Kind, Site};
 use crate::metadata::{GraphInfo, GraphMetadata};
 use crate::sys;
 use crate::turn::{Queued, TurnGuard, TurnSlot};
@@ -60,16 +60,9 @@ pub enum Started<R> {
 }
 
 impl Graph {
-    /// Retrieves a graph by name; the error lists the names the context has. The caller's
-    /// `file:line` is its site in the [ledger].
-    #[track_caller]
-    pub fn retrieve(context: &Arc<Context>, name: &str) -> Result<Arc<Graph>> {
-        let site = ledger::location_site(std::panic::Location::caller());
-        Self::retrieve_at(context, name, &site)
-    }
-
-    /// [`Graph::retrieve`], entered in the [ledger] with `site`.
-    pub fn retrieve_at(context: &Arc<Context>, name: &str, site: &str) -> Result<Arc<Graph>> {
+    /// Retrieves a graph by name; the error lists the names the context has. `site` is its
+    /// entry in the [ledger](crate::ledger).
+    pub fn retrieve(context: &Arc<Context>, name: &str, site: &Site) -> Result<Arc<Graph>> {
         let core = context.core()?;
         let not_found = || Error::GraphNotFound {
             name: name.to_string(),
@@ -108,7 +101,7 @@ impl Graph {
                 GraphState {
                     context: core,
                     handle,
-                    _alive: Alive::new(Kind::Graph, site, name.to_string()),
+                    _alive: Alive::new(Kind::Graph, site.as_str(), name.to_string()),
                 },
             ),
         }))

@@ -132,7 +132,24 @@ impl Drop for Alive {
     }
 }
 
-/// `file:line` of a `#[track_caller]` caller: the default site of objects created without one.
-pub(crate) fn location_site(location: &std::panic::Location<'_>) -> String {
-    format!("{}:{}", location.file(), location.line())
+/// Where an object was created, as the ledger reports it: every constructor takes one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Site(String);
+
+impl Site {
+    /// The calling Rust code's `file:line`.
+    #[track_caller]
+    pub fn here() -> Site {
+        let location = std::panic::Location::caller();
+        Site(format!("{}:{}", location.file(), location.line()))
+    }
+
+    /// A site the embedder describes (the NIF passes its Elixir caller).
+    pub fn named(site: impl Into<String>) -> Site {
+        Site(site.into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::closable::Closable;
 use crate::context::Done;
 use crate::error::Result;
-use crate::ledger::{self, Kind};
+use crate::ledger::{Kind, Site};
 use crate::loader::{self, BackendLibrary, SystemLibrary};
 pub use crate::log::LogLevel;
 use crate::owner::{Owner, blocking};
@@ -64,25 +64,16 @@ pub struct Runtime {
 
 impl Runtime {
     /// Opens the libraries (cached process-wide), negotiates providers and creates the log,
-    /// backend and device handles on the runtime's own thread, waiting for it. The caller's
-    /// `file:line` is its site in the [ledger].
-    #[track_caller]
-    pub fn new(config: &RuntimeConfig) -> Result<Arc<Runtime>> {
-        Self::new_at(
-            config,
-            &ledger::location_site(std::panic::Location::caller()),
-        )
-    }
-
-    /// [`Runtime::new`], entered in the [ledger] with `site` as where it was created.
-    pub fn new_at(config: &RuntimeConfig, site: &str) -> Result<Arc<Runtime>> {
+    /// backend and device handles on the runtime's own thread, waiting for it. `site` is its
+    /// entry in the [ledger](crate::ledger) (`Site::here()` for the calling code).
+    pub fn new(config: &RuntimeConfig, site: &Site) -> Result<Arc<Runtime>> {
         blocking(|done| Self::create_then(config, site, done))
     }
 
     /// [`Runtime::new`] without waiting for the handles: the libraries are opened here, the
     /// handles created on the runtime's new thread, and `done` gets the runtime there. `site`
-    /// is its entry in the [ledger].
-    pub fn create_then(config: &RuntimeConfig, site: &str, done: Done<Arc<Runtime>>) {
+    /// is its entry in the [ledger](crate::ledger).
+    pub fn create_then(config: &RuntimeConfig, site: &Site, done: Done<Arc<Runtime>>) {
         let libraries = loader::backend(&config.backend_lib)
             .and_then(|backend| Ok((backend, loader::system(&config.system_lib)?)));
         let (backend_lib, system_lib) = match libraries {
@@ -116,7 +107,7 @@ impl Runtime {
         Owner::spawn(
             lib,
             config.log_level,
-            (Kind::Runtime, site.to_string()),
+            (Kind::Runtime, site.as_str().to_string()),
             started,
         );
     }

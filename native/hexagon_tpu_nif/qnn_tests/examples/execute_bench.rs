@@ -12,6 +12,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use qnn::Site;
 use qnn::{Context, Graph, io};
 use qnn_sim::builder::ModelBuilder;
 use qnn_sim::model::{DType, Quant, TensorSpec};
@@ -42,8 +43,8 @@ fn main() {
             })
             .build()
             .expect("model");
-        let context = Context::from_bytes(&runtime, &model).expect("context");
-        let graph = Graph::retrieve(&context, "identity").expect("graph");
+        let context = Context::from_bytes(&runtime, &model, &Site::here()).expect("context");
+        let graph = Graph::retrieve(&context, "identity", &Site::here()).expect("graph");
         let info = graph.info().clone();
         let bytes = info.inputs[0].byte_size;
         let input = vec![7u8; bytes];

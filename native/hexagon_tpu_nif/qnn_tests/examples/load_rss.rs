@@ -12,6 +12,7 @@
 use std::io::Write;
 
 use qnn::Context;
+use qnn::Site;
 use qnn_sim::builder::{ConstData, ModelBuilder};
 use qnn_sim::model::{DType, Quant, TensorSpec};
 
@@ -72,7 +73,7 @@ fn main() {
 
         reset_peak();
         let (before, _) = rss();
-        let context = Context::from_file(&runtime, &path).expect("load");
+        let context = Context::from_file(&runtime, &path, &Site::here()).expect("load");
         let (after, peak) = rss();
         let added = peak.saturating_sub(before);
         let kept = after.saturating_sub(before);
@@ -85,7 +86,7 @@ fn main() {
         drop(junk);
         reset_peak();
         let (before, _) = rss();
-        assert!(Context::from_file(&runtime, &path).is_err());
+        assert!(Context::from_file(&runtime, &path, &Site::here()).is_err());
         let (_, junk_peak) = rss();
         std::fs::remove_file(&path).ok();
 

@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use qnn::Site;
 use qnn::inspect;
 use qnn::sim_probe::configure;
 use qnn::{DataType, Error, LogLevel};
@@ -106,9 +107,9 @@ fn every_failed_backend_call_carries_the_librarys_text() {
     // QNN_CONTEXT_ERROR_MEM_ALLOC, the context family's name for the common code 1002.
     let code = qnn::sys::QNN_CONTEXT_ERROR_MEM_ALLOC;
     configure(&lib, "fail_context_create", &code.to_string()).unwrap();
-    let runtime = qnn::Runtime::new(&config(&lib)).unwrap();
+    let runtime = qnn::Runtime::new(&config(&lib), &Site::here()).unwrap();
     let model = identity_model(TensorSpec::f32([4]));
-    let err = qnn::Context::from_bytes(&runtime, &model).unwrap_err();
+    let err = qnn::Context::from_bytes(&runtime, &model, &Site::here()).unwrap_err();
     assert_eq!(
         err.to_string(),
         "contextCreateFromBinary failed with QNN_COMMON_ERROR_MEM_ALLOC (1002): \

@@ -6,6 +6,7 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
+use qnn::Site;
 use qnn::ledger::{self, Kind, LiveEntry};
 use qnn::{Context, Counters, Graph, Runtime, counters};
 use qnn_sim::model::{DType, Quant, TensorSpec};
@@ -39,12 +40,16 @@ fn ledger_tracks_sites_and_agrees_with_counters() {
 
     // Explicit sites, as the NIF passes them.
     let lib = fresh_library();
-    let runtime = Runtime::new_at(&config(&lib), "MyApp.init/1 (lib/my_app.ex:3)").unwrap();
+    let runtime = Runtime::new(
+        &config(&lib),
+        &Site::named("MyApp.init/1 (lib/my_app.ex:3)"),
+    )
+    .unwrap();
     let path = std::env::temp_dir().join(format!("ledger_test_{}.bin", std::process::id()));
     std::fs::write(&path, &model).unwrap();
-    let from_file = Context::from_file_at(&runtime, &path, "file site").unwrap();
-    let from_bytes = Context::from_bytes_at(&runtime, &model, "bytes site").unwrap();
-    let graph = Graph::retrieve_at(&from_file, "identity", "graph site").unwrap();
+    let from_file = Context::from_file(&runtime, &path, &Site::named("file site")).unwrap();
+    let from_bytes = Context::from_bytes(&runtime, &model, &Site::named("bytes site")).unwrap();
+    let graph = Graph::retrieve(&from_file, "identity", &Site::named("graph site")).unwrap();
     std::fs::remove_file(&path).unwrap();
 
     let (entries, c) = assert_agrees_with_counters();
@@ -107,8 +112,8 @@ fn ledger_tracks_sites_and_agrees_with_counters() {
     // Default sites: the caller's file:line, through #[track_caller]; drop removes entries.
     let (lib, runtime, runtime_site) = runtime_here();
     let line = line!() + 1;
-    let context = Context::from_bytes(&runtime, &model).unwrap();
-    let graph = Graph::retrieve(&context, "identity").unwrap();
+    let context = Context::from_bytes(&runtime, &model, &Site::here()).unwrap();
+    let graph = Graph::retrieve(&context, "identity", &Site::here()).unwrap();
     let (entries, _) = assert_agrees_with_counters();
     let here = |line: u32| format!("{}:{line}", file!());
     assert_eq!(of_kind(&entries, Kind::Runtime)[0].site, runtime_site);
@@ -121,7 +126,7 @@ fn ledger_tracks_sites_and_agrees_with_counters() {
 
     // A failed creation leaves nothing on the ledger.
     let (lib, runtime, _) = runtime_here();
-    assert!(Context::from_bytes(&runtime, b"not a context binary").is_err());
+    assert!(Context::from_bytes(&runtime, b"not a context binary", &Site::here()).is_err());
     let (entries, _) = assert_agrees_with_counters();
     assert_eq!(entries.len(), 1);
     drop(runtime);
@@ -133,7 +138,7 @@ fn ledger_tracks_sites_and_agrees_with_counters() {
 /// A runtime created with the default site, and that site.
 fn runtime_here() -> (std::path::PathBuf, Arc<Runtime>, String) {
     let lib = fresh_library();
-    let runtime = Runtime::new(&config(&lib)).unwrap();
+    let runtime = Runtime::new(&config(&lib), &Site::here()).unwrap();
     let site = format!("{}:{}", file!(), line!() - 1);
     (lib, runtime, site)
 }

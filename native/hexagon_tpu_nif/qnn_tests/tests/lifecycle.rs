@@ -7,6 +7,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
+use qnn::Site;
 use qnn::{Context, Graph, Runtime};
 use qnn_sim::builder::ModelBuilder;
 use qnn_sim::model::{DType, Quant, TensorSpec};
@@ -48,12 +49,14 @@ fn closed_objects_report_closed() {
     assert_eq!(err.to_string(), "the graph is closed");
     assert_eq!(graph.close().unwrap_err().reason(), "closed");
 
-    let graph = Graph::retrieve(&context, "g").unwrap();
+    let graph = Graph::retrieve(&context, "g", &Site::here()).unwrap();
     context.close().unwrap();
     let err = run_add(&graph, 1, 2).unwrap_err();
     assert_eq!(err.to_string(), "the context is closed");
     assert_eq!(
-        Graph::retrieve(&context, "g").unwrap_err().reason(),
+        Graph::retrieve(&context, "g", &Site::here())
+            .unwrap_err()
+            .reason(),
         "closed"
     );
     assert_eq!(context.close().unwrap_err().reason(), "closed");
@@ -62,7 +65,7 @@ fn closed_objects_report_closed() {
 
     runtime.close().unwrap();
     assert_eq!(
-        Context::from_bytes(&runtime, &slow_add_model(&["g"], 0))
+        Context::from_bytes(&runtime, &slow_add_model(&["g"], 0), &Site::here())
             .unwrap_err()
             .to_string(),
         "the runtime is closed"
@@ -100,8 +103,13 @@ fn dropping_everything_frees_everything() {
 #[test]
 fn graph_not_found_lists_the_graphs() {
     let (_lib, runtime) = runtime();
-    let context = Context::from_bytes(&runtime, &slow_add_model(&["alpha", "beta"], 0)).unwrap();
-    let err = Graph::retrieve(&context, "gamma").unwrap_err();
+    let context = Context::from_bytes(
+        &runtime,
+        &slow_add_model(&["alpha", "beta"], 0),
+        &Site::here(),
+    )
+    .unwrap();
+    let err = Graph::retrieve(&context, "gamma", &Site::here()).unwrap_err();
     assert_eq!(err.reason(), "graph_not_found");
     assert_eq!(
         err.to_string(),
@@ -141,16 +149,23 @@ fn graphs_retrieved_twice_share_one_execute_lock() {
     // QNN returns the same handle for the same name, so two `Graph`s of one name must not run
     // `graphExecute` at the same time either.
     let (lib, runtime) = runtime();
-    let context = Context::from_bytes(&runtime, &slow_add_model(&["g"], 2)).unwrap();
-    assert_serialized(&lib, |_| Graph::retrieve(&context, "g").unwrap());
+    let context = Context::from_bytes(&runtime, &slow_add_model(&["g"], 2), &Site::here()).unwrap();
+    assert_serialized(&lib, |_| {
+        Graph::retrieve(&context, "g", &Site::here()).unwrap()
+    });
 }
 
 #[test]
 fn executes_on_different_graphs_run_in_parallel() {
     let (lib, runtime) = runtime();
-    let context = Context::from_bytes(&runtime, &slow_add_model(&["left", "right"], 1000)).unwrap();
+    let context = Context::from_bytes(
+        &runtime,
+        &slow_add_model(&["left", "right"], 1000),
+        &Site::here(),
+    )
+    .unwrap();
     let spawn = |name: &str| {
-        let graph = Graph::retrieve(&context, name).unwrap();
+        let graph = Graph::retrieve(&context, name, &Site::here()).unwrap();
         thread::spawn(move || run_add(&graph, 1, 1).unwrap())
     };
     // Start the second execute only once the first is inside the backend, which then sleeps
@@ -229,8 +244,8 @@ fn closing_a_graph_waits_for_its_running_execute() {
 #[test]
 fn runtimes_share_a_library_and_stay_independent() {
     let lib = fresh_library();
-    let first = Runtime::new(&config(&lib)).unwrap();
-    let second = Runtime::new(&config(&lib)).unwrap();
+    let first = Runtime::new(&config(&lib), &Site::here()).unwrap();
+    let second = Runtime::new(&config(&lib), &Site::here()).unwrap();
     let (_c1, g1) = load(&first, &slow_add_model(&["g"], 0));
     first.close().unwrap();
     second.close().unwrap();

@@ -5,17 +5,21 @@ mod common;
 use std::path::PathBuf;
 
 use common::*;
+use qnn::Site;
 use qnn::sim_probe::configure;
 use qnn::{Runtime, RuntimeConfig, Version};
 
 #[test]
 fn missing_library_names_the_path_and_dlerror() {
     let path = PathBuf::from("/nonexistent/dir/libQnnHtp.so");
-    let err = Runtime::new(&RuntimeConfig {
-        backend_lib: path.clone(),
-        system_lib: path.clone(),
-        log_level: None,
-    })
+    let err = Runtime::new(
+        &RuntimeConfig {
+            backend_lib: path.clone(),
+            system_lib: path.clone(),
+            log_level: None,
+        },
+        &Site::here(),
+    )
     .unwrap_err();
     assert_eq!(err.reason(), "library_not_found");
     let message = err.to_string();
@@ -30,11 +34,14 @@ fn missing_library_names_the_path_and_dlerror() {
 #[test]
 fn missing_system_library_is_reported_as_such() {
     let lib = fresh_library();
-    let err = Runtime::new(&RuntimeConfig {
-        backend_lib: lib.clone(),
-        system_lib: PathBuf::from("/nonexistent/libQnnSystem.so"),
-        log_level: None,
-    })
+    let err = Runtime::new(
+        &RuntimeConfig {
+            backend_lib: lib.clone(),
+            system_lib: PathBuf::from("/nonexistent/libQnnSystem.so"),
+            log_level: None,
+        },
+        &Site::here(),
+    )
     .unwrap_err();
     assert_eq!(err.reason(), "library_not_found");
     assert!(err.to_string().contains("system library"), "{err}");
@@ -45,11 +52,14 @@ fn missing_system_library_is_reported_as_such() {
 fn a_library_without_the_entry_point_is_named() {
     // libm is present everywhere the tests run and exports no QNN symbols.
     let libm = PathBuf::from("libm.so.6");
-    let err = Runtime::new(&RuntimeConfig {
-        backend_lib: libm.clone(),
-        system_lib: libm,
-        log_level: None,
-    })
+    let err = Runtime::new(
+        &RuntimeConfig {
+            backend_lib: libm.clone(),
+            system_lib: libm,
+            log_level: None,
+        },
+        &Site::here(),
+    )
     .unwrap_err();
     assert_eq!(err.reason(), "missing_symbol");
     assert!(
@@ -62,7 +72,7 @@ fn a_library_without_the_entry_point_is_named() {
 fn the_highest_acceptable_core_provider_is_chosen() {
     let lib = fresh_library();
     configure(&lib, "core_providers", "2.10.0;2.32.1;2.20.0;3.0.0").unwrap();
-    let runtime = Runtime::new(&config(&lib)).unwrap();
+    let runtime = Runtime::new(&config(&lib), &Site::here()).unwrap();
     assert_eq!(runtime.info().core_api, Version::new(2, 32, 1));
     runtime.close().unwrap();
     assert_all_freed(&lib);
@@ -72,7 +82,7 @@ fn the_highest_acceptable_core_provider_is_chosen() {
 fn the_oldest_supported_core_minor_is_accepted() {
     let lib = fresh_library();
     configure(&lib, "core_providers", "2.18.0").unwrap();
-    let runtime = Runtime::new(&config(&lib)).unwrap();
+    let runtime = Runtime::new(&config(&lib), &Site::here()).unwrap();
     assert_eq!(runtime.info().core_api, Version::new(2, 18, 0));
     runtime.close().unwrap();
 }
@@ -86,7 +96,7 @@ fn providers_are_read_only_as_far_as_their_minor_guarantees() {
     let lib = fresh_library();
     configure(&lib, "core_providers", "2.18.0").unwrap();
     configure(&lib, "system_providers", "1.1.0").unwrap();
-    let runtime = Runtime::new(&config(&lib)).unwrap();
+    let runtime = Runtime::new(&config(&lib), &Site::here()).unwrap();
     let (_context, graph) = load(&runtime, &Classifier::new(logits_spec()).model());
     let info = graph.info().clone();
     let x = vec![0u8; info.inputs[0].byte_size];
@@ -102,7 +112,7 @@ fn incompatible_core_providers_are_rejected_with_what_was_offered() {
     for offered in ["2.17.0", "3.1.0", "1.40.0", "2.10.0;3.0.0"] {
         let lib = fresh_library();
         configure(&lib, "core_providers", offered).unwrap();
-        let err = Runtime::new(&config(&lib)).unwrap_err();
+        let err = Runtime::new(&config(&lib), &Site::here()).unwrap_err();
         assert_eq!(err.reason(), "incompatible_api", "{offered}");
         let message = err.to_string();
         for version in offered.split(';') {
@@ -117,7 +127,7 @@ fn incompatible_core_providers_are_rejected_with_what_was_offered() {
 fn a_library_offering_no_providers_is_rejected() {
     let lib = fresh_library();
     configure(&lib, "core_providers", "").unwrap();
-    let err = Runtime::new(&config(&lib)).unwrap_err();
+    let err = Runtime::new(&config(&lib), &Site::here()).unwrap_err();
     assert_eq!(err.reason(), "incompatible_api");
     assert!(err.to_string().contains("no providers"), "{err}");
 }
@@ -126,13 +136,13 @@ fn a_library_offering_no_providers_is_rejected() {
 fn system_providers_are_negotiated_too() {
     let lib = fresh_library();
     configure(&lib, "system_providers", "1.2.0;1.3.0").unwrap();
-    let err = Runtime::new(&config(&lib)).unwrap_err();
+    let err = Runtime::new(&config(&lib), &Site::here()).unwrap_err();
     assert_eq!(err.reason(), "incompatible_api");
     assert!(err.to_string().contains("1.2.0, 1.3.0"), "{err}");
 
     let lib = fresh_library();
     configure(&lib, "system_providers", "1.3.0;1.7.0").unwrap();
-    let runtime = Runtime::new(&config(&lib)).unwrap();
+    let runtime = Runtime::new(&config(&lib), &Site::here()).unwrap();
     assert_eq!(runtime.info().system_api, Version::new(1, 7, 0));
 }
 
@@ -140,7 +150,7 @@ fn system_providers_are_negotiated_too() {
 fn a_null_required_entry_is_named() {
     let lib = fresh_library();
     configure(&lib, "null_entries", "graphExecute").unwrap();
-    let err = Runtime::new(&config(&lib)).unwrap_err();
+    let err = Runtime::new(&config(&lib), &Site::here()).unwrap_err();
     assert_eq!(err.reason(), "missing_entry");
     assert!(err.to_string().contains("graphExecute"), "{err}");
 }
@@ -154,7 +164,7 @@ fn optional_entries_may_be_null() {
         "logCreate,logFree,deviceCreate,deviceFree,backendGetBuildId,errorGetMessage",
     )
     .unwrap();
-    let runtime = Runtime::new(&config(&lib)).unwrap();
+    let runtime = Runtime::new(&config(&lib), &Site::here()).unwrap();
     assert_eq!(runtime.info().build_id, "");
     runtime.close().unwrap();
     assert_all_freed(&lib);
@@ -164,7 +174,7 @@ fn optional_entries_may_be_null() {
 fn backend_creation_failure_frees_what_was_created() {
     let lib = fresh_library();
     configure(&lib, "fail_backend_create", "4000").unwrap();
-    let err = Runtime::new(&config(&lib)).unwrap_err();
+    let err = Runtime::new(&config(&lib), &Site::here()).unwrap_err();
     assert_eq!(err.qnn_code(), Some(4000));
     assert!(
         err.to_string()
@@ -178,7 +188,7 @@ fn backend_creation_failure_frees_what_was_created() {
 fn a_backend_without_devices_still_works() {
     let lib = fresh_library();
     configure(&lib, "fail_device_create", "1000").unwrap();
-    let runtime = Runtime::new(&config(&lib)).unwrap();
+    let runtime = Runtime::new(&config(&lib), &Site::here()).unwrap();
     let (_context, graph) = load(&runtime, &Classifier::new(logits_spec()).model());
     assert_eq!(graph.name(), "classifier");
 }
@@ -187,7 +197,7 @@ fn a_backend_without_devices_still_works() {
 fn a_failing_device_is_an_error() {
     let lib = fresh_library();
     configure(&lib, "fail_device_create", "14002").unwrap();
-    let err = Runtime::new(&config(&lib)).unwrap_err();
+    let err = Runtime::new(&config(&lib), &Site::here()).unwrap_err();
     assert!(
         err.to_string()
             .contains("deviceCreate failed with QNN_DEVICE_ERROR_HARDWARE_UNAVAILABLE"),
@@ -201,7 +211,7 @@ fn error_codes_are_the_low_16_bits() {
     let lib = fresh_library();
     configure(&lib, "error_high_bits", "on").unwrap();
     configure(&lib, "fail_backend_create", "4000").unwrap();
-    let err = Runtime::new(&config(&lib)).unwrap_err();
+    let err = Runtime::new(&config(&lib), &Site::here()).unwrap_err();
     assert_eq!(err.qnn_code(), Some(4000));
 }
 
@@ -209,7 +219,7 @@ fn error_codes_are_the_low_16_bits() {
 fn info_reports_the_backend() {
     let lib = fresh_library();
     configure(&lib, "build_id", "v9.9.9-test").unwrap();
-    let runtime = Runtime::new(&config(&lib)).unwrap();
+    let runtime = Runtime::new(&config(&lib), &Site::here()).unwrap();
     let info = runtime.info();
     assert_eq!(info.build_id, "v9.9.9-test");
     assert_eq!(info.backend_lib, lib);

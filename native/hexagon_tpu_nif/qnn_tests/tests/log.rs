@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
+use qnn::Site;
 use qnn::log::{BURST, LogLevel, LogRecord, RATE_PER_SECOND};
 use qnn::sim_probe::configure;
 use qnn::{Context, Runtime, RuntimeConfig};
@@ -67,7 +68,7 @@ fn log_lines_reach_the_sink_formatted_filtered_and_rate_limited() {
 
     // A failure is explained at ERROR.
     configure(&lib, "fail_context_create", "1002").unwrap();
-    assert!(Context::from_bytes(&runtime, &model).is_err());
+    assert!(Context::from_bytes(&runtime, &model, &Site::here()).is_err());
     let lines = await_lines(&sink, &lib, |l| l.len() >= 4);
     assert_eq!(lines[3].level, LogLevel::Error);
     assert_eq!(
@@ -81,7 +82,7 @@ fn log_lines_reach_the_sink_formatted_filtered_and_rate_limited() {
     let (_quiet_context, quiet_graph) = load(&quiet, &model);
     quiet_graph.execute(&[&input], &mut [&mut out]).unwrap();
     configure(&quiet_lib, "fail_context_create", "1002").unwrap();
-    assert!(Context::from_bytes(&quiet, &model).is_err());
+    assert!(Context::from_bytes(&quiet, &model, &Site::here()).is_err());
     let quiet_lines = await_lines(&sink, &quiet_lib, |l| !l.is_empty());
     assert_eq!(quiet_lines.len(), 1, "{quiet_lines:?}");
     assert_eq!(quiet_lines[0].level, LogLevel::Error);
@@ -121,5 +122,5 @@ fn runtime_at(log_level: Option<LogLevel>) -> (std::path::PathBuf, Arc<Runtime>)
         log_level,
         ..config(&lib)
     };
-    (lib.clone(), Runtime::new(&config).unwrap())
+    (lib.clone(), Runtime::new(&config, &Site::here()).unwrap())
 }

@@ -3,6 +3,7 @@
 mod common;
 
 use common::*;
+use qnn::Site;
 use qnn::sim_probe::configure;
 use qnn::{Context, DataType, Quantization, Runtime};
 use qnn_sim::builder::ModelBuilder;
@@ -70,12 +71,13 @@ fn every_binary_graph_and_tensor_info_version_is_read() {
         for graph_info in 1..=3 {
             for tensor in 1..=2 {
                 let model = two_graph_model(binary_info, graph_info, tensor);
-                let context = Context::from_bytes(&runtime, &model).unwrap_or_else(|e| {
-                    panic!("versions {binary_info}/{graph_info}/{tensor}: {e}")
-                });
+                let context =
+                    Context::from_bytes(&runtime, &model, &Site::here()).unwrap_or_else(|e| {
+                        panic!("versions {binary_info}/{graph_info}/{tensor}: {e}")
+                    });
                 expected_graphs(&context);
                 // The described tensors are accepted by the backend's execute validation.
-                let graph = qnn::Graph::retrieve(&context, "second").unwrap();
+                let graph = qnn::Graph::retrieve(&context, "second", &Site::here()).unwrap();
                 let input = [7u8; 12];
                 let mut output = [0u8; 12];
                 graph.execute(&[&input], &mut [&mut output]).unwrap();
@@ -91,9 +93,11 @@ fn every_binary_graph_and_tensor_info_version_is_read() {
 fn system_api_1_1_uses_the_old_graph_info_stride() {
     let lib = fresh_library();
     configure(&lib, "system_providers", "1.1.0").unwrap();
-    let runtime = Runtime::new(&config(&lib)).unwrap();
+    let runtime = Runtime::new(&config(&lib), &Site::here()).unwrap();
     for graph_info in 1..=2 {
-        let context = Context::from_bytes(&runtime, &two_graph_model(2, graph_info, 1)).unwrap();
+        let context =
+            Context::from_bytes(&runtime, &two_graph_model(2, graph_info, 1), &Site::here())
+                .unwrap();
         expected_graphs(&context);
     }
 }
@@ -103,7 +107,7 @@ fn bit_width_encodings_are_reported() {
     let (_lib, runtime) = runtime();
     let spec =
         TensorSpec::new(DType::UFixed8, [4]).quant(Quant::per_tensor(0.1, -8).with_bitwidth(4));
-    let context = Context::from_bytes(&runtime, &identity_model(spec)).unwrap();
+    let context = Context::from_bytes(&runtime, &identity_model(spec), &Site::here()).unwrap();
     let x = &context.graphs()[0].inputs[0];
     assert_eq!(
         x.quantization,
@@ -169,7 +173,7 @@ fn adversarial_metadata_yields_errors() {
             .adversarial(*kind)
             .build()
             .unwrap();
-        let err = Context::from_bytes(&runtime, &model).unwrap_err();
+        let err = Context::from_bytes(&runtime, &model, &Site::here()).unwrap_err();
         assert_eq!(err.reason(), "invalid_model", "{kind:?}: {err}");
         assert!(err.to_string().contains(needle), "{kind:?}: {err}");
     }
@@ -192,7 +196,7 @@ fn unsupported_encodings_are_described_not_converted() {
         .adversarial(AdversarialKind::BlockEncoding)
         .build()
         .unwrap();
-    let context = Context::from_bytes(&runtime, &model).unwrap();
+    let context = Context::from_bytes(&runtime, &model, &Site::here()).unwrap();
     let x = &context.graphs()[0].inputs[0];
     assert_eq!(
         x.quantization,
@@ -206,12 +210,12 @@ fn corrupt_binaries_are_errors() {
     let (lib, runtime) = runtime();
     let model = Classifier::new(logits_spec()).model();
 
-    let err = Context::from_bytes(&runtime, &[]).unwrap_err();
+    let err = Context::from_bytes(&runtime, &[], &Site::here()).unwrap_err();
     assert_eq!(err.reason(), "invalid_model");
     assert!(err.to_string().contains("empty"), "{err}");
 
     for cut in [1, 8, 16, model.len() / 2, model.len() - 1] {
-        let err = Context::from_bytes(&runtime, &model[..cut]).unwrap_err();
+        let err = Context::from_bytes(&runtime, &model[..cut], &Site::here()).unwrap_err();
         assert_eq!(err.reason(), "qnn_error", "cut at {cut}: {err}");
         assert_eq!(
             err.qnn_code(),
@@ -221,14 +225,18 @@ fn corrupt_binaries_are_errors() {
     let mut flipped = model.clone();
     let middle = flipped.len() / 2;
     flipped[middle] ^= 0x40;
-    let err = Context::from_bytes(&runtime, &flipped).unwrap_err();
+    let err = Context::from_bytes(&runtime, &flipped, &Site::here()).unwrap_err();
     assert!(
         err.to_string().contains("systemContextGetMetaData failed"),
         "{err}"
     );
 
-    let err =
-        Context::from_file(&runtime, std::path::Path::new("/nonexistent/model.bin")).unwrap_err();
+    let err = Context::from_file(
+        &runtime,
+        std::path::Path::new("/nonexistent/model.bin"),
+        &Site::here(),
+    )
+    .unwrap_err();
     assert_eq!(err.reason(), "io");
     assert!(err.to_string().contains("/nonexistent/model.bin"), "{err}");
     drop(runtime);
@@ -250,7 +258,7 @@ fn context_creation_failure_is_reported() {
         ))
         .build()
         .unwrap();
-    let err = Context::from_bytes(&runtime, &model).unwrap_err();
+    let err = Context::from_bytes(&runtime, &model, &Site::here()).unwrap_err();
     assert_eq!(err.qnn_code(), Some(5008));
     assert!(
         err.to_string()
@@ -258,7 +266,7 @@ fn context_creation_failure_is_reported() {
         "{err}"
     );
     // Once: the second load succeeds.
-    let context = Context::from_bytes(&runtime, &model).unwrap();
+    let context = Context::from_bytes(&runtime, &model, &Site::here()).unwrap();
     assert_eq!(context.graphs()[0].name, "g");
     drop((context, runtime));
     assert_all_freed(&lib);
@@ -271,7 +279,7 @@ fn files_load_and_remember_their_source() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("classifier.bin");
     std::fs::write(&path, Classifier::new(logits_spec()).model()).unwrap();
-    let context = Context::from_file(&runtime, &path).unwrap();
+    let context = Context::from_file(&runtime, &path, &Site::here()).unwrap();
     assert_eq!(context.source(), Some(path.as_path()));
     assert_eq!(context.graphs()[0].name, "classifier");
     std::fs::remove_dir_all(&dir).unwrap();

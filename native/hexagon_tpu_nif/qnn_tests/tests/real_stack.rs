@@ -21,6 +21,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use qnn::Site;
 use qnn::inspect::{self, BackendProbe};
 use qnn::{Context, DataType, Error, Graph, Quantization, Runtime, RuntimeConfig, TensorInfo};
 
@@ -331,11 +332,14 @@ fn backend_and_device_creation() {
 }
 
 fn runtime(stack: &Stack) -> qnn::Result<Arc<Runtime>> {
-    Runtime::new(&RuntimeConfig {
-        backend_lib: stack.backend_lib.clone(),
-        system_lib: stack.system_lib.clone(),
-        log_level: Some(qnn::LogLevel::Error),
-    })
+    Runtime::new(
+        &RuntimeConfig {
+            backend_lib: stack.backend_lib.clone(),
+            system_lib: stack.system_lib.clone(),
+            log_level: Some(qnn::LogLevel::Error),
+        },
+        &Site::here(),
+    )
 }
 
 /// QNN's `real = (q + offset) * scale`, for the expected outputs below.
@@ -364,9 +368,9 @@ fn runtime_over_the_real_backend() {
     let info = runtime.info();
     assert_eq!(info.provider_name, "HTP_QTI_AISW");
     assert_eq!(info.build_id, BUILD_ID);
-    let context = Context::from_file(&runtime, &stack.binary).expect("context");
+    let context = Context::from_file(&runtime, &stack.binary, &Site::here()).expect("context");
     assert_model_graphs(context.graphs(), &stack.graph_name);
-    let graph = Graph::retrieve(&context, &stack.graph_name).expect("graph");
+    let graph = Graph::retrieve(&context, &stack.graph_name, &Site::here()).expect("graph");
 
     // a = b = q: sum = 2 * (q - 128) * 0.02, relu = max(sum, 0), each within one step.
     let a: Vec<u8> = (0..16).map(|i| 100 + 4 * i).collect();

@@ -2,16 +2,20 @@
 
 use std::sync::Arc;
 
+use qnn::Site;
 use qnn::{Runtime, RuntimeConfig};
 
 /// A runtime on qnn_sim's own library (the backend and the system library), logging errors
 /// only, so that QNN's log lines stay out of the figures.
 pub fn sim_runtime() -> Arc<Runtime> {
     let lib = qnn_sim::testing::cdylib_path();
-    Runtime::new(&RuntimeConfig {
-        backend_lib: lib.clone(),
-        system_lib: lib,
-        log_level: Some(qnn::LogLevel::Error),
-    })
+    Runtime::new(
+        &RuntimeConfig {
+            backend_lib: lib.clone(),
+            system_lib: lib,
+            log_level: Some(qnn::LogLevel::Error),
+        },
+        &Site::here(),
+    )
     .expect("runtime")
 }

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use qnn::Site;
 use qnn::{Context, Graph, Runtime, RuntimeConfig};
 use qnn_sim::builder::{ConstData, ModelBuilder};
 use qnn_sim::model::{DType, Quant, TensorSpec};
@@ -25,15 +26,15 @@ pub fn config(lib: &Path) -> RuntimeConfig {
 /// A runtime over a private copy of qnn_sim.
 pub fn runtime() -> (PathBuf, Arc<Runtime>) {
     let lib = fresh_library();
-    let runtime = Runtime::new(&config(&lib)).expect("runtime over qnn_sim");
+    let runtime = Runtime::new(&config(&lib), &Site::here()).expect("runtime over qnn_sim");
     (lib, runtime)
 }
 
 /// Loads `model` and retrieves its only (or first) graph.
 pub fn load(runtime: &Arc<Runtime>, model: &[u8]) -> (Arc<Context>, Arc<Graph>) {
-    let context = Context::from_bytes(runtime, model).expect("context");
+    let context = Context::from_bytes(runtime, model, &Site::here()).expect("context");
     let name = context.graphs()[0].name.clone();
-    let graph = Graph::retrieve(&context, &name).expect("graph");
+    let graph = Graph::retrieve(&context, &name, &Site::here()).expect("graph");
     (context, graph)
 }
 
