@@ -2,8 +2,8 @@ defmodule HexagonTpu.Context do
   @moduledoc """
   A pre-compiled QNN context binary, loaded into a `HexagonTpu.Runtime`.
 
-  Context binaries are produced ahead of time with the QAIRT SDK tools (see the guide in
-  `docs/models.md`); loading one only deserializes it (`QnnContext_createFromBinary`), it
+  Context binaries are produced ahead of time, from ONNX with `mix hexagon_tpu.compile` or
+  with the QAIRT SDK tools (see the guide in `docs/models.md`); loading one only deserializes it (`QnnContext_createFromBinary`), it
   never prepares a graph on the device. Each graph's tensor metadata is read from the binary
   through QnnSystem at load time and cached here: `graphs/1`, `HexagonTpu.Graph.inputs/1`
   and `HexagonTpu.Graph.outputs/1` never call into QNN.
