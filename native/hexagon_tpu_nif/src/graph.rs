@@ -76,8 +76,7 @@ fn graph_execute<'a>(
             )
         },
         || {
-            let reply = ReplyTo::new(env, tag);
-            let inputs = reply.save(inputs);
+            let (reply, inputs) = ReplyTo::keeping(env, tag, inputs);
             let (input_modes, output_modes) = (input_modes.clone(), output_modes.clone());
             Box::new(move |turn: qnn::Turn<'_>| {
                 reply.send(|env| {

@@ -9,9 +9,17 @@ use rustler::env::{OwnedEnv, SavedTerm};
 use rustler::{Encoder, Env, LocalPid, Term};
 
 use crate::atoms;
+use crate::error::Failure;
 
-/// Where a later answer goes: the calling process and the tag it waits for.
+/// Where a later answer goes: the calling process and the tag it waits for. A `ReplyTo` that is
+/// dropped without having sent (the work panicked, or was dropped unrun) sends an `:internal`
+/// error instead, so no caller waits in `receive` forever.
 pub struct ReplyTo {
+    /// `None` once sent, or once the NIF answered directly ([`ReplyTo::disarm`]).
+    inner: Option<Inner>,
+}
+
+struct Inner {
     pid: LocalPid,
     env: OwnedEnv,
     tag: SavedTerm,
@@ -19,23 +27,57 @@ pub struct ReplyTo {
 
 impl ReplyTo {
     pub fn new<'a>(env: Env<'a>, tag: Term<'a>) -> Self {
+        Self::in_env(env, tag, OwnedEnv::new())
+    }
+
+    /// A `ReplyTo` that also keeps `term` alive (without copying a refc binary's data) for the
+    /// code that answers later, which loads it inside [`ReplyTo::send`]'s `build`.
+    pub fn keeping<'a>(env: Env<'a>, tag: Term<'a>, term: Term<'a>) -> (Self, SavedTerm) {
         let owned = OwnedEnv::new();
+        let saved = owned.save(term);
+        (Self::in_env(env, tag, owned), saved)
+    }
+
+    fn in_env<'a>(env: Env<'a>, tag: Term<'a>, owned: OwnedEnv) -> Self {
         let tag = owned.save(tag);
         ReplyTo {
-            pid: env.pid(),
-            env: owned,
-            tag,
+            inner: Some(Inner {
+                pid: env.pid(),
+                env: owned,
+                tag,
+            }),
         }
     }
 
-    /// Keeps `term` alive (without copying a refc binary's data) for the code that answers.
-    pub fn save(&self, term: Term) -> SavedTerm {
-        self.env.save(term)
+    /// Builds the result with `build` (which may load the term [`ReplyTo::keeping`] saved) and
+    /// sends it. A caller that has exited is not an error: the answer is dropped.
+    pub fn send(mut self, build: impl for<'a> FnOnce(Env<'a>) -> Term<'a>) {
+        if let Some(inner) = self.inner.take() {
+            inner.send(build);
+        }
     }
 
-    /// Builds the result with `build` (which may load terms saved with [`ReplyTo::save`]) and
-    /// sends it. A caller that has exited is not an error: the answer is dropped.
-    pub fn send(self, build: impl for<'a> FnOnce(Env<'a>) -> Term<'a>) {
+    /// Nothing is to be sent: the NIF answered the caller directly.
+    fn disarm(&mut self) {
+        self.inner = None;
+    }
+}
+
+impl Drop for ReplyTo {
+    fn drop(&mut self) {
+        if let Some(inner) = self.inner.take() {
+            inner.send(|env| {
+                let lost = qnn::Error::Internal {
+                    message: "an operation ended without an answer".into(),
+                };
+                Failure::Qnn(lost).encode_error(env)
+            });
+        }
+    }
+}
+
+impl Inner {
+    fn send(self, build: impl for<'a> FnOnce(Env<'a>) -> Term<'a>) {
         let message = self.env.run(|env| {
             let message = (atoms::hexagon_tpu_reply(), self.tag.load(env), build(env)).encode(env);
             self.env.save(message)
@@ -47,7 +89,8 @@ impl ReplyTo {
         };
         if rustler::thread::is_scheduler_thread() {
             // Only a thread of our own may send from an owned environment; this runs on a
-            // scheduler only in a rare fallback (a graph's worker thread could not be started).
+            // scheduler only in rare fallbacks (a graph's worker thread could not be started, or
+            // unanswered work was dropped there).
             let _ = std::thread::Builder::new()
                 .name("hexagon-tpu-reply".into())
                 .spawn(deliver);
@@ -71,12 +114,16 @@ pub fn answer<'a, T: Send + 'static>(
         Returned,
     }
     let slot = Arc::new(Mutex::new(Slot::InCall(None)));
-    let reply = ReplyTo::new(env, tag);
+    let mut reply = ReplyTo::new(env, tag);
     let later = Arc::clone(&slot);
     start(Box::new(move |value: T| {
         let mut slot = later.lock().unwrap_or_else(|e| e.into_inner());
         match &mut *slot {
-            Slot::InCall(result) => *result = Some(value),
+            Slot::InCall(result) => {
+                // Answered before the NIF returns: it answers directly.
+                *result = Some(value);
+                reply.disarm();
+            }
             Slot::Returned => {
                 drop(slot);
                 reply.send(move |env| encode(env, value));
