@@ -137,6 +137,7 @@ defmodule HexagonTpu.Native do
   # so this stays a stub there; it exists in every build because :erlang.load_nif/2 refuses a
   # library with a function the module does not define.
   def qnn_sim_counters(_path), do: err()
+  def qnn_panic_in_next_executes(_count), do: err()
 
   defp err, do: :erlang.nif_error(:nif_not_loaded)
 end

@@ -45,16 +45,13 @@ fn context_from_file<'a>(
         tag,
         encode_loaded,
         |done| match qnn::model_file::read(&path, max_bytes) {
-            Ok(bytes) => {
-                let binary = qnn::context::Binary::File(bytes);
-                qnn::Context::load_then(
-                    &runtime.0,
-                    binary,
-                    Some(&path),
-                    &qnn::Site::named(site),
-                    done,
-                )
-            }
+            Ok(bytes) => qnn::Context::load_then(
+                &runtime.0,
+                bytes,
+                Some(&path),
+                &qnn::Site::named(site),
+                done,
+            ),
             Err(error) => done(Err(error)),
         },
     )
@@ -70,7 +67,7 @@ fn context_from_binary<'a>(
     site: String,
     tag: Term<'a>,
 ) -> Term<'a> {
-    let binary = qnn::context::Binary::Owned(bytes.as_slice().to_vec());
+    let binary = bytes.as_slice().to_vec();
     answer(env, tag, encode_loaded, |done| {
         qnn::Context::load_then(&runtime.0, binary, None, &qnn::Site::named(site), done)
     })

@@ -4,12 +4,14 @@
 //! get wrong and converts. Input binaries already in the model's dtype are handed to QNN in
 //! place, and QNN writes outputs straight into binaries allocated here, which are returned.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
 use rustler::{Binary, Encoder, Env, NifUnitEnum, OwnedBinary, ResourceArc, Term};
 
 use crate::atoms;
 use crate::error::{Failure, ok_or_error};
 use crate::quote;
-use crate::reply::{ReplyTo, answer};
+use crate::reply::{ReplyTo, answer, panicked};
 use crate::resources::{ContextRes, GraphRes};
 use crate::runtime::encode_unit;
 
@@ -70,10 +72,11 @@ fn graph_execute<'a>(
 ) -> Term<'a> {
     let started = graph.0.execute_or_queue(
         |turn| {
-            ok_or_error(
-                env,
-                execute(env, &turn, inputs, &input_modes, &output_modes),
-            )
+            catch_unwind(AssertUnwindSafe(|| {
+                let result = execute(env, &turn, inputs, &input_modes, &output_modes);
+                ok_or_error(env, result)
+            }))
+            .unwrap_or_else(|_| panicked(env, "the execute"))
         },
         || {
             let (reply, inputs) = ReplyTo::keeping(env, tag, inputs);

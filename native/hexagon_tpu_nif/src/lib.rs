@@ -4,9 +4,11 @@
 //! Loading the NIF does nothing that can fail (a failing `on_load` takes a Nerves VM down at
 //! boot): libraries are opened by `runtime_create`, on a dirty IO scheduler.
 //!
-//! Scheduling: library loading, context loading and every `close` run on dirty IO schedulers
-//! (they block on `dlopen`, file reads or a running execute); `graph_execute` runs on a dirty
-//! CPU scheduler (it quantizes, executes and dequantizes).
+//! Scheduling: runtime creation, context loading and graph retrieval run on dirty IO schedulers
+//! (they block on `dlopen`, file reads and QnnSystem's parse); `graph_execute` runs on a dirty
+//! CPU scheduler (it quantizes, executes and dequantizes). Every `close` is a plain NIF: it only
+//! hands the free on (to the runtime's thread, or to whichever execute finishes last) and the
+//! answer comes by message.
 //!
 //! Unsafe code is forbidden here: all of it lives in `qnn`.
 

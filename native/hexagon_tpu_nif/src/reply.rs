@@ -3,6 +3,7 @@
 //! and the result is sent to the caller as `{:hexagon_tpu_reply, tag, result}`, which
 //! `HexagonTpu.Native.call/1` waits for in `receive`. No scheduler waits for anyone.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex};
 
 use rustler::env::{OwnedEnv, SavedTerm};
@@ -76,16 +77,30 @@ impl Drop for ReplyTo {
     }
 }
 
+/// `{:error, %HexagonTpu.Error{reason: :internal}}` for work that panicked.
+pub fn panicked<'a>(env: Env<'a>, what: &str) -> Term<'a> {
+    let error = qnn::Error::Internal {
+        message: format!("{what} panicked"),
+    };
+    Failure::Qnn(error).encode_error(env)
+}
+
 impl Inner {
     fn send(self, build: impl for<'a> FnOnce(Env<'a>) -> Term<'a>) {
         let message = self.env.run(|env| {
-            let message = (atoms::hexagon_tpu_reply(), self.tag.load(env), build(env)).encode(env);
+            // A panic while building the answer still answers, so the caller never waits
+            // forever.
+            let result = catch_unwind(AssertUnwindSafe(|| build(env)))
+                .unwrap_or_else(|_| panicked(env, "the operation"));
+            let message = (atoms::hexagon_tpu_reply(), self.tag.load(env), result).encode(env);
             self.env.save(message)
         });
         let deliver = move || {
             let mut this = self;
             let pid = this.pid;
-            let _ = this.env.send_and_clear(&pid, |env| message.load(env));
+            let _ = catch_unwind(AssertUnwindSafe(|| {
+                this.env.send_and_clear(&pid, |env| message.load(env))
+            }));
         };
         if rustler::thread::is_scheduler_thread() {
             // Only a thread of our own may send from an owned environment; this runs on a

@@ -1,5 +1,6 @@
 //! Test support, only with the cargo feature `test-support` (scripts/test.sh; never in a
-//! release): qnn_sim's own counters, for the ExUnit suite's leak and serialization checks.
+//! release): qnn_sim's own counters, for the ExUnit suite's leak and serialization checks, and
+//! a panic injected into the next executes.
 
 use std::path::Path;
 
@@ -31,4 +32,12 @@ fn qnn_sim_counters<'a>(env: Env<'a>, path: String) -> Term<'a> {
         })
         .map_err(Failure::from);
     ok_or_error(env, result)
+}
+
+/// Makes the next `count` executes panic inside the `qnn` crate (see
+/// `qnn::sim_probe::panic_in_next_executes`). `:ok`
+#[rustler::nif]
+fn qnn_panic_in_next_executes(count: u64) -> rustler::Atom {
+    qnn::sim_probe::panic_in_next_executes(count);
+    crate::atoms::ok()
 }

@@ -1,7 +1,7 @@
 //! `Context`: a context binary deserialized into a backend.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::closable::Closable;
 use crate::counters;
@@ -9,75 +9,135 @@ use crate::error::{Error, Result};
 use crate::ledger::{Alive, Kind, Site};
 use crate::loader::BackendLibrary;
 use crate::metadata::{self, GraphInfo, GraphMetadata};
-use crate::model_file::{self, ModelBytes};
+use crate::model_file;
 use crate::owner::{Handles, blocking};
 use crate::runtime::{Runtime, RuntimeCore};
 use crate::sys;
 use crate::turn::TurnSlot;
 
-/// A raw context handle on its way to the owner thread to be freed.
-struct SendHandle(sys::Qnn_ContextHandle_t);
-// SAFETY: an opaque token; it is only passed to `contextFree`, on the runtime's owner thread.
-unsafe impl Send for SendHandle {}
+/// A raw context handle.
+#[derive(Clone, Copy)]
+struct RawContext(sys::Qnn_ContextHandle_t);
+// SAFETY: an opaque token. QNN allows a context's graphs to be retrieved and executed from any
+// thread; it is created and freed only on the runtime's owner thread.
+unsafe impl Send for RawContext {}
 
 /// The QNN context handle and the state graphs share with it.
 pub(crate) struct ContextCore {
     pub runtime: Arc<RuntimeCore>,
-    /// `Some` until the context is freed. Executes hold the read lock for the duration of
-    /// `graphExecute`; freeing takes the write lock, on the runtime's owner thread, so it waits
-    /// for them there and nowhere else.
-    handle: RwLock<Option<sys::Qnn_ContextHandle_t>>,
+    handle: Mutex<HandleState>,
     pub graphs: Vec<Arc<GraphMetadata>>,
     /// One turn per graph of the binary: QNN hands out the same handle each time a graph is
     /// retrieved, so every `Graph` retrieved for one name shares it.
     pub turns: Vec<Arc<TurnSlot>>,
-    alive: Mutex<Alive>,
 }
 
-// SAFETY: the context handle is an opaque token. It is created and freed on the runtime's owner
-// thread; QNN allows its graphs to be retrieved and executed from any thread. Freeing is
-// serialized against every use by `handle`'s write lock.
-unsafe impl Send for ContextCore {}
-// SAFETY: as above; concurrent executes on different graphs of one context are allowed by QNN,
-// and each graph's turn serializes its own executes.
-unsafe impl Sync for ContextCore {}
+/// Who uses the handle, and whether it is to be freed. A close never waits for the calls in
+/// flight: the last of them hands the free to the owner thread, so the owner thread (which
+/// every context of the runtime shares) never waits for an execute.
+struct HandleState {
+    /// `None` once the free has been handed to the owner thread.
+    raw: Option<RawContext>,
+    /// Calls using the handle now ([`HandleUse`]s).
+    users: usize,
+    /// Set by `close`: no new use; the free happens when `users` reaches zero, then `done`.
+    closing: Option<Option<Done<()>>>,
+    alive: Alive,
+}
+
+/// A use of the context handle for one QNN call: the handle is not freed meanwhile.
+pub(crate) struct HandleUse<'a> {
+    core: &'a ContextCore,
+    raw: sys::Qnn_ContextHandle_t,
+}
+
+impl std::ops::Deref for HandleUse<'_> {
+    type Target = sys::Qnn_ContextHandle_t;
+    fn deref(&self) -> &Self::Target {
+        &self.raw
+    }
+}
+
+impl Drop for HandleUse<'_> {
+    fn drop(&mut self) {
+        let mut state = self.core.lock();
+        state.users -= 1;
+        if state.users == 0 && state.closing.is_some() {
+            let done = state.closing.take().flatten();
+            self.core.free_later(&mut state, done, None);
+        }
+    }
+}
 
 impl ContextCore {
-    /// The handle for a QNN call, or `Closed` while it is being freed (the free is the only
-    /// writer; a caller never waits for it).
-    pub(crate) fn try_handle(
-        &self,
-    ) -> Result<RwLockReadGuard<'_, Option<sys::Qnn_ContextHandle_t>>> {
-        match self.handle.try_read() {
-            Ok(guard) => Ok(guard),
-            Err(TryLockError::Poisoned(e)) => Ok(e.into_inner()),
-            Err(TryLockError::WouldBlock) => Err(Error::Closed { what: "context" }),
+    fn lock(&self) -> MutexGuard<'_, HandleState> {
+        self.handle.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The handle for a QNN call, or `Closed` once the context is closing (a caller never waits
+    /// for a free).
+    pub(crate) fn try_handle(&self) -> Result<HandleUse<'_>> {
+        let mut state = self.lock();
+        match state.raw {
+            Some(raw) if state.closing.is_none() => {
+                state.users += 1;
+                Ok(HandleUse {
+                    core: self,
+                    raw: raw.0,
+                })
+            }
+            _ => Err(Error::Closed { what: "context" }),
         }
     }
 
-    /// Frees the QNN context once, after every running execute has returned. Runs on the owner
-    /// thread.
-    fn free(&self) -> Result<()> {
-        let mut handle = self.handle.write().unwrap_or_else(|e| e.into_inner());
-        let Some(raw) = handle.take() else {
-            return Ok(());
+    /// Frees the QNN context once the calls using it have returned; `done` gets the result,
+    /// on the owner thread. Never waits.
+    fn close_then(self: Arc<Self>, done: Done<()>) {
+        let mut state = self.lock();
+        if state.raw.is_none() || state.closing.is_some() {
+            drop(state);
+            return done(Err(Error::Closed { what: "context" }));
+        }
+        if state.users == 0 {
+            // This reference goes with the free, before the answer: a `Runtime::close` right
+            // after it must find itself the runtime's last holder and free the handles there
+            // and then (and report their errors), not leave that to a drop.
+            self.free_later(&mut state, Some(done), Some(Arc::clone(&self)));
+        } else {
+            state.closing = Some(Some(done));
+        }
+    }
+
+    /// Hands the free to the owner thread, with nobody using the handle; `keep` is let go of
+    /// there, before `done` answers.
+    fn free_later(
+        &self,
+        state: &mut HandleState,
+        done: Option<Done<()>>,
+        keep: Option<Arc<ContextCore>>,
+    ) {
+        let Some(raw) = state.raw.take() else {
+            return;
         };
-        let alive = std::mem::replace(
-            &mut *self.alive.lock().unwrap_or_else(|e| e.into_inner()),
-            Alive::released(),
-        );
-        free_handle(&self.runtime.backend_lib, raw, alive)
+        let alive = std::mem::replace(&mut state.alive, Alive::released());
+        self.runtime.owner.run(Box::new(move |handles| {
+            let result = free_handle(&handles.lib, raw, alive);
+            drop(keep);
+            if let Some(done) = done {
+                done(result);
+            }
+        }));
     }
 }
 
-fn free_handle(
-    lib: &BackendLibrary,
-    raw: sys::Qnn_ContextHandle_t,
-    mut alive: Alive,
-) -> Result<()> {
+/// Frees a context handle; once exit has begun it is left to the process's end.
+fn free_handle(lib: &BackendLibrary, raw: RawContext, mut alive: Alive) -> Result<()> {
+    let Ok(_in_qnn) = crate::exit::enter() else {
+        return Ok(());
+    };
     // SAFETY: the handle came from this backend's contextCreateFromBinary and, having been taken
-    // out of its lock, is freed exactly once with no execute in flight.
-    let status = sys::Status(unsafe { (lib.fns.context_free)(raw, std::ptr::null_mut()) });
+    // out of its state with no call using it, is freed exactly once.
+    let status = sys::Status(unsafe { (lib.fns.context_free)(raw.0, std::ptr::null_mut()) });
     alive.release();
     lib.check("contextFree", status)
         .inspect_err(|_| counters::record_release_error())
@@ -85,42 +145,21 @@ fn free_handle(
 
 impl Drop for ContextCore {
     fn drop(&mut self) {
-        // Nothing runs on the context any more. The free goes to the owner thread; the drop
-        // never waits (it may run in the garbage collector on a normal scheduler).
-        let raw = self
-            .handle
-            .get_mut()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(raw) = raw {
-            let raw = SendHandle(raw);
-            let alive = std::mem::replace(
-                self.alive.get_mut().unwrap_or_else(|e| e.into_inner()),
-                Alive::released(),
-            );
-            // Errors are already counted in `release_errors`.
-            self.runtime.owner.run(Box::new(move |handles| {
-                let raw = raw;
-                let _ = free_handle(&handles.lib, raw.0, alive);
-            }));
-        }
-    }
-}
-
-/// Where a context binary comes from.
-pub enum Binary {
-    /// Read or mapped from a file.
-    File(ModelBytes),
-    /// Bytes handed over by the caller.
-    Owned(Vec<u8>),
-}
-
-impl Binary {
-    fn as_slice(&self) -> &[u8] {
-        match self {
-            Binary::File(bytes) => bytes.as_slice(),
-            Binary::Owned(bytes) => bytes,
-        }
+        // Nothing uses the context any more (every `HandleUse` borrows it). The free goes to
+        // the owner thread; the drop never waits (it may run in the garbage collector on a
+        // normal scheduler).
+        let state = self.handle.get_mut().unwrap_or_else(|e| e.into_inner());
+        let done = state.closing.take().flatten();
+        let mut state = std::mem::replace(
+            state,
+            HandleState {
+                raw: None,
+                users: 0,
+                closing: None,
+                alive: Alive::released(),
+            },
+        );
+        self.free_later(&mut state, done, None);
     }
 }
 
@@ -140,13 +179,13 @@ impl Context {
     /// thread to create it. `site` is its entry in the [ledger](crate::ledger).
     pub fn from_file(runtime: &Arc<Runtime>, path: &Path, site: &Site) -> Result<Arc<Context>> {
         let bytes = model_file::read(path, model_file::DEFAULT_MAX_BYTES)?;
-        blocking(|done| Self::load_then(runtime, Binary::File(bytes), Some(path), site, done))
+        blocking(|done| Self::load_then(runtime, bytes, Some(path), site, done))
     }
 
     /// Loads a context binary from memory, waiting for the runtime's thread to create it.
     /// `site` is its entry in the [ledger](crate::ledger).
     pub fn from_bytes(runtime: &Arc<Runtime>, bytes: &[u8], site: &Site) -> Result<Arc<Context>> {
-        blocking(|done| Self::load_then(runtime, Binary::Owned(bytes.to_vec()), None, site, done))
+        blocking(|done| Self::load_then(runtime, bytes.to_vec(), None, site, done))
     }
 
     /// Loads `binary` without waiting: its metadata is read here, the QNN context is created on
@@ -154,7 +193,7 @@ impl Context {
     /// [ledger](crate::ledger); `source` the path it came from, if any.
     pub fn load_then(
         runtime: &Arc<Runtime>,
-        binary: Binary,
+        binary: Vec<u8>,
         source: Option<&Path>,
         site: &Site,
         done: Done<Arc<Context>>,
@@ -176,7 +215,7 @@ impl Context {
         let owner = Arc::clone(&core);
         owner.owner.run(Box::new(move |handles| {
             let created = create(handles, core, graphs, &binary, source, site.as_str());
-            // QNN keeps its own copy: the bytes (or the file's mapping) go before the answer.
+            // QNN keeps its own copy: the bytes go before the answer.
             drop(binary);
             done(created);
         }));
@@ -203,17 +242,9 @@ impl Context {
     /// executes return) and `done` gets its result there.
     pub fn close_then(&self, done: Done<()>) {
         match self.core.close() {
-            Ok(core) => {
-                let owner = Arc::clone(&core.runtime);
-                owner.owner.run(Box::new(move |_| {
-                    let result = core.free();
-                    // Let go of the runtime before answering: a `Runtime::close` right after
-                    // this returns must find itself the last holder and free the handles
-                    // there and then (and report their errors), not leave that to a drop.
-                    drop(core);
-                    done(result)
-                }));
-            }
+            // The free waits for executes still running, but neither this caller nor the
+            // owner thread waits for them.
+            Ok(core) => core.close_then(done),
             Err(error) => done(Err(error)),
         }
     }
@@ -233,12 +264,12 @@ fn create(
     handles: &mut Handles,
     runtime: Arc<RuntimeCore>,
     graphs: Vec<Arc<GraphMetadata>>,
-    binary: &Binary,
+    bytes: &[u8],
     source: Option<PathBuf>,
     site: &str,
 ) -> Result<Arc<Context>> {
-    let bytes = binary.as_slice();
     let lib = &handles.lib;
+    let in_qnn = crate::exit::enter()?;
     let mut handle: sys::Qnn_ContextHandle_t = std::ptr::null_mut();
     // SAFETY: backend/device are live handles of this library, created on this thread; the
     // binary is valid for `len` bytes during the call (QNN copies what it keeps); `handle` is
@@ -255,11 +286,14 @@ fn create(
         )
     });
     lib.check("contextCreateFromBinary", status)?;
+    drop(in_qnn);
     if handle.is_null() {
         return Err(Error::invalid_model(
             "contextCreateFromBinary returned a NULL context",
         ));
     }
+    // Deserializing may have made QNN register exit-time destructors; ours must run first.
+    crate::exit::guard_exit();
     let infos: Vec<GraphInfo> = graphs.iter().map(|g| g.info.clone()).collect();
     let loaded_from = match &source {
         Some(path) => path.display().to_string(),
@@ -269,10 +303,14 @@ fn create(
     let detail = format!("{loaded_from} (graphs: {})", names.join(", "));
     let core = ContextCore {
         runtime,
-        handle: RwLock::new(Some(handle)),
+        handle: Mutex::new(HandleState {
+            raw: Some(RawContext(handle)),
+            users: 0,
+            closing: None,
+            alive: Alive::new(Kind::Context, site, detail),
+        }),
         turns: graphs.iter().map(|_| Arc::default()).collect(),
         graphs,
-        alive: Mutex::new(Alive::new(Kind::Context, site, detail)),
     };
     Ok(Arc::new(Context {
         graphs: infos,

@@ -68,6 +68,8 @@ pub enum Error {
     InvalidInput { message: String },
     #[error("internal error in hexagon_tpu (please report it): {message}")]
     Internal { message: String },
+    #[error("the process is exiting: QNN is not called any more")]
+    Exiting,
 }
 
 /// Shorthand for results in this crate.
@@ -88,6 +90,7 @@ impl Error {
             Error::GraphNotFound { .. } => "graph_not_found",
             Error::InvalidInput { .. } => "invalid_input",
             Error::Internal { .. } => "internal",
+            Error::Exiting => "exiting",
         }
     }
 

@@ -2,6 +2,7 @@
 
 use std::ffi::CString;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Instant;
 
 use crate::closable::Closable;
@@ -26,12 +27,14 @@ pub struct ExecuteReport {
 struct GraphState {
     context: Arc<ContextCore>,
     handle: sys::Qnn_GraphHandle_t,
+    /// Whether an execute has returned (QNN may build state lazily at the first).
+    executed: AtomicBool,
     _alive: Alive,
 }
 
 // SAFETY: the graph handle is an opaque token that QNN allows to be used from any thread; this
-// crate never runs two `graphExecute` calls on one handle at once (the context's lock for this
-// graph is held for the whole call).
+// crate never runs two `graphExecute` calls on one handle at once (only the holder of the
+// graph's turn executes).
 unsafe impl Send for GraphState {}
 // SAFETY: shared references only read the handle's value; the one QNN call made with it
 // (`graphExecute`) runs only while holding the graph's turn, so never twice at once.
@@ -80,11 +83,15 @@ impl Graph {
         let mut handle: sys::Qnn_GraphHandle_t = std::ptr::null_mut();
         {
             let context_handle = core.try_handle()?;
-            let raw = (*context_handle).ok_or(Error::Closed { what: "context" })?;
-            // SAFETY: `raw` is a live context (the read lock keeps it from being freed); the name
-            // is NUL-terminated; the out-pointer is writable.
+            let _in_qnn = crate::exit::enter()?;
+            // SAFETY: the context is live (a `HandleUse` keeps it from being freed); the name is
+            // NUL-terminated; the out-pointer is writable.
             let status = sys::Status(unsafe {
-                (core.runtime.backend_lib.fns.graph_retrieve)(raw, c_name.as_ptr(), &mut handle)
+                (core.runtime.backend_lib.fns.graph_retrieve)(
+                    *context_handle,
+                    c_name.as_ptr(),
+                    &mut handle,
+                )
             });
             core.runtime.backend_lib.check("graphRetrieve", status)?;
         }
@@ -101,6 +108,7 @@ impl Graph {
                 GraphState {
                     context: core,
                     handle,
+                    executed: AtomicBool::new(false),
                     _alive: Alive::new(Kind::Graph, site.as_str(), name.to_string()),
                 },
             ),
@@ -216,11 +224,11 @@ impl Turn<'_> {
         outputs: &mut [&mut [u8]],
     ) -> Result<ExecuteReport> {
         let graph = self.graph;
+        #[cfg(feature = "test-support")]
+        crate::sim_probe::panic_if_armed();
         let state = graph.state.get()?;
-        let context_handle = state.context.try_handle()?;
-        if context_handle.is_none() {
-            return Err(Error::Closed { what: "context" });
-        }
+        // Held until the execute returns: the context is not freed under it.
+        let _context_handle = state.context.try_handle()?;
 
         // QNN takes `const` inputs; the data pointer in a client buffer is declared mutable but
         // is only read for inputs.
@@ -240,8 +248,9 @@ impl Turn<'_> {
             .collect();
 
         let lib = &state.context.runtime.backend_lib;
+        let in_qnn = crate::exit::enter()?;
         let started = Instant::now();
-        // SAFETY: the graph handle is live (its context's read lock is held), and holding the
+        // SAFETY: the graph handle is live (its context's `HandleUse` is held), and holding the
         // turn (`self`) serializes every execute on the handle. The tensor arrays describe
         // buffers of the metadata's sizes (the caller's contract), outlive the call, and outputs
         // are exclusively borrowed.
@@ -259,6 +268,11 @@ impl Turn<'_> {
         let execute_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
         counters::record_execute(execute_ns, !status.is_ok());
         lib.check("graphExecute", status)?;
+        drop(in_qnn);
+        if !state.executed.swap(true, Relaxed) {
+            // The first execute may have made QNN register exit-time destructors.
+            crate::exit::guard_exit();
+        }
         Ok(ExecuteReport { execute_ns })
     }
 

@@ -109,6 +109,8 @@ const MAX_PLATFORM_ENTRIES: u32 = 64;
 pub fn probe_backend(path: &Path, log_level: Option<LogLevel>) -> Result<BackendProbe> {
     let lib = loader::backend(path)?;
     let library = backend_library(path)?;
+    // Held for the whole probe: exit waits for it rather than tear QNN down under it.
+    let _in_qnn = crate::exit::enter()?;
     let fns = lib.fns;
     let mut log: sys::Qnn_LogHandle_t = std::ptr::null_mut();
     let log_create = match (log_level, fns.log_create) {

@@ -167,14 +167,18 @@ pub(crate) fn system(path: &Path) -> Result<Arc<SystemLibrary>> {
 }
 
 fn open(path: &Path, role: LibraryRole) -> Result<Library> {
+    let _in_qnn = crate::exit::enter()?;
     // SAFETY: loading a library runs its initializers. The paths name QNN libraries (or the
     // project's own qnn_sim), whose initializers only set up internal state.
-    unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL) }.map_err(|e| {
+    let library = unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL) }.map_err(|e| {
         Error::LibraryNotFound {
             role,
             tried: vec![(path.to_path_buf(), describe(&e))],
         }
-    })
+    })?;
+    // The library's initializers registered its exit-time destructors; ours must run first.
+    crate::exit::guard_exit();
+    Ok(library)
 }
 
 /// libloading's error says only "dlopen failed"; the `dlerror` text is its source.
@@ -260,6 +264,7 @@ fn list_providers<T>(
     })?;
     let mut list: *const *const T = std::ptr::null();
     let mut count = 0u32;
+    let _in_qnn = crate::exit::enter()?;
     // SAFETY: both out-pointers are valid for writes; the function is the library's entry point.
     sys::Status(unsafe { get_providers(&mut list, &mut count) })
         .ok_or_else(|raw| Error::qnn(symbol, raw))?;

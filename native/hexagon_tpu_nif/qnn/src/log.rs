@@ -1,10 +1,13 @@
 //! QNN's log, caught by a callback instead of going to stdout.
 //!
 //! QNN calls the callback on its own threads (and on whichever thread is inside a QNN call), with
-//! a printf format and a `va_list`. The callback formats the line, passes it through a rate
-//! limiter and a bounded queue, and returns: it never blocks and never calls into anything but
-//! `vsnprintf`. One thread drains the queue into the sink the embedder installs
-//! ([`set_sink`]; the NIF forwards to Logger). Without a sink, lines are counted and dropped.
+//! a printf format and a `va_list`. The callback first asks the rate limiter (atomics only) and
+//! drops the line there, before formatting or allocating anything, when the rate is exceeded,
+//! the queue is full or the process is exiting. A kept line is formatted on the stack
+//! (`vsnprintf`), copied once into a `String` and pushed onto a bounded queue under a lock held
+//! only for the push. One thread, started with the first log handle (never from the callback),
+//! drains the queue into the sink the embedder installs ([`set_sink`]; the NIF forwards to
+//! Logger). Without a sink, lines are counted and dropped.
 //!
 //! `QnnLog_Callback_t` carries no user data, so each backend library gets its own callback (a
 //! small fixed table of them), which is how a line knows which library wrote it.
@@ -12,7 +15,7 @@
 use std::collections::VecDeque;
 use std::ffi::{c_char, c_int, c_void};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, LazyLock, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -89,12 +92,15 @@ pub fn set_sink(sink: impl Fn(LogRecord) + Send + Sync + 'static) {
         .unwrap_or_else(|e| e.into_inner()) = Some(Box::new(sink));
 }
 
+/// A line as the callback queues it: the library is resolved on the drain thread.
+struct Line {
+    level: LogLevel,
+    slot: usize,
+    message: String,
+}
+
 struct Queue {
-    lines: VecDeque<LogRecord>,
-    tokens: f64,
-    refilled: Instant,
-    /// Lines dropped since the drain last reported it.
-    unreported_drops: u64,
+    lines: VecDeque<Line>,
 }
 
 struct Shared {
@@ -102,13 +108,16 @@ struct Shared {
     ready: Condvar,
 }
 
+/// Lines waiting in the queue (read by the callback without the lock).
+static QUEUED: AtomicUsize = AtomicUsize::new(0);
+/// Lines dropped since the drain last reported it.
+static UNREPORTED_DROPS: AtomicU64 = AtomicU64::new(0);
+
+/// Made, with the drain thread, when the first log callback is handed to QNN.
 static SHARED: LazyLock<Arc<Shared>> = LazyLock::new(|| {
     let shared = Arc::new(Shared {
         queue: Mutex::new(Queue {
             lines: VecDeque::new(),
-            tokens: f64::from(BURST),
-            refilled: Instant::now(),
-            unreported_drops: 0,
         }),
         ready: Condvar::new(),
     });
@@ -116,7 +125,10 @@ static SHARED: LazyLock<Arc<Shared>> = LazyLock::new(|| {
     // If the thread cannot start, lines pile up to the queue's capacity and are then dropped.
     let _ = std::thread::Builder::new()
         .name("qnn-log".into())
-        .spawn(move || drain_forever(&drain));
+        .spawn(move || {
+            // A panic in a sink must not end the drain (lines would pile up and be dropped).
+            while std::panic::catch_unwind(|| drain_forever(&drain)).is_err() {}
+        });
     shared
 });
 
@@ -126,15 +138,20 @@ fn drain_forever(shared: &Shared) {
         let mut queue = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
         let line = loop {
             if let Some(line) = queue.lines.pop_front() {
-                break line;
+                QUEUED.fetch_sub(1, Relaxed);
+                break LogRecord {
+                    level: line.level,
+                    backend: backend_of(line.slot),
+                    message: line.message,
+                };
             }
-            if queue.unreported_drops > 0 {
+            if UNREPORTED_DROPS.load(Relaxed) > 0 {
                 // Drops are reported at most once a second, not once per dropped line.
                 let wait = last_report.map_or(Duration::ZERO, |at| {
                     Duration::from_secs(1).saturating_sub(at.elapsed())
                 });
                 if wait.is_zero() {
-                    let drops = std::mem::take(&mut queue.unreported_drops);
+                    let drops = UNREPORTED_DROPS.swap(0, Relaxed);
                     last_report = Some(Instant::now());
                     break LogRecord {
                         level: LogLevel::Warn,
@@ -174,28 +191,52 @@ fn deliver(line: LogRecord) {
     }
 }
 
-/// Takes one formatted line from QNN's callback: rate-limited, queued, never blocking for long
-/// (the lock is held only to push).
-fn accept(level: LogLevel, backend: PathBuf, message: String) {
-    let shared = &*SHARED;
-    let mut queue = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
-    let now = Instant::now();
-    let elapsed = now.duration_since(queue.refilled).as_secs_f64();
-    queue.tokens = (queue.tokens + elapsed * f64::from(RATE_PER_SECOND)).min(f64::from(BURST));
-    queue.refilled = now;
-    if queue.tokens < 1.0 || queue.lines.len() >= QUEUE_CAPACITY {
-        queue.unreported_drops += 1;
+/// The rate limit, as a generic cell rate algorithm on one atomic: the "theoretical arrival time"
+/// of the next line, in nanoseconds since [`EPOCH`]. A line is let through when that time is
+/// less than a burst's worth ahead of now.
+static NEXT_LINE_AT: AtomicU64 = AtomicU64::new(0);
+static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
+const LINE_INTERVAL_NS: u64 = 1_000_000_000 / RATE_PER_SECOND as u64;
+const BURST_NS: u64 = (BURST as u64 - 1) * LINE_INTERVAL_NS;
+
+/// Whether a line may be kept: within the rate and the queue's room, and not exiting. Touches
+/// only atomics (no allocation, no lock); a refused line is counted as dropped.
+fn admit() -> bool {
+    if crate::exit::exiting() {
+        return false;
+    }
+    let now = u64::try_from(EPOCH.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    let mut next = NEXT_LINE_AT.load(Relaxed);
+    let admitted = loop {
+        let start = next.max(now);
+        if start - now > BURST_NS || QUEUED.load(Relaxed) >= QUEUE_CAPACITY {
+            break false;
+        }
+        match NEXT_LINE_AT.compare_exchange_weak(next, start + LINE_INTERVAL_NS, Relaxed, Relaxed) {
+            Ok(_) => break true,
+            Err(actual) => next = actual,
+        }
+    };
+    if !admitted {
         DROPPED.fetch_add(1, Relaxed);
-        if queue.unreported_drops == 1 {
-            drop(queue);
+        if UNREPORTED_DROPS.fetch_add(1, Relaxed) == 0 {
+            // Wake the drain to report it (under the lock, so the wake-up cannot be missed).
+            let shared = &*SHARED;
+            let _queue = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
             shared.ready.notify_one();
         }
-        return;
     }
-    queue.tokens -= 1.0;
-    queue.lines.push_back(LogRecord {
+    admitted
+}
+
+/// Queues one admitted line (the lock is held only to push).
+fn accept(level: LogLevel, slot: usize, message: String) {
+    let shared = &*SHARED;
+    let mut queue = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+    QUEUED.fetch_add(1, Relaxed);
+    queue.lines.push_back(Line {
         level,
-        backend,
+        slot,
         message,
     });
     drop(queue);
@@ -208,6 +249,9 @@ static SLOTS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 /// The log callback for `lib` (as `QnnLog_create` takes it). The first [`CALLBACKS`] libraries
 /// get one each; later ones share the last.
 pub(crate) fn callback_for(lib: &BackendLibrary) -> *const c_void {
+    // The queue, its drain thread and the clock start here, not in QNN's callback.
+    LazyLock::force(&SHARED);
+    LazyLock::force(&EPOCH);
     let mut slots = SLOTS.lock().unwrap_or_else(|e| e.into_inner());
     let slot = match slots.iter().position(|p| *p == lib.path) {
         Some(slot) => slot,
@@ -263,7 +307,7 @@ static CALLBACKS: [Callback; 8] = callbacks!(0, 1, 2, 3, 4, 5, 6, 7);
 /// # Safety
 /// `fmt` is NULL or a printf format string whose arguments `args` holds.
 unsafe fn on_log(slot: usize, fmt: *const c_char, level: u32, args: VaList) {
-    if fmt.is_null() {
+    if fmt.is_null() || !admit() {
         return;
     }
     let mut buf = [0u8; MAX_LINE];
@@ -277,7 +321,7 @@ unsafe fn on_log(slot: usize, fmt: *const c_char, level: u32, args: VaList) {
     let _ = std::panic::catch_unwind(|| {
         let message = tidy(&String::from_utf8_lossy(&buf[..len]));
         if !message.is_empty() {
-            accept(LogLevel::from_raw(level), backend_of(slot), message);
+            accept(LogLevel::from_raw(level), slot, message);
         }
     });
 }

@@ -81,6 +81,8 @@ pub(crate) fn read_graphs(
 
 /// Reads what QnnSystem says about `binary`: its header fields and every graph.
 pub(crate) fn read_binary(library: &SystemLibrary, binary: &[u8]) -> Result<BinaryMetadata> {
+    // Held until the System context is freed (declared first, dropped last).
+    let _in_qnn = crate::exit::enter()?;
     let mut handle: sys::QnnSystemContext_Handle_t = std::ptr::null_mut();
     // SAFETY: the out-pointer is valid for a write.
     sys::Status(unsafe { (library.fns.context_create)(&mut handle) })
@@ -94,29 +96,39 @@ pub(crate) fn read_binary(library: &SystemLibrary, binary: &[u8]) -> Result<Bina
 
     let mut info: *const QnnSystemContext_BinaryInfo_t = std::ptr::null();
     let size = binary.len() as u64;
+    // The deprecated entry takes a mutable buffer, so it gets a copy it may scribble on. The
+    // answer may point into that buffer, so the copy lives until the answer has been read.
+    let mut copy: Vec<u8> = Vec::new();
     let status = sys::Status(
-        if let Some(get_metadata) = library.fns.context_get_metadata {
-            // SAFETY: the buffer is valid for `size` bytes for the duration of the call; the result
-            // stays owned by the System context, which outlives its use below.
-            unsafe { get_metadata(context.handle, binary.as_ptr().cast(), size, &mut info) }
-        } else {
-            // The deprecated entry takes a mutable buffer, so it gets a copy it may scribble on.
-            let mut copy = binary.to_vec();
-            let get_binary_info = library
-                .fns
-                .context_get_binary_info
-                .expect("the loader requires one of the two metadata entries");
-            let mut info_size = 0u64;
-            // SAFETY: as above; the copy is valid for `size` bytes and outlives the call. The result
-            // is owned by the System context, not by the buffer.
-            unsafe {
-                get_binary_info(
-                    context.handle,
-                    copy.as_mut_ptr().cast::<c_void>(),
-                    size,
-                    &mut info,
-                    &mut info_size,
-                )
+        match (
+            library.fns.context_get_metadata,
+            library.fns.context_get_binary_info,
+        ) {
+            (Some(get_metadata), _) => {
+                // SAFETY: the buffer is valid for `size` bytes for the duration of the call; the
+                // result stays owned by the System context, which outlives its use below.
+                unsafe { get_metadata(context.handle, binary.as_ptr().cast(), size, &mut info) }
+            }
+            (None, Some(get_binary_info)) => {
+                copy.extend_from_slice(binary);
+                let mut info_size = 0u64;
+                // SAFETY: the copy is valid for `size` bytes and lives until the answer has been
+                // read below; the System context owns the rest of the answer.
+                unsafe {
+                    get_binary_info(
+                        context.handle,
+                        copy.as_mut_ptr().cast::<c_void>(),
+                        size,
+                        &mut info,
+                        &mut info_size,
+                    )
+                }
+            }
+            (None, None) => {
+                return Err(Error::Internal {
+                    message: "the System library has no metadata entry (the loader requires one)"
+                        .into(),
+                });
             }
         },
     );
@@ -124,10 +136,18 @@ pub(crate) fn read_binary(library: &SystemLibrary, binary: &[u8]) -> Result<Bina
     if info.is_null() {
         return Err(Error::invalid_model("QnnSystem returned no binary info"));
     }
-    let stride = sys::graph_info_stride(library.system_api.minor)
-        .expect("the loader only accepts System minors with a known stride");
-    // SAFETY: `info` is the System library's answer for this binary, alive until `context` drops.
-    unsafe { read_binary_info(info, stride) }
+    let stride =
+        sys::graph_info_stride(library.system_api.minor).ok_or_else(|| Error::Internal {
+            message: format!(
+                "no GraphInfo stride for System API minor {} (the loader accepts only known ones)",
+                library.system_api.minor
+            ),
+        })?;
+    // SAFETY: `info` is the System library's answer for this binary, alive until `context` drops;
+    // any part of it in `copy` lives as long.
+    let read = unsafe { read_binary_info(info, stride) };
+    drop(copy);
+    read
 }
 
 /// The fields every BinaryInfo version has, in the order of the V1 struct.

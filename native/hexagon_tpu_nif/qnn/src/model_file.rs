@@ -1,9 +1,15 @@
 //! Reading a context binary from a path without trusting the path: it is opened non-blocking
 //! (a FIFO with no writer must not hang the caller), `fstat`ed, and only a regular file within
-//! the size limit is read. Large files are mapped, not copied, so a load adds about the file's
-//! size to peak memory, not twice that.
+//! the size limit is read.
+//!
+//! Files are read, never mapped: a mapped file that is truncated while QNN reads it (an update
+//! written in place, a full disk, a network filesystem) raises SIGBUS inside QNN, which takes the
+//! whole VM down; a read only comes up short, and says so. Reading costs no more peak memory than
+//! a mapping (QNN touches every page of the binary either way), and the bytes are freed as soon
+//! as the context is created.
 
 use std::fs::File;
+use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
@@ -11,49 +17,8 @@ use crate::error::{Error, Result};
 
 /// The default largest context binary accepted (the `max_bytes` of [`read`]).
 pub const DEFAULT_MAX_BYTES: u64 = 2 << 30;
-/// Files at least this large are mapped instead of read.
-const MAP_FROM: u64 = 1 << 20;
-
-/// A context binary's bytes, read or mapped.
-pub enum ModelBytes {
-    Read(Vec<u8>),
-    Mapped(Mapping),
-}
-
-impl ModelBytes {
-    pub fn as_slice(&self) -> &[u8] {
-        match self {
-            ModelBytes::Read(bytes) => bytes,
-            ModelBytes::Mapped(mapping) => mapping.as_slice(),
-        }
-    }
-}
-
-/// A read-only private mapping of a whole file.
-pub struct Mapping {
-    ptr: *mut libc::c_void,
-    len: usize,
-}
-
-// SAFETY: the mapping is read-only and owned by this value alone; reading it from any thread is
-// sound, and it is unmapped exactly once, in `Drop`.
-unsafe impl Send for Mapping {}
-// SAFETY: as above; shared access only reads.
-unsafe impl Sync for Mapping {}
-
-impl Mapping {
-    fn as_slice(&self) -> &[u8] {
-        // SAFETY: `ptr` is a live mapping of `len` readable bytes until `Drop`.
-        unsafe { std::slice::from_raw_parts(self.ptr.cast::<u8>(), self.len) }
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: `ptr`/`len` are exactly what mmap returned, unmapped once.
-        unsafe { libc::munmap(self.ptr, self.len) };
-    }
-}
+/// The most read in one `read` call.
+const CHUNK: usize = 4 << 20;
 
 /// What a file that is not a regular file is, in words.
 fn not_regular(kind: std::fs::FileType) -> Option<&'static str> {
@@ -75,13 +40,13 @@ fn not_regular(kind: std::fs::FileType) -> Option<&'static str> {
 }
 
 /// Opens `path`, refuses anything but a regular file of 1 to `max_bytes` bytes before reading a
-/// byte, and reads or maps it.
-pub fn read(path: &Path, max_bytes: u64) -> Result<ModelBytes> {
+/// byte, and reads it, in chunks of at most [`CHUNK`] bytes.
+pub fn read(path: &Path, max_bytes: u64) -> Result<Vec<u8>> {
     let io = |message: String| Error::Io {
         path: path.to_path_buf(),
         message,
     };
-    let file = File::options()
+    let mut file = File::options()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
         .open(path)
@@ -114,40 +79,24 @@ pub fn read(path: &Path, max_bytes: u64) -> Result<ModelBytes> {
     }
     let len =
         usize::try_from(size).map_err(|_| io(format!("{size} bytes do not fit in memory")))?;
-    if size < MAP_FROM {
-        let mut bytes = Vec::with_capacity(len);
-        use std::io::Read;
-        // `take` bounds the read even if the file grows after the fstat.
-        (&file)
-            .take(size)
+    let mut bytes = Vec::new();
+    bytes
+        .try_reserve_exact(len)
+        .map_err(|_| io(format!("{size} bytes could not be allocated")))?;
+    // Exactly the size `fstat` gave: a file that grows meanwhile is cut there, one that shrinks
+    // comes up short.
+    while bytes.len() < len {
+        let want = (len - bytes.len()).min(CHUNK);
+        let read = (&mut file)
+            .take(want as u64)
             .read_to_end(&mut bytes)
             .map_err(|e| io(e.to_string()))?;
-        if bytes.len() != len {
+        if read == 0 {
             return Err(io(format!(
                 "changed while being read ({} of {size} bytes)",
                 bytes.len()
             )));
         }
-        return Ok(ModelBytes::Read(bytes));
     }
-    use std::os::fd::AsRawFd;
-    // SAFETY: a fresh read-only private mapping of `len` bytes of an open regular file; the
-    // result is checked against MAP_FAILED before use.
-    let ptr = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ,
-            libc::MAP_PRIVATE,
-            file.as_raw_fd(),
-            0,
-        )
-    };
-    if ptr == libc::MAP_FAILED {
-        return Err(io(format!(
-            "could not be mapped: {}",
-            std::io::Error::last_os_error()
-        )));
-    }
-    Ok(ModelBytes::Mapped(Mapping { ptr, len }))
+    Ok(bytes)
 }

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, mpsc};
 
 use crate::counters;
 use crate::error::{Error, Result};
+use crate::exit;
 use crate::ledger::{Alive, Kind};
 use crate::loader::BackendLibrary;
 use crate::log::{self, LogLevel};
@@ -37,28 +38,6 @@ pub(crate) fn pending() -> u64 {
     PENDING.load(Relaxed)
 }
 
-/// Longest the process waits at exit for frees still queued on runtime threads.
-const EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// Makes `exit` wait (up to [`EXIT_GRACE`]) for queued frees before the QNN libraries' own
-/// exit-time destructors run: a free still running on a runtime thread while the backend
-/// tears itself down crashes the process. Registered after the first backend library is
-/// opened, so it runs before that library's destructors (exit runs them in reverse order).
-fn wait_for_frees_at_exit() {
-    static REGISTERED: std::sync::Once = std::sync::Once::new();
-    extern "C" fn wait() {
-        let deadline = std::time::Instant::now() + EXIT_GRACE;
-        while pending() > 0 && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-    }
-    REGISTERED.call_once(|| {
-        // SAFETY: `wait` is a plain `extern "C" fn()` that lives for the whole process and
-        // neither panics nor calls `exit`.
-        unsafe { libc::atexit(wait) };
-    });
-}
-
 /// The sending side of a runtime's thread. The thread frees the runtime's handles and ends when
 /// the last `Owner` is dropped.
 pub(crate) struct Owner {
@@ -75,7 +54,6 @@ impl Owner {
         (kind, site): (Kind, String),
         started: Box<dyn FnOnce(Result<Owner>) + Send>,
     ) {
-        wait_for_frees_at_exit();
         let (jobs, inbox) = mpsc::channel::<Job>();
         let started = Arc::new(Mutex::new(Some(started)));
         let report = Arc::clone(&started);
@@ -151,6 +129,7 @@ pub(crate) fn blocking<T: Send + 'static>(
 
 /// Creates the handles in order, freeing what exists if a later step fails.
 fn create(lib: &Arc<BackendLibrary>, log_level: Option<LogLevel>) -> Result<Handles> {
+    let _in_qnn = exit::enter()?;
     let fns = &lib.fns;
     let mut handles = Handles {
         lib: Arc::clone(lib),
@@ -191,12 +170,18 @@ fn create(lib: &Arc<BackendLibrary>, log_level: Option<LogLevel>) -> Result<Hand
             return Err(error);
         }
     }
+    // Creating the backend may have registered exit-time destructors of QNN's; ours run first.
+    exit::guard_exit();
     Ok(handles)
 }
 
 impl Handles {
     /// Frees device, backend and log (the reverse of creation), each at most once.
+    /// Once exit has begun nothing is freed: the process's end reclaims the handles.
     pub(crate) fn free(&mut self) -> Result<()> {
+        let Ok(_in_qnn) = exit::enter() else {
+            return Ok(());
+        };
         let lib = Arc::clone(&self.lib);
         let fns = lib.fns;
         let mut first_error = None;

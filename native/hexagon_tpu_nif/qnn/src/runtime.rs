@@ -150,7 +150,9 @@ impl Runtime {
 /// The backend's own API version, from backendGetApiVersion when the library implements it
 /// (the negotiated provider's otherwise).
 pub(crate) fn backend_api(lib: &BackendLibrary) -> Version {
-    if let Some(get_api_version) = lib.fns.backend_get_api_version {
+    if let (Some(get_api_version), Ok(_in_qnn)) =
+        (lib.fns.backend_get_api_version, crate::exit::enter())
+    {
         let mut reported = sys::Qnn_ApiVersion_t::default();
         // SAFETY: the out-pointer is valid for a write of a `Qnn_ApiVersion_t`.
         if unsafe { get_api_version(&mut reported) } == 0 {
@@ -162,7 +164,8 @@ pub(crate) fn backend_api(lib: &BackendLibrary) -> Version {
 
 /// `backendGetBuildId`, or `""` when the library has none.
 pub(crate) fn build_id(lib: &BackendLibrary) -> String {
-    let Some(get_build_id) = lib.fns.backend_get_build_id else {
+    let (Some(get_build_id), Ok(_in_qnn)) = (lib.fns.backend_get_build_id, crate::exit::enter())
+    else {
         return String::new();
     };
     let mut s: *const c_char = std::ptr::null();

@@ -1,7 +1,7 @@
 //! Test support for `qnn_sim`, the project's simulated QNN backend: reads the counters it
-//! exports and sets its knobs (`QnnSim_*` symbols, which Qualcomm's libraries do not have). Only
-//! with the cargo feature `test-support`, which releases do not enable: it opens whatever path it
-//! is given.
+//! exports and sets its knobs (`QnnSim_*` symbols, which Qualcomm's libraries do not have); and
+//! this crate's one fault of its own, a panic inside an execute. Only with the cargo feature
+//! `test-support`, which releases do not enable: it opens whatever path it is given.
 //!
 //! These calls open the library by path; when the runtime already opened the same path, the
 //! dynamic loader hands back that same instance, so the numbers describe the handles the runtime
@@ -114,5 +114,25 @@ pub fn configure(lib_path: &Path, key: &str, value: &str) -> Result<()> {
         code => Err(Error::invalid_input(format!(
             "qnn_sim rejected {key}={value:?} (code {code})"
         ))),
+    }
+}
+
+/// Executes still to panic (see [`panic_in_next_executes`]).
+static PANICS_ARMED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Makes the next `count` executes, on any graph, panic inside this crate right before they
+/// would call `graphExecute`: proves that a panic answers its caller and leaves the graph usable.
+pub fn panic_in_next_executes(count: u64) {
+    PANICS_ARMED.store(count, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Panics if [`panic_in_next_executes`] armed this execute.
+pub(crate) fn panic_if_armed() {
+    use std::sync::atomic::Ordering::SeqCst;
+    if PANICS_ARMED
+        .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
+        .is_ok()
+    {
+        panic!("test-support: a panic injected into an execute");
     }
 }

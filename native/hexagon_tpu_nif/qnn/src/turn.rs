@@ -5,6 +5,7 @@
 //! execute therefore stays a direct call on the caller's thread.
 
 use std::collections::VecDeque;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// Work that runs while holding the turn.
@@ -81,7 +82,9 @@ impl TurnSlot {
                     }
                 }
             };
-            next();
+            // A panic in queued work is answered by the work's own guards (its reply); the
+            // queue goes on, or every later execute on the graph would wait forever.
+            let _ = catch_unwind(AssertUnwindSafe(next));
         }
     }
 }
