@@ -96,6 +96,24 @@ defmodule HexagonTpu.Test.Support do
     end
   end
 
+  @doc """
+  Resets the OS's peak resident set size of this VM (Linux: `/proc/self/clear_refs`) and
+  returns the current resident set size in bytes, for `peak_rss!/0` to compare with: the OS sees
+  the NIF's allocations, which `:erlang.memory/0` does not.
+  """
+  def reset_peak_rss! do
+    File.write!("/proc/self/clear_refs", "5")
+    proc_status_bytes!("VmRSS")
+  end
+
+  @doc "The peak resident set size in bytes since `reset_peak_rss!/0`."
+  def peak_rss!, do: proc_status_bytes!("VmHWM")
+
+  defp proc_status_bytes!(field) do
+    [_, kb] = Regex.run(~r/^#{field}:\s+(\d+) kB$/m, File.read!("/proc/self/status"))
+    String.to_integer(kb) * 1024
+  end
+
   @doc "Sends every event in `events` to the calling process as {:event, name, measurements, metadata}."
   def attach_events(events) do
     id = "test-#{System.unique_integer([:positive])}"
