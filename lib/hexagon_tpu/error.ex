@@ -31,7 +31,10 @@ defmodule HexagonTpu.Error do
     * `:graph_not_found` - no graph of that name (the message lists the names)
     * `:ambiguous_graph` - the context holds several graphs and no `graph:` was given
     * `:nif_not_loaded` - the native library is not loaded (see `HexagonTpu.availability/1`)
-    * `:internal` - a bug in `hexagon_tpu`; please report it
+    * `:internal` - a bug in `hexagon_tpu` (a panic inside the NIF is answered this way, and
+      the object stays usable); please report it
+    * `:exiting` - the VM is stopping: QNN is not called any more (see "Stopping the VM" in
+      the README)
   """
 
   defexception [:reason, :message, :qnn_code]
@@ -51,6 +54,7 @@ defmodule HexagonTpu.Error do
           | :ambiguous_graph
           | :nif_not_loaded
           | :internal
+          | :exiting
           | atom()
 
   @type t :: %__MODULE__{

@@ -340,6 +340,66 @@ fn tidy(line: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::tidy;
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+    use std::sync::atomic::Ordering::Relaxed;
+
+    /// Counts this thread's allocations (the callback's cost is what is measured).
+    struct CountingAllocator;
+
+    thread_local! {
+        static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+    }
+
+    // SAFETY: defers to the system allocator; the count is a thread-local `Cell` with no
+    // destructor, which allocates nothing.
+    unsafe impl GlobalAlloc for CountingAllocator {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            ALLOCATIONS.with(|n| n.set(n.get() + 1));
+            // SAFETY: the caller's contract, passed on.
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { System.dealloc(ptr, layout) }
+        }
+    }
+
+    #[global_allocator]
+    static COUNTING: CountingAllocator = CountingAllocator;
+
+    #[test]
+    fn a_line_over_the_rate_is_dropped_before_it_is_formatted_or_allocated() {
+        std::sync::LazyLock::force(&super::SHARED);
+        // A format without conversions, so vsnprintf only copies the va_list (a zeroed one as
+        // large as either ABI's) and reads no argument from it.
+        let fmt = c" <W> a chatty backend\n".as_ptr();
+        let mut no_arguments = [0u64; 4];
+        let mut call = || {
+            let args = no_arguments.as_mut_ptr().cast();
+            // SAFETY: a printf format with no conversions reads no arguments.
+            unsafe { super::on_log(0, fmt, crate::sys::QNN_LOG_LEVEL_WARN, args) }
+        };
+        // Spend the burst.
+        for _ in 0..super::BURST + 10 {
+            call();
+        }
+        let dropped = super::DROPPED.load(Relaxed);
+        let allocations = ALLOCATIONS.with(Cell::get);
+        for _ in 0..100 {
+            call();
+        }
+        let dropped = super::DROPPED.load(Relaxed) - dropped;
+        let allocations = ALLOCATIONS.with(Cell::get) - allocations;
+        // At 50 lines a second, at most a line or two is admitted meanwhile; each admitted line
+        // allocates its text once (and may grow the queue).
+        let admitted = 100 - dropped;
+        assert!(dropped >= 90, "only {dropped} of 100 lines over the rate were dropped");
+        assert!(
+            allocations <= 2 * admitted,
+            "{allocations} allocations for {dropped} dropped and {admitted} admitted lines"
+        );
+    }
 
     #[test]
     fn level_tags_and_whitespace_are_trimmed() {
