@@ -80,7 +80,7 @@ defmodule HexagonTpu.Native.Loader do
   # opened: dlopen maps each PT_LOAD segment from the file, and touching a page past the end of
   # the file raises SIGBUS, which takes the VM down. Anything else (not ELF, too short for a
   # header, another class or byte order, an unknown path) is left to dlopen, which refuses it
-  # with a message. Runs from on_load: :file and binary matching only.
+  # with a message. Runs from on_load (see __on_load__ below).
   @spec check_elf(binary() | nil) :: :ok | {:error, {:truncated, charlist()}}
   def check_elf(nil), do: :ok
 
@@ -171,8 +171,8 @@ defmodule HexagonTpu.Native.Loader do
     quote do
       @on_load :__on_load__
 
-      # Only :erlang, :code, :filename and :persistent_term here: in a release's boot, on_load
-      # runs while the applications' modules are still being loaded.
+      # Needs no running application: in a release's boot, on_load functions run once every
+      # module of the boot script is loaded, before any application starts.
       @doc false
       def __on_load__ do
         result =
@@ -229,8 +229,8 @@ defmodule HexagonTpu.Native do
 
   alias HexagonTpu.Error
 
-  # Answers false until the NIF is loaded (the only stub that does not raise). Not a literal
-  # `false`: Elixir 1.18+ infers that type and flags `not Native.nif_loaded()` as always true.
+  # Answers false until the NIF is loaded. Not a literal `false`: Elixir 1.18+ infers that
+  # type and flags `not Native.nif_loaded()` as always true.
   def nif_loaded, do: :persistent_term.get({__MODULE__, :nif_loaded}, false)
 
   # NIFs that take a `tag` answer directly, or `:queued` when the work finishes on another
