@@ -16,6 +16,10 @@
 # by renaming the symlink; a lock keeps concurrent runs from building twice. The Mix build of
 # this run goes to _build/elixir-1.18/ in the checkout, apart from the host's _build/test.
 #
+# The suite's :hex_sources tests (test/nif_not_loaded_hex_test.exs) run here, on the Hex
+# packages' sources in HEXAGON_TPU_HEX_SOURCES (default: ../shared/hex beside the checkout),
+# mounted read-only.
+#
 # Extra arguments go to `mix test`, e.g. bash .ci/elixir-1.18.sh test/stats_test.exs
 set -euo pipefail
 
@@ -110,8 +114,8 @@ done
 inner=$(
   cat <<'EOF'
 set -euo pipefail
-rootfs="$1" src="$2"
-shift 2
+rootfs="$1" src="$2" hex="$3"
+shift 3
 mounted=()
 cleanup() {
   local i
@@ -125,9 +129,15 @@ mnt --rbind /dev "$rootfs/dev"
 mnt -t tmpfs tmpfs "$rootfs/tmp"
 mkdir -p "$rootfs$src"
 mnt --bind "$src" "$rootfs$src"
+if [ -n "$hex" ]; then
+  mkdir -p "$rootfs$hex"
+  mnt --bind "$hex" "$rootfs$hex"
+  mount -o remount,bind,ro "$rootfs$hex"
+fi
 chroot "$rootfs" /usr/bin/env -i \
   HOME=/root PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 TERM=dumb CI="${CI:-}" \
   HEXAGON_TPU_OFFLINE=1 MIX_ENV=test MIX_BUILD_ROOT="$src/_build/elixir-1.18" \
+  HEXAGON_TPU_HEX_SOURCES="$hex" \
   /bin/bash -euo pipefail -c '
     cd "$1"
     shift
@@ -142,6 +152,19 @@ chroot "$rootfs" /usr/bin/env -i \
 EOF
 )
 
+# The Hex packages' sources (../shared/hex beside the checkout; /work/shared/hex/README.md),
+# mounted read-only for test/nif_not_loaded_hex_test.exs: RustlerPrecompiled's and Rustler's
+# loaders with a NIF that cannot load. CI must run it; elsewhere it is excluded with a notice.
+hex="${HEXAGON_TPU_HEX_SOURCES:-$root/../shared/hex}"
+if [ -d "$hex/rustler_precompiled" ]; then
+  hex="$(cd "$hex" && pwd)"
+elif [ -n "${CI:-}" ]; then
+  die "the Hex packages' sources are not in $hex (set HEXAGON_TPU_HEX_SOURCES)"
+else
+  log "no Hex packages' sources in $hex: the :hex_sources tests are excluded"
+  hex=""
+fi
+
 log "running the suite in $rootfs"
 unshare --mount --propagation private --pid --fork \
-  bash -c "$inner" bash "$rootfs" "$root" "$@"
+  bash -c "$inner" bash "$rootfs" "$root" "$hex" "$@"

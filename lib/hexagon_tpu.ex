@@ -159,38 +159,29 @@ defmodule HexagonTpu do
 
   @doc """
   `:ok` when the NIF is loaded and the backend libraries open (with `opts` as for
-  `HexagonTpu.Runtime.create/1`), or the error saying why not: `:nif_not_loaded` (with the
-  loader's reason), `:library_not_found` (every path tried, with the `dlerror`),
+  `HexagonTpu.Runtime.create/1`), or the error saying why not: `:nif_not_loaded` (the NIF's
+  path and the loader's reason, such as `invalid ELF header` or `cannot open shared object
+  file`), `:library_not_found` (every path tried, with the `dlerror`),
   `:missing_symbol`, `:incompatible_api`, or a QNN error while creating the backend.
 
   Opens and closes a runtime to find out; call it at start-up, not per request.
+
+  A NIF that is missing or does not load never stops the node or the `:hexagon_tpu`
+  application from starting: it is reported here, and every other function returns the same
+  `:nif_not_loaded` error.
   """
   @spec availability([Runtime.option()]) :: :ok | {:error, Error.t()}
   def availability(opts \\ []) do
     # Checked first, so that a wrong option raises whether or not the NIF is loaded.
     _ = Runtime.options!(opts, "HexagonTpu.availability/1")
 
-    cond do
-      # With RustlerPrecompiled a NIF that fails to load leaves the module unloaded.
-      not Code.ensure_loaded?(Native) ->
-        {:error,
-         Error.new(
-           :nif_not_loaded,
-           "HexagonTpu.Native could not be loaded (its NIF failed to load)"
-         )}
-
-      not Native.nif_loaded() ->
-        {:error,
-         Error.new(
-           :nif_not_loaded,
-           "the hexagon_tpu NIF is not loaded: #{inspect(Native.load_error())}"
-         )}
-
-      true ->
-        with {:ok, runtime} <- Runtime.create(opts) do
-          _ = Runtime.close(runtime)
-          :ok
-        end
+    if Native.nif_loaded() do
+      with {:ok, runtime} <- Runtime.create(opts) do
+        _ = Runtime.close(runtime)
+        :ok
+      end
+    else
+      {:error, Native.not_loaded_error()}
     end
   end
 

@@ -37,4 +37,21 @@ exclude =
     [:nx | exclude]
   end
 
+# RustlerPrecompiled's and Rustler's loaders (test/nif_not_loaded_hex_test.exs) need their
+# sources (HEXAGON_TPU_HEX_SOURCES: .ci/elixir-1.18.sh sets it to ../shared/hex) and, for
+# rustler 0.38, Elixir 1.15 or newer.
+exclude =
+  cond do
+    System.get_env("HEXAGON_TPU_HEX_SOURCES") in [nil, ""] ->
+      IO.puts("HEXAGON_TPU_HEX_SOURCES is not set: excluding the tests tagged :hex_sources")
+      [:hex_sources | exclude]
+
+    Version.match?(System.version(), "< 1.15.0") ->
+      IO.puts("rustler 0.38 needs Elixir 1.15: excluding the tests tagged :hex_sources")
+      [:hex_sources | exclude]
+
+    true ->
+      exclude
+  end
+
 ExUnit.start(exclude: exclude)

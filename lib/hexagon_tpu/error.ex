@@ -30,7 +30,8 @@ defmodule HexagonTpu.Error do
     * `:io` - a file could not be read
     * `:graph_not_found` - no graph of that name (the message lists the names)
     * `:ambiguous_graph` - the context holds several graphs and no `graph:` was given
-    * `:nif_not_loaded` - the native library is not loaded (see `HexagonTpu.availability/1`)
+    * `:nif_not_loaded` - the native library is missing or did not load; the message names the
+      path tried and the loader's reason (see `HexagonTpu.availability/1`)
     * `:internal` - a bug in `hexagon_tpu` (a panic inside the NIF is answered this way, and
       the object stays usable); please report it
     * `:exiting` - the VM is stopping: QNN is not called any more (see "Stopping the VM" in

@@ -28,8 +28,14 @@ defmodule HexagonTpu.QnnLog do
 
   @impl true
   def init(_opts) do
-    # Without the NIF there is no QNN to listen to; availability/1 reports why.
-    if HexagonTpu.Native.nif_loaded(), do: HexagonTpu.Native.log_forward_to(self())
+    # Without the NIF there is no QNN to listen to: say why once, and start anyway (the
+    # application must start; availability/1 and every call report the same error).
+    if HexagonTpu.Native.nif_loaded() do
+      HexagonTpu.Native.log_forward_to(self())
+    else
+      Logger.warning("hexagon_tpu: " <> HexagonTpu.Native.not_loaded_error().message)
+    end
+
     {:ok, nil}
   end
 

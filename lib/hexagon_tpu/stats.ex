@@ -79,7 +79,8 @@ defmodule HexagonTpu.Stats do
     * `log_lines` / `log_dropped` - lines of QNN's log forwarded to `Logger`, and those dropped
       by the rate limit (see `HexagonTpu.QnnLog`)
 
-  Reading them costs a few atomic loads; it runs on a normal scheduler.
+  Reading them costs a few atomic loads; it runs on a normal scheduler. Without the NIF
+  (see `HexagonTpu.availability/1`) no QNN object can exist, and every counter is 0.
   """
   @spec native() :: counters()
   def native, do: Native.counters()
@@ -113,7 +114,7 @@ defmodule HexagonTpu.Stats do
   each kind always number exactly what `native/0`'s `*_alive` counter says.
 
   Copies the ledger under a lock that only object creation and release take; it runs on a
-  normal scheduler.
+  normal scheduler. Without the NIF the list is empty.
 
       iex> HexagonTpu.Stats.live()
       [
