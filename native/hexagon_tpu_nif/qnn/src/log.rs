@@ -394,7 +394,10 @@ mod tests {
         // At 50 lines a second, at most a line or two is admitted meanwhile; each admitted line
         // allocates its text once (and may grow the queue).
         let admitted = 100 - dropped;
-        assert!(dropped >= 90, "only {dropped} of 100 lines over the rate were dropped");
+        assert!(
+            dropped >= 90,
+            "only {dropped} of 100 lines over the rate were dropped"
+        );
         assert!(
             allocations <= 2 * admitted,
             "{allocations} allocations for {dropped} dropped and {admitted} admitted lines"
