@@ -200,6 +200,49 @@ def squeezenet(rng):
     return helper.make_model(graph, opset_imports=OPSET), (0.0, 1.0)
 
 
+def resnet50(rng):
+    """onnx's bundled light_resnet50 (ResNet-50 v1 from Caffe2, 224x224; its weights are
+    ConstantOfShape nodes filling 0.02, the "light" models' stand-in) with seeded weights
+    instead: He-scaled conv and FC weights, batch norms that keep activations near unit scale.
+    Sum becomes Add (the HTP has no Sum) and the final Softmax is left out (logits out). A
+    big binary (about 26 MB), slow to execute on the emulator: the exit tests' model."""
+    path = os.path.join(os.path.dirname(onnx.__file__), "backend/test/data/light/light_resnet50.onnx")
+    src = onnx.load(path)
+    shapes = {i.name: numpy_helper.to_array(i) for i in src.graph.initializer}
+    weights = {n.output[0]: [int(d) for d in shapes[n.input[0]]] for n in src.graph.node if n.op_type == "ConstantOfShape"}
+    # the float initializers are weights too; the int64 ones (Reshape's shape) stay as they are
+    inits = [numpy_helper.from_array(a, n) for n, a in shapes.items() if a.dtype == np.int64 and not n.endswith("__SHAPE")]
+    weights.update({n: list(a.shape) for n, a in shapes.items() if a.dtype == np.float32})
+    nodes = []
+    for name, shape in sorted(weights.items()):
+        if name.endswith("_bn_s_0"):
+            data = rng.uniform(0.5, 1.0, size=shape)
+        elif name.endswith("_bn_b_0") or name.endswith("_bn_rm_0"):
+            data = rng.uniform(-0.1, 0.1, size=shape)
+        elif name.endswith("_bn_riv_0"):
+            data = rng.uniform(0.9, 1.1, size=shape)
+        elif len(shape) == 1:
+            data = rng.uniform(0.0, 0.1, size=shape)
+        else:
+            inits.append(init(rng, name, shape))
+            continue
+        inits.append(numpy_helper.from_array(data.astype(np.float32), name))
+    for node in src.graph.node:
+        if node.op_type in ("ConstantOfShape", "Softmax"):
+            continue
+        elif node.op_type == "Sum":
+            nodes.append(helper.make_node("Add", list(node.input), list(node.output), name=node.output[0] + "_add"))
+        else:
+            nodes.append(node)
+    (logits,) = [n.output[0] for n in src.graph.node if n.op_type == "Gemm"]
+    graph = helper.make_graph(
+        nodes, "resnet50", [value("gpu_0/data_0", [1, 3, 224, 224])], [value(logits, [1, 1000])], inits
+    )
+    # Conv, BatchNormalization (inference), Relu, MaxPool, AveragePool, Reshape and Gemm mean
+    # the same in opset 9 and 17
+    return helper.make_model(graph, opset_imports=OPSET), (0.0, 1.0)
+
+
 def mlp(rng):
     """Gemm -> Sigmoid -> Gemm -> Softmax on [1, 20]; the test quantizes it to QDQ first."""
     nodes = [
@@ -233,7 +276,7 @@ def fp16(rng):
 
 MODELS = {
     f.__name__: f
-    for f in [float_io, u8_io, a16w8, per_channel_conv, graph_a, graph_b, squeezenet, mlp, unsupported, fp16]
+    for f in [float_io, u8_io, a16w8, per_channel_conv, graph_a, graph_b, squeezenet, resnet50, mlp, unsupported, fp16]
 }
 
 
