@@ -67,7 +67,7 @@ pub(crate) fn guard_exit() {
 }
 
 /// How many times [`guard_exit`] registers the exit handler at most.
-const MAX_REGISTRATIONS: usize = 64;
+const MAX_REGISTRATIONS: usize = 1024;
 static REGISTRATIONS: AtomicUsize = AtomicUsize::new(0);
 
 unsafe extern "C" {
