@@ -51,7 +51,8 @@ defmodule HexagonTpu.Compiler do
           output: Path.t(),
           graphs: [Context.graph_info()],
           warnings: [String.t()],
-          messages: [String.t()]
+          messages: [String.t()],
+          build_id: String.t()
         }
 
   @type compile_option ::
@@ -65,6 +66,9 @@ defmodule HexagonTpu.Compiler do
           | {:force, boolean()}
           | {:save_qdq, boolean()}
           | {:save_ctx, boolean()}
+          | {:qnn_sdk, Path.t()}
+          | {:qairt_target, String.t()}
+          | {:graph_name, String.t() | [String.t()]}
           | {:verbose, boolean()}
           | {:progress, (String.t() -> any())}
 
@@ -95,7 +99,14 @@ defmodule HexagonTpu.Compiler do
         nil -> "unpinned"
       end
 
-    hash = pins |> :erlang.md5() |> Base.encode16(case: :lower) |> binary_part(0, 8)
+    # The device runtime's pin (`# device-runtime:` lines) is not the venv's business.
+    hash =
+      pins
+      |> String.replace(~r/^# device-runtime:.*\n/m, "")
+      |> :erlang.md5()
+      |> Base.encode16(case: :lower)
+      |> binary_part(0, 8)
+
     Path.join(cache_dir(), "venv-ort-qnn-#{version}-#{hash}")
   end
 
@@ -160,7 +171,10 @@ defmodule HexagonTpu.Compiler do
          do: {:ok, %{venv: venv, python: Path.join(venv, "bin/python"), qnn_lib_dir: dir}}
   end
 
-  defp system_python do
+  @doc false
+  # The interpreter that creates the venv (also HexagonTpu.DeviceRuntime's, when it has pip).
+  @spec system_python() :: {:ok, Path.t()} | {:error, String.t()}
+  def system_python do
     case non_empty_env("HEXAGON_TPU_PYTHON") do
       nil ->
         case System.find_executable("python3") do
@@ -286,6 +300,24 @@ defmodule HexagonTpu.Compiler do
   `:verbose` [false] (also return ORT's and QNN's own output in `:messages`), `:progress`
   (a function given each progress message).
 
+  Names and versions:
+
+    * `:graph_name` - the graph's name (a list, one per model, for several); default: the
+      model's file name without `.onnx`. ORT names the QNN graph itself
+      (`QNNExecutionProvider_QNNExecutionProvider_<hash>_1_0`) and offers no way to choose it, so
+      the name is written beside the binary, in `<output>.names`, which
+      `HexagonTpu.Context.from_file/3` reads: the graph is then known by both names.
+    * `:qairt_target` - the QAIRT version of the device's runtime (`"2.42"`, `"2.42.0"`): a
+      binary of a newer QAIRT is refused, naming both versions, and nothing is written (a
+      runtime refuses binaries of a newer QAIRT than its own).
+    * `:qnn_sdk` - compile with the x86-64 `libQnnHtp.so` of a QAIRT SDK you have (the SDK's
+      root, whose `lib/x86_64-linux-clang/` holds it, or that directory itself) instead of the
+      wheel's: ORT's QNN EP is told to accept another QAIRT's backend
+      (`skip_qnn_version_check`), and the binary written must carry that SDK's build id.
+
+  The result's `:build_id` is the QAIRT build id the binary carries. The binary is read back on
+  the pinned wheel's emulator, which loads binaries of its own QAIRT or an older one.
+
   A model with QuantizeLinear/DequantizeLinear nodes is compiled as it is; a float model is
   quantized first and needs `:calibration` or `:random_calibration`.
   """
@@ -307,6 +339,9 @@ defmodule HexagonTpu.Compiler do
         save_qdq: false,
         save_ctx: false,
         verbose: false,
+        qnn_sdk: nil,
+        qairt_target: nil,
+        graph_name: nil,
         progress: fn _ -> :ok end
       )
 
@@ -314,10 +349,17 @@ defmodule HexagonTpu.Compiler do
          :ok <- check_output(output, opts[:force]),
          {:ok, args} <- script_args(models, output, opts),
          {:ok, setup} <- setup(progress: opts[:progress]),
-         {:ok, messages, warnings} <- run_script(setup.python, args, opts) do
+         {:ok, messages, warnings, build_id} <- run_script(setup.python, args, opts) do
       case read_back(output, setup.qnn_lib_dir) do
         {:ok, graphs} ->
-          {:ok, %{output: output, graphs: graphs, warnings: warnings, messages: messages}}
+          {:ok,
+           %{
+             output: output,
+             graphs: graphs,
+             warnings: warnings,
+             messages: messages,
+             build_id: build_id
+           }}
 
         {:error, message} ->
           {:error, "wrote #{output}, but cannot load it back on #{setup.qnn_lib_dir}: #{message}"}
@@ -353,7 +395,10 @@ defmodule HexagonTpu.Compiler do
          {:ok, io} <- choice(opts, :io, [:quantized, :float]),
          :ok <- positive(opts, :htp_arch),
          :ok <- positive(opts, :soc_model),
-         :ok <- calibration(opts) do
+         :ok <- calibration(opts),
+         {:ok, names} <- graph_names(opts[:graph_name], length(models)),
+         {:ok, target} <- qairt_target(opts[:qairt_target]),
+         {:ok, backend} <- qnn_sdk(opts[:qnn_sdk]) do
       args =
         [Path.join(priv_dir(), @script) | Enum.map(models, &Path.expand/1)] ++
           ["-o", Path.expand(output)] ++
@@ -364,9 +409,84 @@ defmodule HexagonTpu.Compiler do
             do: ["--random-calibration", to_string(opts[:random_calibration])],
             else: []
           ) ++
-          flags(opts, [:force, :save_qdq, :save_ctx, :verbose])
+          flags(opts, [:force, :save_qdq, :save_ctx, :verbose]) ++
+          Enum.flat_map(names, &["--graph-name", &1]) ++
+          if(target, do: ["--qairt-target", target], else: []) ++
+          if(backend, do: ["--backend-path", backend], else: [])
 
       {:ok, args}
+    end
+  end
+
+  defp graph_names(nil, _count), do: {:ok, []}
+
+  defp graph_names(names, count) do
+    names = List.wrap(names)
+
+    cond do
+      not Enum.all?(names, &is_binary/1) ->
+        {:error, "invalid graph_name #{inspect(names)}: expected a string or a list of strings"}
+
+      bad = Enum.find(names, &(not (&1 =~ ~r/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/))) ->
+        {:error,
+         "invalid graph name #{inspect(bad)}: use letters, digits, '_', '.' and '-' (at most 128)"}
+
+      length(names) != count ->
+        {:error, "give one graph name per model: #{length(names)} for #{count} model(s)"}
+
+      length(Enum.uniq(names)) != count ->
+        {:error, "graph names must be distinct, given #{Enum.join(names, ", ")}"}
+
+      true ->
+        {:ok, names}
+    end
+  end
+
+  defp qairt_target(nil), do: {:ok, nil}
+
+  defp qairt_target(version) do
+    if is_binary(version) and version =~ ~r/^v?\d+\.\d+(\.\d+)?(\.\d+)?$/,
+      do: {:ok, version},
+      else:
+        {:error,
+         "invalid qairt_target #{inspect(version)}: expected a QAIRT version such as 2.42 or 2.42.0"}
+  end
+
+  # PATH/lib/x86_64-linux-clang/libQnnHtp.so as the SDK lays it out, PATH/libQnnHtp.so, or
+  # PATH itself; x86-64 only (ORT runs here, so does the SDK library it loads).
+  defp qnn_sdk(nil), do: {:ok, nil}
+
+  defp qnn_sdk(path) do
+    path = Path.expand(path)
+
+    found =
+      Enum.find(
+        [Path.join(path, "lib/x86_64-linux-clang/libQnnHtp.so"), Path.join(path, "libQnnHtp.so")],
+        &File.regular?/1
+      ) || if(File.regular?(path) and Path.basename(path) == "libQnnHtp.so", do: path)
+
+    case found && elf_machine(found) do
+      nil ->
+        {:error,
+         "--qnn-sdk #{path}: no libQnnHtp.so in #{path}/lib/x86_64-linux-clang or #{path} " <>
+           "(give a QAIRT SDK's root or its x86-64 library directory)"}
+
+      :x86_64 ->
+        {:ok, found}
+
+      other ->
+        {:error,
+         "--qnn-sdk: #{found} is not an x86-64 library (#{other}): give the SDK's root, whose " <>
+           "lib/x86_64-linux-clang/ holds the x86-64 one"}
+    end
+  end
+
+  defp elf_machine(path) do
+    case File.open(path, [:read, :binary], &IO.binread(&1, 20)) do
+      {:ok, <<0x7F, "ELF", _::binary-size(14), 62::little-16>>} -> :x86_64
+      {:ok, <<0x7F, "ELF", _::binary-size(14), 183::little-16>>} -> "aarch64"
+      {:ok, <<0x7F, "ELF", _::binary-size(14), m::little-16>>} -> "ELF machine #{m}"
+      _ -> "not an ELF file"
     end
   end
 
@@ -417,6 +537,7 @@ defmodule HexagonTpu.Compiler do
     own = for "hexagon_tpu_compile: " <> rest <- lines, do: rest
     errors = for "error: " <> message <- own, do: message
     warnings = for "warning: " <> message <- own, do: message
+    build_id = List.last(for("info: build id " <> id <- own, do: id), "")
 
     for "info: " <> message <- own, do: opts[:progress].(message)
 
@@ -424,7 +545,7 @@ defmodule HexagonTpu.Compiler do
 
     case {status, errors} do
       {0, _} ->
-        {:ok, messages, warnings}
+        {:ok, messages, warnings, build_id}
 
       {_, [_ | _]} ->
         {:error, List.last(errors)}
@@ -469,8 +590,10 @@ defmodule HexagonTpu.Compiler do
   @spec describe([Context.graph_info()]) :: String.t()
   def describe(graphs) do
     Enum.map_join(graphs, "\n", fn graph ->
+      qnn = if graph[:qnn_name], do: " (QNN graph #{graph.qnn_name})", else: ""
+
       [
-        "graph #{graph.name}"
+        "graph #{graph.name}#{qnn}"
         | tensor_lines("input", graph.inputs) ++ tensor_lines("output", graph.outputs)
       ]
       |> Enum.join("\n")

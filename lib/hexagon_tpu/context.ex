@@ -26,8 +26,17 @@ defmodule HexagonTpu.Context do
   @typedoc "Where the context was loaded from: a path, or `{:binary, byte_size}`."
   @type source :: binary() | {:binary, non_neg_integer()}
 
-  @typedoc "One graph's metadata, in the binary's order (as the NIF builds it)."
-  @type graph_info :: %{name: String.t(), inputs: [TensorInfo.t()], outputs: [TensorInfo.t()]}
+  @typedoc """
+  One graph's metadata, in the binary's order (as the NIF builds it). A graph given a name by
+  the binary's `.names` file (see `from_file/3`) has that `name` and its name in the binary as
+  `qnn_name`.
+  """
+  @type graph_info :: %{
+          required(:name) => String.t(),
+          required(:inputs) => [TensorInfo.t()],
+          required(:outputs) => [TensorInfo.t()],
+          optional(:qnn_name) => String.t()
+        }
 
   @type t :: %__MODULE__{
           ref: reference(),
@@ -49,6 +58,19 @@ defmodule HexagonTpu.Context do
   Options:
 
     * `:max_bytes` - the largest file accepted; default #{@default_max_bytes} (2 GiB)
+    * `:graph_names` - names for the binary's graphs: `:auto` (the default) reads them from
+      the file `<path>.names` when there is one, `false` ignores it, and a map
+      `%{"qnn graph name" => "name"}` gives them
+
+  ## Graph names
+
+  ONNX Runtime names the graphs it compiles itself
+  (`QNNExecutionProvider_QNNExecutionProvider_<hash>_1_0`), so `mix hexagon_tpu.compile` writes
+  the names chosen for them (the model's file name, or `--graph-name`) beside the binary, in
+  `MODEL.bin.names`: one graph a line, `name qnn_graph_name`; `#` starts a comment. A graph
+  named there is listed by `graphs/1` under that name, and `HexagonTpu.Graph.retrieve/2` finds it
+  by either name. A names file that does not parse, or names a graph the binary does not hold,
+  fails the load with `:invalid_model`.
 
   ## Examples
 
@@ -62,16 +84,19 @@ defmodule HexagonTpu.Context do
     fun = "HexagonTpu.Context.from_file/3"
     runtime = Args.handle!(runtime, Runtime, "`runtime`", fun)
     path = Args.path!(path, "`path`", fun)
-    opts = Args.keyword!(opts, [max_bytes: @default_max_bytes], fun)
+    opts = Args.keyword!(opts, [max_bytes: @default_max_bytes, graph_names: :auto], fun)
     max_bytes = opts[:max_bytes]
 
     unless is_integer(max_bytes) and max_bytes > 0,
       do: Args.type_error!(fun, "the :max_bytes option", "a positive integer", max_bytes)
 
-    with :ok <- Args.check_path(path, "`path`") do
+    check_names_option!(opts[:graph_names], fun)
+
+    with :ok <- Args.check_path(path, "`path`"),
+         {:ok, names} <- graph_names(opts[:graph_names], path) do
       site = Site.caller()
 
-      load(runtime, path, fn ->
+      load(runtime, path, names, fn ->
         Native.call(&Native.context_from_file(runtime.ref, path, max_bytes, site, &1))
       end)
     end
@@ -80,16 +105,24 @@ defmodule HexagonTpu.Context do
   @doc """
   Loads a context binary already in memory. It is copied once, for the runtime's own thread
   (where QNN creates every context), and that copy is freed after the load.
+
+  Options: `:graph_names`, a map `%{"qnn graph name" => "name"}` (see `from_file/3`).
   """
   @spec from_binary(Runtime.t(), binary(), keyword()) :: {:ok, t()} | {:error, Error.t()}
   def from_binary(runtime, binary, opts \\ []) do
     fun = "HexagonTpu.Context.from_binary/3"
     runtime = Args.handle!(runtime, Runtime, "`runtime`", fun)
     unless is_binary(binary), do: Args.type_error!(fun, "`binary`", "a binary", binary)
-    Args.keyword!(opts, [], fun)
+    opts = Args.keyword!(opts, [graph_names: %{}], fun)
+    names = opts[:graph_names]
+    check_names_option!(names, fun)
+
+    unless is_map(names),
+      do: Args.type_error!(fun, "the :graph_names option", "a map of strings to strings", names)
+
     site = Site.caller()
 
-    load(runtime, {:binary, byte_size(binary)}, fn ->
+    load(runtime, {:binary, byte_size(binary)}, names, fn ->
       Native.call(&Native.context_from_binary(runtime.ref, binary, site, &1))
     end)
   end
@@ -104,21 +137,129 @@ defmodule HexagonTpu.Context do
   def from_binary!(runtime, binary, opts \\ []),
     do: runtime |> from_binary(binary, opts) |> Error.unwrap!()
 
-  defp load(runtime, source, load_fun) do
+  defp load(runtime, source, names, load_fun) do
     Telemetry.span(
       [:hexagon_tpu, :context, :load],
       %{source: source, backend: runtime.backend_lib},
       fn ->
-        case load_fun.() do
-          {:ok, {ref, graphs}} ->
-            context = %__MODULE__{ref: ref, runtime: runtime, source: source, graphs: graphs}
-            {{:ok, context}, %{}, %{status: :ok, graphs: Enum.map(graphs, & &1.name)}}
-
+        with {:ok, {ref, graphs}} <- load_fun.(),
+             {:ok, graphs} <- name_graphs(ref, graphs, names, source) do
+          context = %__MODULE__{ref: ref, runtime: runtime, source: source, graphs: graphs}
+          {{:ok, context}, %{}, %{status: :ok, graphs: Enum.map(graphs, & &1.name)}}
+        else
           {:error, %Error{reason: reason}} = error ->
             {error, %{}, %{status: :error, error: reason, graphs: []}}
         end
       end
     )
+  end
+
+  defp check_names_option!(names, fun) do
+    valid? =
+      names in [:auto, false] or
+        (is_map(names) and Enum.all?(names, fn {k, v} -> is_binary(k) and is_binary(v) end))
+
+    unless valid?,
+      do:
+        Args.type_error!(
+          fun,
+          "the :graph_names option",
+          ":auto, false or a map of strings to strings",
+          names
+        )
+  end
+
+  @names_max_bytes 1024 * 1024
+
+  # %{qnn graph name => name}, from the option or the `.names` file beside the binary.
+  defp graph_names(names, _path) when is_map(names), do: {:ok, names}
+  defp graph_names(false, _path), do: {:ok, %{}}
+
+  defp graph_names(:auto, path) do
+    file = path <> ".names"
+
+    case File.stat(file) do
+      {:ok, %File.Stat{type: :regular, size: size}} when size <= @names_max_bytes ->
+        case File.read(file) do
+          {:ok, text} -> parse_names(text, file)
+          {:error, reason} -> names_error(file, :file.format_error(reason))
+        end
+
+      {:ok, %File.Stat{type: :regular}} ->
+        names_error(file, "larger than #{@names_max_bytes} bytes")
+
+      _ ->
+        {:ok, %{}}
+    end
+  end
+
+  defp parse_names(text, file) do
+    text
+    |> String.split("\n")
+    |> Enum.with_index(1)
+    |> Enum.reduce_while({:ok, %{}}, fn {line, n}, {:ok, names} ->
+      case String.split(line) do
+        [] ->
+          {:cont, {:ok, names}}
+
+        ["#" <> _ | _] ->
+          {:cont, {:ok, names}}
+
+        [name, qnn] ->
+          cond do
+            Map.has_key?(names, qnn) ->
+              {:halt, names_error(file, "line #{n} names graph #{inspect(qnn)} again")}
+
+            name in Map.values(names) ->
+              {:halt, names_error(file, "line #{n} gives the name #{inspect(name)} again")}
+
+            true ->
+              {:cont, {:ok, Map.put(names, qnn, name)}}
+          end
+
+        _ ->
+          {:halt, names_error(file, "line #{n} is not `name qnn_graph_name`")}
+      end
+    end)
+  end
+
+  defp names_error(file, why),
+    do: {:error, Error.new(:invalid_model, "#{Args.quote_input(file)}: #{why}")}
+
+  defp name_graphs(_ref, graphs, names, _source) when map_size(names) == 0, do: {:ok, graphs}
+
+  defp name_graphs(ref, graphs, names, source) do
+    in_binary = Enum.map(graphs, & &1.name)
+    missing = Map.keys(names) -- in_binary
+
+    clash = Enum.find(names, fn {qnn, name} -> name != qnn and name in in_binary end)
+
+    why =
+      cond do
+        missing != [] ->
+          "names graph #{inspect(hd(missing))}, which the binary does not hold (it has " <>
+            "#{Enum.map_join(in_binary, ", ", &inspect/1)})"
+
+        clash ->
+          "gives the name #{inspect(elem(clash, 1))}, which is another graph's name in the binary"
+
+        true ->
+          nil
+      end
+
+    if why do
+      Native.call(&Native.context_close(ref, &1))
+      where = if is_binary(source), do: source <> ".names", else: "the :graph_names option"
+      names_error(where, why)
+    else
+      {:ok,
+       Enum.map(graphs, fn graph ->
+         case Map.fetch(names, graph.name) do
+           {:ok, name} -> graph |> Map.put(:qnn_name, graph.name) |> Map.put(:name, name)
+           :error -> graph
+         end
+       end)}
+    end
   end
 
   @doc """

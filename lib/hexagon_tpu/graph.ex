@@ -81,7 +81,9 @@ defmodule HexagonTpu.Graph do
   @doc """
   Retrieves the graph called `name` from a context.
 
-  `name` is a UTF-8 string (anything else raises `ArgumentError`). Fails with
+  `name` is a UTF-8 string (anything else raises `ArgumentError`): the graph's name in the
+  binary, or the name given to it in the binary's `.names` file (see
+  `HexagonTpu.Context.from_file/3`); the graph is then called by the latter. Fails with
   `:graph_not_found` (the message lists the graphs there are) or `:closed`.
   """
   @spec retrieve(Context.t(), String.t()) :: {:ok, t()} | {:error, Error.t()}
@@ -90,22 +92,41 @@ defmodule HexagonTpu.Graph do
     name = Args.name!(name, "`name`", "HexagonTpu.Graph.retrieve/2")
 
     # The metadata is the context's, read when it was loaded; the NIF returns only the handle.
-    case Native.graph_retrieve(context.ref, name, Site.caller()) do
-      {:ok, ref} ->
-        info = Enum.find(context.graphs, &(&1.name == name))
+    # A graph named in the binary's `.names` file is found by that name or by QNN's.
+    info = Enum.find(context.graphs, &(&1.name == name or Map.get(&1, :qnn_name) == name))
+    qnn_name = if info, do: Map.get(info, :qnn_name, info.name), else: name
 
+    case Native.graph_retrieve(context.ref, qnn_name, Site.caller()) do
+      {:ok, ref} ->
         {:ok,
          %__MODULE__{
            ref: ref,
-           name: name,
+           name: info.name,
            context: context,
            inputs: info.inputs,
            outputs: info.outputs
          }}
 
+      {:error, %Error{reason: :graph_not_found}} = error ->
+        if Enum.any?(context.graphs, &Map.has_key?(&1, :qnn_name)),
+          do: {:error, Error.new(:graph_not_found, not_found(name, context.graphs))},
+          else: error
+
       {:error, %Error{}} = error ->
         error
     end
+  end
+
+  defp not_found(name, graphs) do
+    have =
+      Enum.map_join(graphs, ", ", fn graph ->
+        case graph do
+          %{qnn_name: qnn} -> "#{inspect(graph.name)} (QNN graph #{inspect(qnn)})"
+          _ -> inspect(graph.name)
+        end
+      end)
+
+    "graph #{Args.quote_input(name)} does not exist; the context has #{have}"
   end
 
   @doc "Like `retrieve/2`, but raises `HexagonTpu.Error`."

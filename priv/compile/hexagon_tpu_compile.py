@@ -33,6 +33,8 @@ import sys
 import tempfile
 
 PREFIX = "hexagon_tpu_compile"
+# A graph name a person can type (and a file name): what --graph-name accepts.
+GRAPH_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 
 
 class CompileError(Exception):
@@ -50,12 +52,45 @@ def lib_dir():
     return os.path.dirname(os.path.abspath(onnxruntime_qnn.__file__))
 
 
-def qairt_version():
-    """"QAIRT 2.51.0 (onnxruntime-qnn 2.7.0)": the QNN SDK whose libraries the wheel carries. A
-    binary needs a device runtime at least as new."""
+def qairt_version(args):
+    """"QAIRT 2.51.0 (onnxruntime-qnn 2.7.0)": the QNN SDK whose libraries the wheel carries, or
+    the build id of the SDK library given with --backend-path. A binary needs a device runtime
+    at least as new."""
     from onnxruntime_qnn import build_and_package_info as info
 
+    if args.backend_path:
+        return f"QAIRT {build_id_of(args.backend_path)} ({args.backend_path})"
     return f"QAIRT {info.qnn_version} (onnxruntime-qnn {info.__version__})"
+
+
+def compiler_lib(args):
+    """The libQnnHtp.so that compiles: --backend-path, or the wheel's own."""
+    return args.backend_path or os.path.join(lib_dir(), "libQnnHtp.so")
+
+
+def build_id_of(path):
+    """The QAIRT build id a library or binary carries (hexagon_tpu_runtime.build_id)."""
+    import hexagon_tpu_runtime
+
+    try:
+        found = hexagon_tpu_runtime.build_id(path)
+    except hexagon_tpu_runtime.Failure as error:
+        raise CompileError(str(error)) from None
+    if not found:
+        raise CompileError(f"{path} carries no QAIRT build id")
+    return found
+
+
+def check_target(found, what, args):
+    """Refuses a build id newer than --qairt-target, naming both."""
+    import hexagon_tpu_runtime
+
+    if args.qairt_target and hexagon_tpu_runtime.newer_than(found, args.qairt_target):
+        raise CompileError(
+            f"{what} is QAIRT {found}, newer than the target runtime {args.qairt_target}, which refuses "
+            "binaries of a newer QAIRT: compile with --qnn-sdk PATH, a QAIRT SDK no newer than "
+            f"{args.qairt_target}, or install this compiler's runtime on the device (mix hexagon_tpu.runtime)"
+        )
 
 
 @contextlib.contextmanager
@@ -248,12 +283,18 @@ def qnn_device():
 
 
 def provider_options(args):
-    return {
-        "backend_type": "htp",
+    options = {
         "htp_arch": str(args.htp_arch),
         "soc_model": str(args.soc_model),
         "offload_graph_io_quantization": "1" if args.io == "quantized" else "0",
     }
+    if args.backend_path:
+        # Another QAIRT's libQnnHtp.so: the EP refuses a backend of another QAIRT version
+        # ("Unable to find a valid interface") unless told to skip its version check.
+        options.update(backend_path=args.backend_path, skip_qnn_version_check="1")
+    else:
+        options["backend_type"] = "htp"
+    return options
 
 
 def run_sessions(models, ctx_paths, args, fallback):
@@ -348,6 +389,30 @@ def context_bin(ctx_path):
     raise CompileError(f"ORT wrote no EPContext node into {ctx_path}")
 
 
+def graph_names(ctx_paths, names):
+    """[(name, QNN graph name)]: each model's EPContext nodes (ORT names the QNN graph after
+    the node; nobody can choose it) under the name chosen for the model."""
+    import onnx
+
+    pairs = []
+    for ctx_path, name in zip(ctx_paths, names):
+        ctx = onnx.load(ctx_path, load_external_data=False)
+        nodes = [node.name for node in ctx.graph.node if node.op_type == "EPContext"]
+        pairs += [(name if i == 0 else f"{name}_{i}", qnn) for i, qnn in enumerate(nodes)]
+    return pairs
+
+
+def write_names(bin_path, pairs):
+    """<binary>.names: the graph names of the binary, which HexagonTpu.Context reads beside it."""
+    path = bin_path + ".names"
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        f.write(f"# the graphs of {os.path.basename(bin_path)} (mix hexagon_tpu.compile): name, QNN graph name\n")
+        for name, qnn in pairs:
+            f.write(f"{name} {qnn}\n")
+    os.replace(path + ".tmp", path)
+    return path
+
+
 def save_ctx(ctx_path, bin_path, stem):
     """Writes ORT's EP-context model for this binary beside it (ORT reads the .bin only from
     the model's own directory)."""
@@ -377,6 +442,19 @@ def compile_models(args):
     stems = [os.path.splitext(os.path.basename(p))[0] for p in args.models]
     if len(set(stems)) != len(stems):
         raise CompileError(f"models need distinct file names, given {args.models}")
+    names = args.graph_name or [re.sub(r"[^A-Za-z0-9_.-]", "_", stem) for stem in stems]
+    if len(names) != len(args.models):
+        raise CompileError(f"give one --graph-name per model: {len(names)} for {len(args.models)} models")
+    for name in names:
+        if not GRAPH_NAME.fullmatch(name):
+            raise CompileError(f"invalid graph name {name!r}: use letters, digits, '_', '.' and '-'")
+    if len(set(names)) != len(names):
+        raise CompileError(f"graph names must be distinct, given {names}")
+    if args.backend_path and not os.path.isfile(args.backend_path):
+        raise CompileError(f"the backend library {args.backend_path} does not exist")
+    # The QAIRT that will make the binary, refused before anything runs when it is too new.
+    compiler_id = build_id_of(compiler_lib(args))
+    check_target(compiler_id, f"the compiler ({compiler_lib(args)})", args)
 
     out_dir = os.path.dirname(os.path.abspath(args.output))
     if not os.path.isdir(out_dir):
@@ -435,7 +513,7 @@ def compile_models(args):
             ready.append(qdq)
 
         ctx_paths = [os.path.join(work, f"{stem}_ctx.onnx") for stem in stems]
-        say("info", f"compiling for HTP v{args.htp_arch}, SoC model {args.soc_model} with {qairt_version()}")
+        say("info", f"compiling for HTP v{args.htp_arch}, SoC model {args.soc_model} with {qairt_version(args)}")
         # ORT offloads the graph's I/O (de)quantization to the host (quantized QNN I/O) only
         # when CPU fallback is allowed: for --io quantized it is, and every node other than
         # that I/O Q/DQ is then refused here instead.
@@ -450,7 +528,23 @@ def compile_models(args):
         bins = {context_bin(ctx) for ctx in ctx_paths}
         if len(bins) != 1:
             raise CompileError(f"ORT wrote {len(bins)} context binaries, expected one: {sorted(bins)}")
-        os.replace(bins.pop(), args.output)
+        made = bins.pop()
+        # What was written, checked before it is put in place: its build id must be the
+        # compiling library's (with --qnn-sdk: the SDK's, not the wheel's) and not newer than
+        # the target.
+        written_id = build_id_of(made)
+        if written_id != compiler_id:
+            raise CompileError(
+                f"the binary carries QAIRT {written_id}, not the compiling library's {compiler_id} "
+                f"({compiler_lib(args)}): not written"
+            )
+        check_target(written_id, "the binary", args)
+        pairs = graph_names(ctx_paths, names)
+        os.replace(made, args.output)
+        write_names(args.output, pairs)
+        say("info", f"build id {written_id}")
+        for name, qnn in pairs:
+            say("info", f"graph {name} (QNN graph {qnn})")
         if args.save_ctx:
             for ctx, stem in zip(ctx_paths, stems):
                 say("info", f"ORT's EP-context model: {save_ctx(ctx, args.output, stem)}")
@@ -472,6 +566,9 @@ def parse(argv):
     parser.add_argument("--save-ctx", action="store_true", help="write ORT's EP-context models, <model>_ctx.onnx, beside the output")
     parser.add_argument("--force", action="store_true", help="overwrite the output")
     parser.add_argument("--verbose", action="store_true", help="show ORT's and QNN's own output")
+    parser.add_argument("--backend-path", metavar="LIB", help="compile with this libQnnHtp.so (an x86-64 QAIRT SDK's) instead of the wheel's")
+    parser.add_argument("--qairt-target", metavar="VERSION", help="refuse to write a binary of a QAIRT newer than VERSION")
+    parser.add_argument("--graph-name", action="append", metavar="NAME", help="the graph's name (one per model; default: the model's file name)")
     parser.add_argument("--lib-dir", action="store_true", help="print the QNN library directory and the QAIRT version, and exit")
     args = parser.parse_args(argv)
     if not args.lib_dir and (not args.models or not args.output):
@@ -486,7 +583,7 @@ def main(argv=None):
     try:
         if args.lib_dir:
             print(lib_dir())
-            print(qairt_version())
+            print(qairt_version(args))
         else:
             compile_models(args)
     except CompileError as error:

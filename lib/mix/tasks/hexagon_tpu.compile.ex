@@ -41,6 +41,17 @@ defmodule Mix.Tasks.HexagonTpu.Compile do
     * `--save-ctx` - write ONNX Runtime's EP-context model beside the output as
       `<model>_ctx.onnx` (ONNX Runtime runs the binary through it)
     * `--verbose` - print ONNX Runtime's and QNN's own output too
+    * `--graph-name NAME` - the graph's name (default: the model's file name without
+      `.onnx`); once per model for several. ORT names the QNN graph itself
+      (`QNNExecutionProvider_QNNExecutionProvider_<hash>_1_0`, with no option to choose it), so
+      the names are written to `MODEL.bin.names` beside the binary: keep the two files
+      together, and `HexagonTpu.Context.from_file/3` knows the graph by both names
+    * `--qairt-target VERSION` - the QAIRT version of the device's runtime (e.g. `2.42`):
+      refuse to write a binary of a newer QAIRT, which that runtime would refuse to load
+    * `--qnn-sdk PATH` - compile with the x86-64 `libQnnHtp.so` of a QAIRT SDK you have
+      (`PATH/lib/x86_64-linux-clang/`, or a directory holding `libQnnHtp.so`) instead of the
+      pinned wheel's, e.g. to make binaries for an older device runtime; the binary must carry
+      that SDK's build id
     * `--setup` - only create the venv (if needed) and print where it is (see below)
 
   ## `--setup`
@@ -75,7 +86,10 @@ defmodule Mix.Tasks.HexagonTpu.Compile do
     save_qdq: :boolean,
     save_ctx: :boolean,
     verbose: :boolean,
-    setup: :boolean
+    setup: :boolean,
+    qnn_sdk: :string,
+    qairt_target: :string,
+    graph_name: :keep
   ]
 
   @impl Mix.Task
@@ -117,13 +131,18 @@ defmodule Mix.Tasks.HexagonTpu.Compile do
     Mix.Task.run("loadpaths", [])
 
     {verbose, opts} = Keyword.pop(opts, :verbose, false)
-    opts = Keyword.drop(opts, [:output, :setup]) ++ [verbose: verbose, progress: &progress/1]
+    names = Keyword.get_values(opts, :graph_name)
+    names = if names == [], do: [], else: [graph_name: names]
+
+    opts =
+      Keyword.drop(opts, [:output, :setup, :graph_name]) ++
+        names ++ [verbose: verbose, progress: &progress/1]
 
     case Compiler.compile(models, output, opts) do
       {:ok, result} ->
         if verbose, do: Enum.each(result.messages, &IO.puts(:stderr, &1))
         for warning <- result.warnings, do: Mix.shell().error("warning: " <> warning)
-        Mix.shell().info("wrote #{output}")
+        Mix.shell().info("wrote #{output} (QAIRT #{result.build_id}) and #{output}.names")
         Mix.shell().info(Compiler.describe(result.graphs))
 
       {:error, message} ->
