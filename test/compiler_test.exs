@@ -7,16 +7,24 @@ defmodule HexagonTpu.CompilerTest do
 
   import ExUnit.CaptureIO
 
-  alias HexagonTpu.Compiler
+  alias HexagonTpu.{Compiler, DeviceRuntime}
 
   @moduletag :tmp_dir
 
   setup %{tmp_dir: tmp} do
     saved =
       Map.new(
-        ~w(HEXAGON_TPU_CACHE XDG_CACHE_HOME HEXAGON_TPU_PYTHON HEXAGON_TPU_COMPILE_REQUIREMENTS),
+        ~w(HEXAGON_TPU_CACHE XDG_CACHE_HOME HEXAGON_TPU_PYTHON HEXAGON_TPU_COMPILE_REQUIREMENTS
+           PIP_INDEX_URL PIP_NO_INDEX PIP_FIND_LINKS PIP_RETRIES PIP_TIMEOUT),
         &{&1, System.get_env(&1)}
       )
+
+    # the compile venv's python (it has pip), for the tests of the device runtime's download
+    venv_python =
+      case Compiler.python() do
+        {:ok, python} -> python
+        {:error, _} -> nil
+      end
 
     on_exit(fn ->
       for {name, value} <- saved,
@@ -25,7 +33,7 @@ defmodule HexagonTpu.CompilerTest do
 
     cache = Path.join(tmp, "cache")
     System.put_env("HEXAGON_TPU_CACHE", cache)
-    %{cache: cache}
+    %{cache: cache, venv_python: venv_python}
   end
 
   test "the cache folder: HEXAGON_TPU_CACHE, then XDG_CACHE_HOME, then ~/.cache", %{cache: cache} do
@@ -160,6 +168,212 @@ defmodule HexagonTpu.CompilerTest do
       end)
 
     assert stderr =~ "invalid value \"v68\" for --htp-arch"
+  end
+
+  test "the device runtime's pin: the aarch64 wheel of the compiler's version, outside the venv's name",
+       %{tmp_dir: tmp} do
+    pins = File.read!(Compiler.requirements())
+    default = Compiler.venv_dir()
+
+    assert [[_, wheel]] =
+             Regex.scan(
+               ~r/^# device-runtime: (onnxruntime_qnn-\S+\.whl) sha256=[0-9a-f]{64}$/m,
+               pins
+             )
+
+    assert wheel == "onnxruntime_qnn-2.7.0-cp311-cp311-manylinux_2_34_aarch64.whl"
+
+    # the venv is the same with or without the device runtime's lines
+    own = Path.join(tmp, "requirements.txt")
+    File.write!(own, String.replace(pins, ~r/^# device-runtime:.*\n/m, ""))
+    refute File.read!(own) =~ "device-runtime"
+    System.put_env("HEXAGON_TPU_COMPILE_REQUIREMENTS", own)
+    assert Compiler.venv_dir() == default
+  end
+
+  test "--qnn-sdk, --qairt-target and --graph-name are checked before anything runs",
+       %{tmp_dir: tmp} do
+    model = Path.join(tmp, "m.onnx")
+    File.write!(model, "")
+    out = Path.join(tmp, "m.bin")
+    System.put_env("HEXAGON_TPU_PYTHON", "/nonexistent/python3")
+    python_error = {:error, "HEXAGON_TPU_PYTHON=/nonexistent/python3: no such executable"}
+
+    nosdk = Path.join(tmp, "nosdk")
+
+    assert {:error, message} = Compiler.compile(model, out, qnn_sdk: nosdk)
+
+    assert message ==
+             "--qnn-sdk #{nosdk}: no libQnnHtp.so in #{nosdk}/lib/x86_64-linux-clang or #{nosdk} " <>
+               "(give a QAIRT SDK's root or its x86-64 library directory)"
+
+    # an aarch64 library (the SDK's device side) is refused; an x86-64 one, laid out as the SDK
+    # lays it out or given as its directory, is accepted (the compile gets as far as Python)
+    arm = fake_elf(Path.join(tmp, "arm"), 183)
+    assert {:error, message} = Compiler.compile(model, out, qnn_sdk: Path.dirname(arm))
+    assert message =~ "--qnn-sdk: #{arm} is not an x86-64 library (aarch64)"
+
+    sdk = Path.join(tmp, "sdk")
+    x86 = fake_elf(Path.join(sdk, "lib/x86_64-linux-clang"), 62)
+    assert Compiler.compile(model, out, qnn_sdk: sdk) == python_error
+    assert Compiler.compile(model, out, qnn_sdk: Path.dirname(x86)) == python_error
+    assert Compiler.compile(model, out, qnn_sdk: x86) == python_error
+
+    assert {:error,
+            "invalid qairt_target \"2.x\": expected a QAIRT version such as 2.42 or 2.42.0"} =
+             Compiler.compile(model, out, qairt_target: "2.x")
+
+    for ok <- ["2.42", "2.42.0", "v2.42.0.251225"],
+        do: assert(Compiler.compile(model, out, qairt_target: ok) == python_error)
+
+    assert {:error, "invalid graph name \"my model\"" <> _} =
+             Compiler.compile(model, out, graph_name: "my model")
+
+    assert {:error, "give one graph name per model: 2 for 1 model(s)"} =
+             Compiler.compile(model, out, graph_name: ["a", "b"])
+
+    assert Compiler.compile(model, out, graph_name: "detector_v2.1") == python_error
+  end
+
+  test "mix hexagon_tpu.compile takes --graph-name once per model", %{tmp_dir: tmp} do
+    File.write!(Path.join(tmp, "m.onnx"), "")
+
+    stderr =
+      capture_io(:stderr, fn ->
+        argv = [Path.join(tmp, "m.onnx"), "-o", Path.join(tmp, "m.bin")]
+
+        assert catch_exit(
+                 Mix.Task.rerun(
+                   "hexagon_tpu.compile",
+                   argv ++ ~w(--graph-name a --graph-name b)
+                 )
+               ) == {:shutdown, 1}
+      end)
+
+    assert stderr =~ "mix hexagon_tpu.compile: give one graph name per model: 2 for 1 model(s)"
+  end
+
+  test "mix hexagon_tpu.runtime: its argument errors are one line", %{tmp_dir: tmp} do
+    file = Path.join(tmp, "file")
+    File.write!(file, "")
+
+    for {argv, expected} <- [
+          {[], "no directory given: mix hexagon_tpu.runtime --into DIR"},
+          {["--into", file], "#{file} is not a directory"},
+          {["--into", tmp, "--htp-arch", "v68"],
+           "invalid value \"v68\" for --htp-arch: expected a positive integer"},
+          {["--into", tmp, "extra"], "unexpected argument extra"},
+          {["--into", tmp, "--arch", "68"], "unknown option --arch"}
+        ] do
+      stderr =
+        capture_io(:stderr, fn ->
+          assert catch_exit(Mix.Task.rerun("hexagon_tpu.runtime", argv)) == {:shutdown, 1}
+        end)
+
+      assert stderr =~ "mix hexagon_tpu.runtime: " <> expected
+    end
+
+    assert DeviceRuntime.install(tmp, htp_arch: [68, 0]) ==
+             {:error, "invalid htp_arch 0: expected a positive integer"}
+  end
+
+  # The download itself, with pip pointed away from PyPI: these need a Python with pip (the
+  # compile venv's), so they run where the :qnn_host suite does.
+  describe "the device runtime's download" do
+    @describetag :qnn_host
+
+    test "no network: one line saying so; nothing cached, no library written",
+         %{tmp_dir: tmp, cache: cache, venv_python: python} do
+      System.put_env("HEXAGON_TPU_PYTHON", python)
+      # nothing listens on port 9 (discard): pip cannot reach its index
+      System.put_env("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
+      System.put_env("PIP_RETRIES", "0")
+      System.put_env("PIP_TIMEOUT", "2")
+      into = Path.join(tmp, "overlay")
+
+      assert {:error, message} = DeviceRuntime.install(into)
+
+      assert message =~
+               ~r/^cannot download onnxruntime_qnn-2\.7\.0-cp311-cp311-manylinux_2_34_aarch64\.whl \(offline, or PyPI unreachable\): ERROR: /
+
+      assert File.ls!(Path.join(cache, "wheels")) == []
+      assert files(into) == []
+    end
+
+    test "a wheel that is not the pinned one is refused, and not kept",
+         %{tmp_dir: tmp, cache: cache, venv_python: python} do
+      System.put_env("HEXAGON_TPU_PYTHON", python)
+      # a local "index" holding a well-formed wheel of the right name with other bytes
+      house = Path.join(tmp, "wheelhouse")
+      fake_wheel!(house, "onnxruntime_qnn-2.7.0-cp311-cp311-manylinux_2_34_aarch64.whl")
+      System.put_env("PIP_NO_INDEX", "1")
+      System.put_env("PIP_FIND_LINKS", house)
+      into = Path.join(tmp, "overlay")
+
+      assert {:error, message} = DeviceRuntime.install(into)
+
+      digest =
+        :crypto.hash(
+          :sha256,
+          File.read!(
+            Path.join(house, "onnxruntime_qnn-2.7.0-cp311-cp311-manylinux_2_34_aarch64.whl")
+          )
+        )
+
+      digest = Base.encode16(digest, case: :lower)
+
+      assert message ==
+               "onnxruntime_qnn-2.7.0-cp311-cp311-manylinux_2_34_aarch64.whl as downloaded has " <>
+                 "sha256 #{digest}, not the pinned " <>
+                 "ad08bbfebd7c07ffe83995418303215f46cb25a89e12676f47ee20c32002eaad: refused"
+
+      assert File.ls!(Path.join(cache, "wheels")) == []
+      assert files(into) == []
+    end
+
+    test "a directory that cannot be written is named before anything is downloaded",
+         %{tmp_dir: tmp, cache: cache, venv_python: python} do
+      System.put_env("HEXAGON_TPU_PYTHON", python)
+      file = Path.join(tmp, "file")
+      File.write!(file, "")
+      # a path under a regular file cannot be created, by root either
+      assert {:error, message} = DeviceRuntime.install(Path.join(file, "overlay"))
+      assert message == "cannot create the overlay directory #{file}/overlay: Not a directory"
+      refute File.exists?(Path.join(cache, "wheels"))
+    end
+  end
+
+  defp files(dir) do
+    if File.dir?(dir),
+      do:
+        for(
+          path <- Path.wildcard(Path.join(dir, "**"), match_dot: true),
+          File.regular?(path),
+          do: path
+        ),
+      else: []
+  end
+
+  defp fake_wheel!(dir, name) do
+    File.mkdir_p!(dir)
+    info = "onnxruntime_qnn-2.7.0.dist-info"
+
+    entries = [
+      {~c"#{info}/METADATA", "Metadata-Version: 2.1\nName: onnxruntime-qnn\nVersion: 2.7.0\n"},
+      {~c"#{info}/WHEEL",
+       "Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp311-cp311-manylinux_2_34_aarch64\n"},
+      {~c"#{info}/RECORD", ""}
+    ]
+
+    {:ok, _} = :zip.create(String.to_charlist(Path.join(dir, name)), entries)
+  end
+
+  # A file named libQnnHtp.so in dir whose ELF header says machine `machine` (62 x86-64, 183 aarch64).
+  defp fake_elf(dir, machine) do
+    File.mkdir_p!(dir)
+    path = Path.join(dir, "libQnnHtp.so")
+    File.write!(path, <<0x7F, "ELF", 2, 1, 1, 0::8*9, 3::little-16, machine::little-16, 0::8*44>>)
+    path
   end
 
   # Compiler.setup/0 with HEXAGON_TPU_PYTHON set to a fake python3 running `body`: asserts it

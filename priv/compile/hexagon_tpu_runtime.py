@@ -170,7 +170,7 @@ def fetch_wheel(wheel, digest, cache):
             raise Failure(f"pip downloaded {', '.join(os.listdir(tmp)) or 'nothing'}, not {wheel}")
         actual = sha256(got)
         if actual != digest:
-            raise Failure(f"{wheel} from PyPI has sha256 {actual}, not the pinned {digest}: refused")
+            raise Failure(f"{wheel} as downloaded has sha256 {actual}, not the pinned {digest}: refused")
         os.replace(got, path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
