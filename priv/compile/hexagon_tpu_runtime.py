@@ -13,7 +13,7 @@ pip in the running interpreter (for `pip download`):
     python hexagon_tpu_runtime.py libs --wheel FILE.whl --sha256 HEX --into DIR [--cache DIR]
         unpacks a wheel's libQnnHtp*.so, libHtpPrepare.so, libQnnSystem.so and
         onnxruntime_qnn.libs/ into DIR (as the wheel lays them out), e.g. an older x86-64
-        wheel's HTP emulator and compiler
+        wheel's HTP emulator and compiler; once: a DIR already unpacked is used as it is
     python hexagon_tpu_runtime.py build-id FILE...
         the QAIRT build id each file carries (libQnnHtp.so, a stub or skel, a context binary)
 
@@ -246,9 +246,9 @@ def overlay(args):
 
 def libs(args):
     """Unpacks a wheel's QNN libraries (and the C++ runtime it bundles) into args.into."""
-    path = fetch_wheel(os.path.basename(args.wheel), args.sha256, args.cache)
     into = os.path.abspath(args.into)
     if not os.path.isfile(os.path.join(into, "onnxruntime_qnn", "libQnnHtp.so")):
+        path = fetch_wheel(os.path.basename(args.wheel), args.sha256, args.cache)
         parent = os.path.dirname(into)
         writable_dir(parent, "the directory")
         tmp = tempfile.mkdtemp(prefix=os.path.basename(into) + ".tmp.", dir=parent)

@@ -32,6 +32,48 @@ defmodule HexagonTpu.Test.QnnHost do
 
   def runtime!, do: Runtime.create!(runtime_opts())
 
+  # An older QAIRT beside the pinned one: the x86-64 onnxruntime-qnn 2.3.0 wheel carries QAIRT
+  # 2.47's HTP emulator (and compiler backend) and QnnSystem. It stands in for an older QAIRT
+  # SDK (`--qnn-sdk`) and an older device runtime. Pinned by PyPI's sha256.
+  @older_wheel "onnxruntime_qnn-2.3.0-cp311-cp311-manylinux_2_35_x86_64.whl"
+  @older_sha256 "087bb672ca0cabd3c7fed07084478fe78658cfa09fae1cb013099d7b2289dc72"
+
+  @doc """
+  The directory of QAIRT 2.47's x86-64 `libQnnHtp.so` and `libQnnSystem.so`: the 2.3.0 wheel's
+  libraries, unpacked once into the cache folder (beside the venv), the wheel downloaded once
+  into `<cache>/wheels` and checked by sha256 (priv/compile/hexagon_tpu_runtime.py).
+  """
+  def older_lib_dir! do
+    into =
+      Path.join(Compiler.cache_dir(), "qairt-2.47.0-x86_64-#{binary_part(@older_sha256, 0, 12)}")
+
+    :global.trans({__MODULE__, into}, fn ->
+      {:ok, python} = Compiler.python()
+      script = Path.join(Compiler.priv_dir(), "hexagon_tpu_runtime.py")
+
+      args =
+        [script, "libs", "--wheel", @older_wheel, "--sha256", @older_sha256, "--into", into] ++
+          ["--cache", Compiler.cache_dir()]
+
+      case System.cmd(python, args, stderr_to_stdout: true) do
+        {output, 0} ->
+          [_, dir] = Regex.run(~r/^lib_dir: (.+)$/m, output)
+          dir
+
+        {output, status} ->
+          raise "unpacking #{@older_wheel} failed (#{status}):\n#{output}"
+      end
+    end)
+  end
+
+  @doc "The QAIRT build id in a file's bytes (a library or a context binary), read here."
+  def build_id!(path) do
+    case Regex.scan(~r/v2\.\d+\.\d+\.\d{12}/, File.read!(path)) |> Enum.uniq() do
+      [[id]] -> id
+      other -> raise "#{path}: expected one build id, found #{inspect(other)}"
+    end
+  end
+
   def dir, do: Path.join(Mix.Project.build_path(), "qnn_host_models")
 
   @doc "Writes the model `name` (its .onnx, calibration/ and inputs/) once; returns its directory."
