@@ -30,12 +30,12 @@ SMOKE_NIF_MODULE="Elixir.HexagonTpu.Native"
 QEMU_SKIP_SIM_TESTS="cli"
 # Qualcomm's QAIRT 2.51 libraries, from PyPI's onnxruntime-qnn wheels: downloaded at test time
 # into a cache, checked against the sha256 PyPI publishes, never committed or redistributed.
-# The version is the one pinned for `mix hexagon_tpu.compile`; the sha256 is that version's
-# aarch64 wheel (a new pin fails here until it is updated).
+# Both sides come from the pins of `mix hexagon_tpu.compile` (priv/compile/requirements.txt):
+# the aarch64 device runtime is installed by the core of `mix hexagon_tpu.runtime`
+# (priv/compile/hexagon_tpu_runtime.py), which checks the wheel's sha256 pinned there.
 REAL_QNN_PINS="$REPO_ROOT/priv/compile/requirements.txt"
 REAL_QNN_VERSION="$(sed -n 's/^onnxruntime-qnn==//p' "$REAL_QNN_PINS")"
-REAL_QNN_WHEEL="onnxruntime_qnn-$REAL_QNN_VERSION-cp311-cp311-manylinux_2_34_aarch64.whl"
-REAL_QNN_WHEEL_SHA256=ad08bbfebd7c07ffe83995418303215f46cb25a89e12676f47ee20c32002eaad
+REAL_QNN_RUNTIME="$REPO_ROOT/priv/compile/hexagon_tpu_runtime.py"
 # The x86-64 side (the emulator, and ORT's QNN EP to compile the test binary): the python
 # QNN_PYTHON names (.ci/run passes the set-up's venv), or a venv with the same pins.
 REAL_QNN_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/hexagon_tpu"
@@ -83,45 +83,25 @@ real_stack_python() {
   echo "$venv/bin/python"
 }
 
-# Fetches the aarch64 wheel once into $REAL_QNN_CACHE/wheels (sha256 checked every time),
-# unpacks its libQnnSystem.so, libQnnHtp.so and libQnnHtpV68Stub.so once, compiles the test
-# binary on x86-64, and sets REAL_STACK_{AARCH64_LIBS,X86_LIBS,BINARY}.
+# Installs the device runtime of the pinned aarch64 wheel into a temporary rootfs overlay, as
+# `mix hexagon_tpu.runtime --into DIR` does (the wheel fetched once into $REAL_QNN_CACHE/wheels,
+# its sha256 checked every time), compiles the test binary on x86-64, checks that the overlay's
+# build id is the binary's (one QAIRT for compiler and device), and sets
+# REAL_STACK_{OVERLAY,AARCH64_LIBS,X86_LIBS,BINARY}: the qnn tests under qemu then read the
+# overlay's libraries' providers and build ids, and the binary's metadata with them.
 prepare_real_stack() {
-  local py
+  local py out
   py=$(real_stack_python)
-  local wheels="$REAL_QNN_CACHE/wheels" wheel="$REAL_QNN_CACHE/wheels/$REAL_QNN_WHEEL"
-  mkdir -p "$wheels"
-  if [ ! -f "$wheel" ] || ! echo "$REAL_QNN_WHEEL_SHA256  $wheel" | sha256sum -c --quiet - 2>/dev/null; then
-    log "downloading $REAL_QNN_WHEEL into $wheels"
-    local tmp
-    tmp=$(mktemp -d "$wheels/download.XXXXXX")
-    "$py" -m pip download -q --no-deps --only-binary=:all: --platform manylinux_2_34_aarch64 \
-      --python-version 3.11 "onnxruntime-qnn==$REAL_QNN_VERSION" -d "$tmp"
-    if ! echo "$REAL_QNN_WHEEL_SHA256  $tmp/$REAL_QNN_WHEEL" | sha256sum -c --quiet -; then
-      echo "error: $REAL_QNN_WHEEL does not have sha256 $REAL_QNN_WHEEL_SHA256" >&2
-      rm -rf "$tmp"
-      exit 1
-    fi
-    mv "$tmp/$REAL_QNN_WHEEL" "$wheel"
-    rm -rf "$tmp"
-  fi
-  echo "$REAL_QNN_WHEEL: sha256 $REAL_QNN_WHEEL_SHA256 ok"
-
-  REAL_STACK_AARCH64_LIBS="$REAL_QNN_CACHE/qairt-$REAL_QNN_VERSION-aarch64-${REAL_QNN_WHEEL_SHA256:0:12}"
-  if [ ! -f "$REAL_STACK_AARCH64_LIBS/libQnnHtp.so" ]; then
-    rm -rf "$REAL_STACK_AARCH64_LIBS.tmp"
-    mkdir -p "$REAL_STACK_AARCH64_LIBS.tmp"
-    python3 - "$wheel" "$REAL_STACK_AARCH64_LIBS.tmp" <<'PY'
-import os, sys, zipfile
-wheel, out = sys.argv[1:]
-with zipfile.ZipFile(wheel) as z:
-    for name in ("libQnnSystem.so", "libQnnHtp.so", "libQnnHtpV68Stub.so"):
-        with z.open(f"onnxruntime_qnn/{name}") as src, open(os.path.join(out, name), "wb") as dst:
-            dst.write(src.read())
-PY
-    rm -rf "$REAL_STACK_AARCH64_LIBS"
-    mv "$REAL_STACK_AARCH64_LIBS.tmp" "$REAL_STACK_AARCH64_LIBS"
-  fi
+  REAL_STACK_OVERLAY=$(mktemp -d)
+  log "installing the device runtime into the overlay $REAL_STACK_OVERLAY ($REAL_QNN_RUNTIME overlay)"
+  out=$("$py" "$REAL_QNN_RUNTIME" overlay --into "$REAL_STACK_OVERLAY" --cache "$REAL_QNN_CACHE" --requirements "$REAL_QNN_PINS")
+  echo "$out"
+  REAL_STACK_AARCH64_LIBS="$REAL_STACK_OVERLAY/usr/lib"
+  local overlay_id
+  overlay_id=$(sed -n 's/^build_id: //p' <<<"$out")
+  for lib in libQnnHtp.so libQnnSystem.so libQnnHtpV68Stub.so dsp/libQnnHtpV68Skel.so; do
+    [ -f "$REAL_STACK_AARCH64_LIBS/$lib" ] || { echo "error: the overlay has no usr/lib/$lib" >&2; exit 1; }
+  done
   REAL_STACK_X86_LIBS=$("$py" -c 'import os, onnxruntime_qnn; print(os.path.dirname(onnxruntime_qnn.__file__))')
 
   REAL_STACK_WORK=$(mktemp -d)
@@ -129,6 +109,13 @@ PY
   "$py" "$CRATE_DIR/qnn_tests/tests/real_stack_model.py" "$REAL_STACK_WORK" 2>&1 | grep -v '^\s*$' | tail -n 3
   REAL_STACK_BINARY="$REAL_STACK_WORK/real_stack_ctx_qnn.bin"
   [ -f "$REAL_STACK_BINARY" ] || { echo "error: the generator wrote no $REAL_STACK_BINARY" >&2; exit 1; }
+  local binary_id
+  binary_id=$("$py" "$REAL_QNN_RUNTIME" build-id "$REAL_STACK_BINARY" | sed 's/.*: //')
+  echo "overlay runtime build id $overlay_id; compiled binary's build id $binary_id"
+  if [ -z "$overlay_id" ] || [ "$overlay_id" != "$binary_id" ]; then
+    echo "error: the overlay's runtime ($overlay_id) is not the QAIRT that compiled the binary ($binary_id)" >&2
+    exit 1
+  fi
 }
 
 # Sets REAL_ENV to the environment of the qnn tests on the real stack: $1 the library
@@ -231,7 +218,7 @@ run_real_stack_native() {
   fi
   check_real_stack_report "$report" "x86-64 (native, x86-64 wheel)"
   echo "x86-64 real-stack run took $((SECONDS - started)) s"
-  rm -rf "$1" "$report" "$REAL_STACK_WORK"
+  rm -rf "$1" "$report" "$REAL_STACK_WORK" "$REAL_STACK_OVERLAY"
 }
 
 check_glibc() {
