@@ -230,7 +230,7 @@ impl BuildId {
         };
         let (major, minor, patch) = (num()?, num()?, num()?);
         match parts.next() {
-            Some(build) if build.is_empty() => None,
+            Some("") => None,
             _ => Some(BuildId {
                 version: Version::new(major, minor, patch),
             }),

@@ -35,9 +35,11 @@ const V249: &str = "v2.49.40.260810104044";
 const V251: &str = "v2.51.0.260929181845";
 const V242: &str = "v2.42.0.251225135753_193295";
 
+type Parsed = Option<(u32, u32, u32)>;
+
 #[test]
 fn build_ids_parse() {
-    let cases: &[(&str, Option<(u32, u32, u32)>)] = &[
+    let cases: &[(&str, Parsed)] = &[
         (V247, Some((2, 47, 0))),
         (V248, Some((2, 48, 40))),
         (V251, Some((2, 51, 0))),
