@@ -17,11 +17,13 @@ defmodule HexagonTpu.Context do
   `{:error, %HexagonTpu.Error{reason: :closed}}`.
   """
 
+  require Logger
+
   alias HexagonTpu.{Args, Error, Native, Runtime, Site, Telemetry, TensorInfo}
 
   @default_max_bytes 2 * 1024 * 1024 * 1024
 
-  defstruct [:ref, :runtime, :source, graphs: []]
+  defstruct [:ref, :runtime, :source, graphs: [], warnings: []]
 
   @typedoc "Where the context was loaded from: a path, or `{:binary, byte_size}`."
   @type source :: binary() | {:binary, non_neg_integer()}
@@ -29,11 +31,18 @@ defmodule HexagonTpu.Context do
   @typedoc "One graph's metadata, in the binary's order (as the NIF builds it)."
   @type graph_info :: %{name: String.t(), inputs: [TensorInfo.t()], outputs: [TensorInfo.t()]}
 
+  @typedoc """
+  A pre-flight finding: a rule the binary does not meet (`docs/preflight.md`). Refusals are
+  `HexagonTpu.Error`s with the same reason; warnings are kept in `:warnings` and logged.
+  """
+  @type finding :: %{reason: atom(), evidence: :measured | :read | :own, message: String.t()}
+
   @type t :: %__MODULE__{
           ref: reference(),
           runtime: Runtime.t(),
           source: source(),
-          graphs: [graph_info()]
+          graphs: [graph_info()],
+          warnings: [finding()]
         }
 
   @doc """
@@ -46,9 +55,18 @@ defmodule HexagonTpu.Context do
   are bytes). An empty path, or one with a NUL byte, is refused with
   `{:error, %HexagonTpu.Error{reason: :invalid_argument}}`.
 
+  Before QNN is asked, the binary's own metadata (read with QnnSystem) is judged against the
+  runtime: a binary made by a newer QAIRT than the runtime's is refused with
+  `{:error, %HexagonTpu.Error{reason: :binary_newer_than_runtime}}`, naming both versions and the
+  remedy; rules that are only documented, not measured (backend, SoC, HTP arch), are logged as
+  warnings and kept in the context's `:warnings`. See `docs/preflight.md` for every rule.
+
   Options:
 
     * `:max_bytes` - the largest file accepted; default #{@default_max_bytes} (2 GiB)
+    * `:preflight` - `true` (default: measured rules refuse, read rules warn), `:strict` (read
+      rules refuse too) or `false` (no verdict: QNN decides, and answers with its own codes).
+      Tensor layouts this package cannot size are refused whatever the setting.
 
   ## Examples
 
@@ -62,8 +80,9 @@ defmodule HexagonTpu.Context do
     fun = "HexagonTpu.Context.from_file/3"
     runtime = Args.handle!(runtime, Runtime, "`runtime`", fun)
     path = Args.path!(path, "`path`", fun)
-    opts = Args.keyword!(opts, [max_bytes: @default_max_bytes], fun)
+    opts = Args.keyword!(opts, [max_bytes: @default_max_bytes, preflight: true], fun)
     max_bytes = opts[:max_bytes]
+    preflight = preflight!(opts[:preflight], fun)
 
     unless is_integer(max_bytes) and max_bytes > 0,
       do: Args.type_error!(fun, "the :max_bytes option", "a positive integer", max_bytes)
@@ -72,25 +91,27 @@ defmodule HexagonTpu.Context do
       site = Site.caller()
 
       load(runtime, path, fn ->
-        Native.call(&Native.context_from_file(runtime.ref, path, max_bytes, site, &1))
+        Native.call(&Native.context_from_file(runtime.ref, path, max_bytes, preflight, site, &1))
       end)
     end
   end
 
   @doc """
   Loads a context binary already in memory. It is copied once, for the runtime's own thread
-  (where QNN creates every context), and that copy is freed after the load.
+  (where QNN creates every context), and that copy is freed after the load. Takes the
+  `:preflight` option of `from_file/3`.
   """
   @spec from_binary(Runtime.t(), binary(), keyword()) :: {:ok, t()} | {:error, Error.t()}
   def from_binary(runtime, binary, opts \\ []) do
     fun = "HexagonTpu.Context.from_binary/3"
     runtime = Args.handle!(runtime, Runtime, "`runtime`", fun)
     unless is_binary(binary), do: Args.type_error!(fun, "`binary`", "a binary", binary)
-    Args.keyword!(opts, [], fun)
+    opts = Args.keyword!(opts, [preflight: true], fun)
+    preflight = preflight!(opts[:preflight], fun)
     site = Site.caller()
 
     load(runtime, {:binary, byte_size(binary)}, fn ->
-      Native.call(&Native.context_from_binary(runtime.ref, binary, site, &1))
+      Native.call(&Native.context_from_binary(runtime.ref, binary, preflight, site, &1))
     end)
   end
 
@@ -104,14 +125,31 @@ defmodule HexagonTpu.Context do
   def from_binary!(runtime, binary, opts \\ []),
     do: runtime |> from_binary(binary, opts) |> Error.unwrap!()
 
+  defp preflight!(true, _fun), do: :on
+  defp preflight!(:strict, _fun), do: :strict
+  defp preflight!(false, _fun), do: :off
+
+  defp preflight!(other, fun),
+    do: Args.type_error!(fun, "the :preflight option", "true, false or :strict", other)
+
   defp load(runtime, source, load_fun) do
     Telemetry.span(
       [:hexagon_tpu, :context, :load],
       %{source: source, backend: runtime.backend_lib},
       fn ->
         case load_fun.() do
-          {:ok, {ref, graphs}} ->
-            context = %__MODULE__{ref: ref, runtime: runtime, source: source, graphs: graphs}
+          {:ok, {ref, graphs, warnings}} ->
+            for %{reason: reason, message: message} <- warnings,
+                do: Logger.warning("hexagon_tpu pre-flight (#{reason}): #{message}")
+
+            context = %__MODULE__{
+              ref: ref,
+              runtime: runtime,
+              source: source,
+              graphs: graphs,
+              warnings: warnings
+            }
+
             {{:ok, context}, %{}, %{status: :ok, graphs: Enum.map(graphs, & &1.name)}}
 
           {:error, %Error{reason: reason}} = error ->

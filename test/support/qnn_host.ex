@@ -136,6 +136,79 @@ defmodule HexagonTpu.Test.QnnHost do
     %{inputs: collect.("in"), outputs: collect.(""), scales: scales}
   end
 
+  @older_wheel_version "2.3.0"
+
+  @doc """
+  The libraries of an older QAIRT (2.47.0, from the `onnxruntime-qnn` #{@older_wheel_version}
+  x86-64 wheel): `{:ok, dir}` with `libQnnHtp.so` and `libQnnSystem.so`, or `{:error, why}`.
+  Downloaded once with the compile venv's pip into the cache folder and extracted beside it
+  (Qualcomm's files: installed at test time, never committed).
+  """
+  def older_lib_dir do
+    root = Path.join(Compiler.cache_dir(), "ort-qnn-#{@older_wheel_version}")
+    dir = Path.join(root, "onnxruntime_qnn")
+
+    if File.exists?(Path.join(dir, "libQnnHtp.so")) do
+      {:ok, dir}
+    else
+      wheels = Path.join(Compiler.cache_dir(), "wheels")
+      pattern = Path.join(wheels, "onnxruntime_qnn-#{@older_wheel_version}-*x86_64.whl")
+
+      with {:ok, python} <- Compiler.python(),
+           {:ok, wheel} <- older_wheel(python, wheels, pattern),
+           {:ok, _} <- extract(wheel, root) do
+        {:ok, dir}
+      end
+    end
+  end
+
+  defp older_wheel(python, wheels, pattern) do
+    case Path.wildcard(pattern) do
+      [wheel | _] ->
+        {:ok, wheel}
+
+      [] ->
+        args =
+          ~w(-m pip download --no-deps --only-binary=:all: --python-version 3.11
+             --platform manylinux_2_35_x86_64 --platform manylinux_2_28_x86_64 -d) ++
+            [wheels, "onnxruntime-qnn==#{@older_wheel_version}"]
+
+        case System.cmd(python, args, stderr_to_stdout: true) do
+          {_, 0} -> older_wheel_found(Path.wildcard(pattern))
+          {out, status} -> {:error, "pip download failed (#{status}): #{out}"}
+        end
+    end
+  end
+
+  defp older_wheel_found([wheel | _]), do: {:ok, wheel}
+  defp older_wheel_found([]), do: {:error, "pip downloaded no x86-64 wheel"}
+
+  defp extract(wheel, root) do
+    tmp = root <> ".tmp-#{System.unique_integer([:positive])}"
+    File.rm_rf!(tmp)
+
+    keep = fn name ->
+      name = List.to_string(name)
+
+      String.starts_with?(name, "onnxruntime_qnn/") or
+        String.starts_with?(name, "onnxruntime_qnn.libs/")
+    end
+
+    with {:ok, files} <-
+           :zip.extract(String.to_charlist(wheel),
+             cwd: String.to_charlist(tmp),
+             file_filter: fn {:zip_file, name, _, _, _, _} -> keep.(name) end
+           ) do
+      for f <- files,
+          String.ends_with?(to_string(f), ".so") or String.contains?(to_string(f), ".so."),
+          do: File.chmod!(to_string(f), 0o755)
+
+      File.rm_rf!(root)
+      File.rename!(tmp, root)
+      {:ok, root}
+    end
+  end
+
   @doc "Runs the test-support Python script in the compile venv; raises with its output on failure."
   def python!(args) do
     {:ok, python} = Compiler.python()
