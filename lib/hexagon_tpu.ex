@@ -44,7 +44,7 @@ defmodule HexagonTpu do
   ends up whole in a log.
   """
 
-  alias HexagonTpu.{Args, Context, Error, Graph, Native, Runtime, Site}
+  alias HexagonTpu.{Args, Context, Error, Graph, ModelInfo, Native, Runtime, Site}
 
   @runtime_opts [:lib_path, :system_lib_path, :log_level]
 
@@ -52,6 +52,7 @@ defmodule HexagonTpu do
 
   @type load_option ::
           {:graph, String.t()}
+          | {:preflight, boolean() | :strict}
           | {:runtime, Runtime.t()}
           | {:lib_path, Path.t()}
           | {:system_lib_path, Path.t()}
@@ -68,6 +69,10 @@ defmodule HexagonTpu do
       `:lib_path`, `:system_lib_path` and `:log_level` (see `HexagonTpu.Runtime.create/1`
       for the defaults) and shared by every model loaded with the same ones; with it, those
       options are refused (`ArgumentError`): the runtime has its libraries already
+    * `:preflight` - the pre-flight verdict (`true`, `:strict` or `false`; see
+      `HexagonTpu.Context.from_file/3` and `docs/preflight.md`). A binary that the verdict
+      refuses is answered with that error (`:binary_newer_than_runtime`, ...) before QNN is
+      asked
 
   Every option is checked before anything is opened or loaded (see "Arguments and errors").
 
@@ -84,8 +89,13 @@ defmodule HexagonTpu do
     # Every argument is checked before anything is opened or loaded.
     fun = "HexagonTpu.load_model/2"
     path = Args.path!(path, "`path`", fun)
-    opts = Args.keyword!(opts, [:graph, :runtime | @runtime_opts], fun)
+    opts = Args.keyword!(opts, [:graph, :runtime, :preflight | @runtime_opts], fun)
     graph = if opts[:graph] != nil, do: Args.name!(opts[:graph], "the :graph option", fun)
+    preflight = Keyword.get(opts, :preflight, true)
+
+    unless preflight in [true, false, :strict],
+      do: Args.type_error!(fun, "the :preflight option", "true, false or :strict", preflight)
+
     runtime_opts = opts |> Keyword.take(@runtime_opts) |> Runtime.options!(fun)
 
     runtime =
@@ -108,7 +118,7 @@ defmodule HexagonTpu do
 
     with :ok <- Args.check_path(path, "`path`"),
          {:ok, runtime} <- runtime(runtime, runtime_opts),
-         {:ok, context} <- Context.from_file(runtime, path) do
+         {:ok, context} <- Context.from_file(runtime, path, preflight: preflight) do
       case pick_graph(context, graph) do
         {:ok, graph} ->
           {:ok, graph}
@@ -119,6 +129,46 @@ defmodule HexagonTpu do
       end
     end
   end
+
+  @doc """
+  Everything a context binary says about itself, read with the QnnSystem library alone: no
+  backend, no device (see `HexagonTpu.ModelInfo`), including which runtimes it loads on.
+
+  Options: `:system_lib_path` (default: `HEXAGON_TPU_SYSTEM_LIB`, else
+  `/usr/lib/libQnnSystem.so`) and `:max_bytes` (the largest file read, default 2 GiB).
+
+  ## Examples
+
+      {:ok, info} = HexagonTpu.inspect_model("/data/mobilenet_v2.bin")
+      info.qairt_version
+      #=> "2.51.0"
+      info.loads_on
+      #=> ["QAIRT >= 2.51.0", "HTP (6) backend", "SoC model 35", "HTP v68", "VTCM >= 4194304 bytes"]
+  """
+  @spec inspect_model(Path.t(), keyword()) :: {:ok, ModelInfo.t()} | {:error, Error.t()}
+  def inspect_model(path, opts \\ []) do
+    fun = "HexagonTpu.inspect_model/2"
+    path = Args.path!(path, "`path`", fun)
+
+    opts = Args.keyword!(opts, [system_lib_path: nil, max_bytes: 2 * 1024 * 1024 * 1024], fun)
+
+    max_bytes = opts[:max_bytes]
+
+    unless is_integer(max_bytes) and max_bytes > 0,
+      do: Args.type_error!(fun, "the :max_bytes option", "a positive integer", max_bytes)
+
+    {system_lib, what} = Runtime.system_lib(opts[:system_lib_path], fun)
+
+    with :ok <- Args.check_path(path, "`path`"),
+         :ok <- Args.check_path(system_lib, what),
+         {:ok, info} <- Native.inspect_model(system_lib, path, max_bytes) do
+      {:ok, ModelInfo.new(path, info)}
+    end
+  end
+
+  @doc "Like `inspect_model/2`, but raises `HexagonTpu.Error`."
+  @spec inspect_model!(Path.t(), keyword()) :: ModelInfo.t()
+  def inspect_model!(path, opts \\ []), do: path |> inspect_model(opts) |> Error.unwrap!()
 
   @doc "Like `load_model/2`, but raises `HexagonTpu.Error`."
   @spec load_model!(Path.t(), [load_option()]) :: model()

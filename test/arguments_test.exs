@@ -182,10 +182,26 @@ defmodule HexagonTpu.ArgumentsTest do
       assert_type_error(call.(:from_output, [<<>>, info, :x]), ["`mode`"])
     end
 
+    test "inspect_model/2 and inspect_model!/2" do
+      for fun <- [:inspect_model, :inspect_model!] do
+        assert_raise ArgumentError, ~r/`path`/, fn -> apply(HexagonTpu, fun, [:x, []]) end
+        assert_raise ArgumentError, ~r/`opts`/, fn -> apply(HexagonTpu, fun, ["m.bin", :x]) end
+
+        assert_raise ArgumentError, ~r/:max_bytes/, fn ->
+          apply(HexagonTpu, fun, ["m.bin", [max_bytes: 0]])
+        end
+
+        assert_raise ArgumentError, ~r/:system_lib_path/, fn ->
+          apply(HexagonTpu, fun, ["m.bin", [system_lib_path: 1]])
+        end
+      end
+    end
+
     test "the tests above cover every documented public function" do
       tested = %{
         HexagonTpu =>
-          ~w(load_model/2 load_model!/2 predict/3 predict!/3 available?/1 availability/1),
+          ~w(load_model/2 load_model!/2 predict/3 predict!/3 available?/1 availability/1) ++
+            ~w(inspect_model/2 inspect_model!/2),
         Runtime => ~w(create/1 create!/1 htp/1 htp!/1 info/1 closed?/1 close/1),
         Context =>
           ~w(from_file/3 from_file!/3 from_binary/3 from_binary!/3 graphs/1 closed?/1 close/1),

@@ -72,14 +72,16 @@ defmodule HexagonTpu.QnnHostVersionsTest do
            output
   end
 
-  test "on the 2.47 emulator (a VM of its own): the 2.47 binary loads and equals ORT's outputs, the pinned 2.51 binary fails with 5000",
+  test "on the 2.47 emulator (a VM of its own): the 2.47 binary loads and equals ORT's outputs, the pinned 2.51 binary is refused (pre-flight; QNN: 5000)",
        %{older: older, old: old, new: new} do
     [{inputs, expected} | _] = reference(old)
     output = child!(older, [{old.bin, inputs}, {new.bin, inputs}])
     assert output =~ ~r/CHILD runtime v2\.47\.0\./, output
     assert output =~ "CHILD #{old.bin} graph tiny outputs #{hex(expected)}", output
 
-    assert output =~ "CHILD #{new.bin} error qnn_error 5000", output
+    # the pre-flight verdict refuses it before QNN is asked; QNN itself answers 5000
+    assert output =~ "CHILD #{new.bin} error binary_newer_than_runtime", output
+    assert output =~ "CHILD #{new.bin} without preflight error qnn_error 5000", output
     assert output =~ "Using newer context binary on old SDK", output
   end
 

@@ -17,11 +17,13 @@ defmodule HexagonTpu.Context do
   `{:error, %HexagonTpu.Error{reason: :closed}}`.
   """
 
+  require Logger
+
   alias HexagonTpu.{Args, Error, Native, Runtime, Site, Telemetry, TensorInfo}
 
   @default_max_bytes 2 * 1024 * 1024 * 1024
 
-  defstruct [:ref, :runtime, :source, graphs: []]
+  defstruct [:ref, :runtime, :source, graphs: [], warnings: []]
 
   @typedoc "Where the context was loaded from: a path, or `{:binary, byte_size}`."
   @type source :: binary() | {:binary, non_neg_integer()}
@@ -38,11 +40,18 @@ defmodule HexagonTpu.Context do
           optional(:qnn_name) => String.t()
         }
 
+  @typedoc """
+  A pre-flight finding: a rule the binary does not meet (`docs/preflight.md`). Refusals are
+  `HexagonTpu.Error`s with the same reason; warnings are kept in `:warnings` and logged.
+  """
+  @type finding :: %{reason: atom(), evidence: :measured | :read | :own, message: String.t()}
+
   @type t :: %__MODULE__{
           ref: reference(),
           runtime: Runtime.t(),
           source: source(),
-          graphs: [graph_info()]
+          graphs: [graph_info()],
+          warnings: [finding()]
         }
 
   @doc """
@@ -55,9 +64,18 @@ defmodule HexagonTpu.Context do
   are bytes). An empty path, or one with a NUL byte, is refused with
   `{:error, %HexagonTpu.Error{reason: :invalid_argument}}`.
 
+  Before QNN is asked, the binary's own metadata (read with QnnSystem) is judged against the
+  runtime: a binary made by a newer QAIRT than the runtime's is refused with
+  `{:error, %HexagonTpu.Error{reason: :binary_newer_than_runtime}}`, naming both versions and the
+  remedy; rules that are only documented, not measured (backend, SoC, HTP arch), are logged as
+  warnings and kept in the context's `:warnings`. See `docs/preflight.md` for every rule.
+
   Options:
 
     * `:max_bytes` - the largest file accepted; default #{@default_max_bytes} (2 GiB)
+    * `:preflight` - `true` (default: measured rules refuse, read rules warn), `:strict` (read
+      rules refuse too) or `false` (no verdict: QNN decides, and answers with its own codes).
+      Tensor layouts this package cannot size are refused whatever the setting.
     * `:graph_names` - names for the binary's graphs: `:auto` (the default) reads them from
       the file `<path>.names` when there is one, `false` ignores it, and a map
       `%{"qnn graph name" => "name"}` gives them
@@ -84,8 +102,16 @@ defmodule HexagonTpu.Context do
     fun = "HexagonTpu.Context.from_file/3"
     runtime = Args.handle!(runtime, Runtime, "`runtime`", fun)
     path = Args.path!(path, "`path`", fun)
-    opts = Args.keyword!(opts, [max_bytes: @default_max_bytes, graph_names: :auto], fun)
+
+    opts =
+      Args.keyword!(
+        opts,
+        [max_bytes: @default_max_bytes, preflight: true, graph_names: :auto],
+        fun
+      )
+
     max_bytes = opts[:max_bytes]
+    preflight = preflight!(opts[:preflight], fun)
 
     unless is_integer(max_bytes) and max_bytes > 0,
       do: Args.type_error!(fun, "the :max_bytes option", "a positive integer", max_bytes)
@@ -97,23 +123,24 @@ defmodule HexagonTpu.Context do
       site = Site.caller()
 
       load(runtime, path, names, fn ->
-        Native.call(&Native.context_from_file(runtime.ref, path, max_bytes, site, &1))
+        Native.call(&Native.context_from_file(runtime.ref, path, max_bytes, preflight, site, &1))
       end)
     end
   end
 
   @doc """
   Loads a context binary already in memory. It is copied once, for the runtime's own thread
-  (where QNN creates every context), and that copy is freed after the load.
-
-  Options: `:graph_names`, a map `%{"qnn graph name" => "name"}` (see `from_file/3`).
+  (where QNN creates every context), and that copy is freed after the load. Takes the
+  `:preflight` option of `from_file/3`, and `:graph_names`, a map
+  `%{"qnn graph name" => "name"}` (see `from_file/3`).
   """
   @spec from_binary(Runtime.t(), binary(), keyword()) :: {:ok, t()} | {:error, Error.t()}
   def from_binary(runtime, binary, opts \\ []) do
     fun = "HexagonTpu.Context.from_binary/3"
     runtime = Args.handle!(runtime, Runtime, "`runtime`", fun)
     unless is_binary(binary), do: Args.type_error!(fun, "`binary`", "a binary", binary)
-    opts = Args.keyword!(opts, [graph_names: %{}], fun)
+    opts = Args.keyword!(opts, [preflight: true, graph_names: %{}], fun)
+    preflight = preflight!(opts[:preflight], fun)
     names = opts[:graph_names]
     check_names_option!(names, fun)
 
@@ -123,7 +150,7 @@ defmodule HexagonTpu.Context do
     site = Site.caller()
 
     load(runtime, {:binary, byte_size(binary)}, names, fn ->
-      Native.call(&Native.context_from_binary(runtime.ref, binary, site, &1))
+      Native.call(&Native.context_from_binary(runtime.ref, binary, preflight, site, &1))
     end)
   end
 
@@ -137,14 +164,31 @@ defmodule HexagonTpu.Context do
   def from_binary!(runtime, binary, opts \\ []),
     do: runtime |> from_binary(binary, opts) |> Error.unwrap!()
 
+  defp preflight!(true, _fun), do: :on
+  defp preflight!(:strict, _fun), do: :strict
+  defp preflight!(false, _fun), do: :off
+
+  defp preflight!(other, fun),
+    do: Args.type_error!(fun, "the :preflight option", "true, false or :strict", other)
+
   defp load(runtime, source, names, load_fun) do
     Telemetry.span(
       [:hexagon_tpu, :context, :load],
       %{source: source, backend: runtime.backend_lib},
       fn ->
-        with {:ok, {ref, graphs}} <- load_fun.(),
+        with {:ok, {ref, graphs, warnings}} <- load_fun.(),
              {:ok, graphs} <- name_graphs(ref, graphs, names, source) do
-          context = %__MODULE__{ref: ref, runtime: runtime, source: source, graphs: graphs}
+          for %{reason: reason, message: message} <- warnings,
+              do: Logger.warning("hexagon_tpu pre-flight (#{reason}): #{message}")
+
+          context = %__MODULE__{
+            ref: ref,
+            runtime: runtime,
+            source: source,
+            graphs: graphs,
+            warnings: warnings
+          }
+
           {{:ok, context}, %{}, %{status: :ok, graphs: Enum.map(graphs, & &1.name)}}
         else
           {:error, %Error{reason: reason}} = error ->

@@ -34,6 +34,11 @@ defmodule HexagonTpu.Error do
       path tried and the loader's reason (see `HexagonTpu.availability/1`)
     * `:internal` - a bug in `hexagon_tpu` (a panic inside the NIF is answered this way, and
       the object stays usable); please report it
+    * `:binary_newer_than_runtime`, `:wrong_backend`, `:wrong_soc`, `:wrong_htp_arch` - the
+      pre-flight verdict refused the binary before QNN was asked: the message names both sides
+      and the remedy (see `docs/preflight.md`)
+    * `:unsupported_tensor_format`, `:unsupported_encoding` - a graph input or output has a
+      layout (not dense) or a quantization encoding this package cannot size or does not know
     * `:exiting` - the VM is stopping: QNN is not called any more (see "Stopping the VM" in
       the README)
   """
@@ -56,6 +61,12 @@ defmodule HexagonTpu.Error do
           | :nif_not_loaded
           | :internal
           | :exiting
+          | :binary_newer_than_runtime
+          | :wrong_backend
+          | :wrong_soc
+          | :wrong_htp_arch
+          | :unsupported_tensor_format
+          | :unsupported_encoding
           | atom()
 
   @type t :: %__MODULE__{

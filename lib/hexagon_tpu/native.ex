@@ -257,8 +257,9 @@ defmodule HexagonTpu.Native do
   def runtime_close(_runtime, _tag), do: not_loaded()
 
   # context.rs
-  def context_from_file(_runtime, _path, _max_bytes, _site, _tag), do: not_loaded()
-  def context_from_binary(_runtime, _binary, _site, _tag), do: not_loaded()
+  def context_from_file(_runtime, _path, _max_bytes, _preflight, _site, _tag), do: not_loaded()
+  def context_from_binary(_runtime, _binary, _preflight, _site, _tag), do: not_loaded()
+  def inspect_model(_system_lib, _path, _max_bytes), do: not_loaded()
   def context_closed(_context), do: opaque(true)
   def context_close(_context, _tag), do: not_loaded()
 
@@ -284,6 +285,7 @@ defmodule HexagonTpu.Native do
   # :nif_not_loaded, which the test helpers turn into their own message.
   def qnn_sim_counters(_path), do: :erlang.nif_error(:nif_not_loaded)
   def qnn_panic_in_next_executes(_count), do: :erlang.nif_error(:nif_not_loaded)
+  def qnn_sim_configure(_path, _key, _value), do: :erlang.nif_error(:nif_not_loaded)
 
   @doc false
   # Why the NIF is not there, as HexagonTpu.availability/1 and every public function report it.

@@ -154,6 +154,15 @@ defmodule HexagonTpu.Runtime do
     end)
   end
 
+  @doc false
+  # The System library HexagonTpu.inspect_model/2 opens: the option, else the environment
+  # variable, else the default; with how it was given.
+  @spec system_lib(term(), String.t()) :: {binary(), String.t()}
+  def system_lib(path, fun) do
+    opts = options!([system_lib_path: path], fun)
+    library(opts, :system_lib_path, "HEXAGON_TPU_SYSTEM_LIB", @default_system_lib)
+  end
+
   # The library path to open, and how the caller gave it (for the message when it is unusable).
   defp library(opts, key, env, default) do
     cond do

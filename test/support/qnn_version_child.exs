@@ -1,6 +1,7 @@
 # Run by test/qnn_host_versions_test.exs in a VM of its own, so that one QAIRT's libraries are
 # the only ones in the process: loads each binary on the runtime in LIB_DIR and runs it once
-# on the raw inputs given (hex-encoded bytes, one per input), QNN's log at :warn.
+# on the raw inputs given (hex-encoded bytes, one per input), QNN's log at :warn. A binary
+# that fails is loaded again without the pre-flight verdict, for QNN's own answer.
 #   elixir -pa EBIN test/support/qnn_version_child.exs LIB_DIR MODEL.bin:HEX,HEX ...
 [lib_dir | runs] = System.argv()
 {:ok, _} = Application.ensure_all_started(:hexagon_tpu)
@@ -35,6 +36,10 @@ for run <- runs do
 
     {:error, error} ->
       IO.puts("CHILD #{bin} error #{error.reason} #{error.qnn_code}")
+
+      # and QNN's own answer, without the pre-flight verdict
+      {:error, error} = Context.from_file(runtime, bin, preflight: false)
+      IO.puts("CHILD #{bin} without preflight error #{error.reason} #{error.qnn_code}")
   end
 end
 

@@ -12,7 +12,7 @@ use crate::quote;
 use crate::reply::answer;
 use crate::resources::{ContextRes, RuntimeRes};
 use crate::runtime::{encode_unit, path_from_bytes};
-use crate::terms::GraphInfoTerm;
+use crate::terms::{BinaryInfoTerm, GraphInfoTerm, findings_term};
 
 fn encode_loaded(env: Env<'_>, result: qnn::Result<Arc<qnn::Context>>) -> Term<'_> {
     let result = result.map_err(quote::capped).map(|context| {
@@ -22,9 +22,28 @@ fn encode_loaded(env: Env<'_>, result: qnn::Result<Arc<qnn::Context>>) -> Term<'
             .map(|g| GraphInfoTerm::new(env, g))
             .collect();
         let graphs = graphs.encode(env);
-        (ResourceArc::new(ContextRes(context)), graphs)
+        let warnings = findings_term(env, context.warnings());
+        (ResourceArc::new(ContextRes(context)), graphs, warnings)
     });
     ok_or_error(env, result)
+}
+
+/// The pre-flight mode: `:on | :strict | :off`.
+#[derive(rustler::NifUnitEnum, Clone, Copy)]
+pub enum PreflightArg {
+    On,
+    Strict,
+    Off,
+}
+
+impl From<PreflightArg> for qnn::preflight::Mode {
+    fn from(mode: PreflightArg) -> Self {
+        match mode {
+            PreflightArg::On => qnn::preflight::Mode::On,
+            PreflightArg::Strict => qnn::preflight::Mode::Strict,
+            PreflightArg::Off => qnn::preflight::Mode::Off,
+        }
+    }
 }
 
 /// `{:ok, {context_ref, [graph_info]}} | {:error, %HexagonTpu.Error{}}`, directly or by
@@ -36,6 +55,7 @@ fn context_from_file<'a>(
     runtime: ResourceArc<RuntimeRes>,
     path: Binary<'a>,
     max_bytes: u64,
+    preflight: PreflightArg,
     site: String,
     tag: Term<'a>,
 ) -> Term<'a> {
@@ -45,11 +65,12 @@ fn context_from_file<'a>(
         tag,
         encode_loaded,
         |done| match qnn::model_file::read(&path, max_bytes) {
-            Ok(bytes) => qnn::Context::load_then(
+            Ok(bytes) => qnn::Context::load_with(
                 &runtime.0,
                 bytes,
                 Some(&path),
                 &qnn::Site::named(site),
+                preflight.into(),
                 done,
             ),
             Err(error) => done(Err(error)),
@@ -64,13 +85,40 @@ fn context_from_binary<'a>(
     env: Env<'a>,
     runtime: ResourceArc<RuntimeRes>,
     bytes: Binary<'a>,
+    preflight: PreflightArg,
     site: String,
     tag: Term<'a>,
 ) -> Term<'a> {
     let binary = bytes.as_slice().to_vec();
     answer(env, tag, encode_loaded, |done| {
-        qnn::Context::load_then(&runtime.0, binary, None, &qnn::Site::named(site), done)
+        qnn::Context::load_with(
+            &runtime.0,
+            binary,
+            None,
+            &qnn::Site::named(site),
+            preflight.into(),
+            done,
+        )
     })
+}
+
+/// Everything a context binary says about itself, read with the System library alone:
+/// `{:ok, map} | {:error, %HexagonTpu.Error{}}`. `path` is the model file (any bytes); only a
+/// regular file of at most `max_bytes` is read.
+#[rustler::nif(schedule = "DirtyIo")]
+fn inspect_model<'a>(
+    env: Env<'a>,
+    system_lib: Binary<'a>,
+    path: Binary<'a>,
+    max_bytes: u64,
+) -> Term<'a> {
+    let system_lib = path_from_bytes(system_lib.as_slice());
+    let path = path_from_bytes(path.as_slice());
+    let result = qnn::model_file::read(&path, max_bytes)
+        .and_then(|bytes| qnn::inspect::binary_info(&system_lib, &bytes))
+        .map_err(quote::capped)
+        .map(|info| BinaryInfoTerm::new(env, &info).encode(env));
+    ok_or_error(env, result)
 }
 
 #[rustler::nif]

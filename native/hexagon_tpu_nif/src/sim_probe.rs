@@ -41,3 +41,11 @@ fn qnn_panic_in_next_executes(count: u64) -> rustler::Atom {
     qnn::sim_probe::panic_in_next_executes(count);
     crate::atoms::ok()
 }
+
+/// Sets a knob of the qnn_sim library at `path` (`QnnSim_configure`; use a private copy, the
+/// knobs are process-wide). `:ok | {:error, %HexagonTpu.Error{}}`
+#[rustler::nif(schedule = "DirtyIo")]
+fn qnn_sim_configure<'a>(env: Env<'a>, path: String, key: String, value: String) -> Term<'a> {
+    let result = qnn::sim_probe::configure(Path::new(&path), &key, &value).map_err(Failure::from);
+    crate::error::unit_or_error(env, result)
+}

@@ -191,3 +191,70 @@ pub fn data_type_atom(env: Env, data_type: qnn::DataType) -> Atom {
     // The names are a fixed, small set of static strings; this cannot fail in practice.
     Atom::from_str(env, data_type.name()).unwrap_or_else(|_| atoms::internal())
 }
+
+/// The pre-flight verdict's findings: `[%{reason: atom, evidence: atom, message: String.t()}]`.
+pub fn findings_term<'a>(env: Env<'a>, findings: &[qnn::preflight::Finding]) -> Term<'a> {
+    findings
+        .iter()
+        .map(|f| FindingTerm {
+            reason: Atom::from_str(env, f.reason.as_str()).unwrap_or_else(|_| atoms::internal()),
+            evidence: Atom::from_str(env, f.evidence.as_str())
+                .unwrap_or_else(|_| atoms::internal()),
+            message: f.message.clone(),
+        })
+        .collect::<Vec<_>>()
+        .encode(env)
+}
+
+#[derive(NifMap)]
+#[rustler(encode)]
+struct FindingTerm {
+    reason: Atom,
+    evidence: Atom,
+    message: String,
+}
+
+/// What a context binary says about itself (`qnn::BinaryInfo`) and what a runtime needs for it
+/// (`qnn::preflight::requirements`); `HexagonTpu.ModelInfo` is built from it in Elixir.
+#[derive(NifMap)]
+#[rustler(encode)]
+pub struct BinaryInfoTerm<'g> {
+    binary_info_version: u32,
+    backend_id: u32,
+    build_id: String,
+    qairt_version: Option<String>,
+    core_api: String,
+    backend_api: String,
+    context_blob_version: String,
+    soc_version: String,
+    soc_model: Option<u32>,
+    dsp_arch: Option<u32>,
+    vtcm_size: Option<u64>,
+    graphs: Vec<GraphInfoTerm<'g>>,
+    loads_on: Vec<String>,
+}
+
+impl<'g> BinaryInfoTerm<'g> {
+    pub fn new(env: Env, info: &'g qnn::BinaryInfo) -> Self {
+        BinaryInfoTerm {
+            binary_info_version: info.version,
+            backend_id: info.backend_id,
+            build_id: info.build_id.clone(),
+            qairt_version: qnn::preflight::BuildId::parse(&info.build_id)
+                .map(|b| b.version.to_string()),
+            core_api: info.core_api.to_string(),
+            backend_api: info.backend_api.to_string(),
+            context_blob_version: info.context_blob_version.to_string(),
+            soc_version: info.soc_version.clone(),
+            soc_model: info.soc_model,
+            dsp_arch: info.dsp_arch,
+            vtcm_size: info.vtcm_size,
+            graphs: info
+                .graphs
+                .iter()
+                .map(|g| GraphInfoTerm::new(env, g))
+                .collect(),
+            loads_on: qnn::preflight::requirements(info),
+        }
+    }
+}

@@ -11,6 +11,7 @@ use crate::loader::BackendLibrary;
 use crate::metadata::{self, GraphInfo, GraphMetadata};
 use crate::model_file;
 use crate::owner::{Handles, blocking};
+use crate::preflight::{self, Finding, Mode, RuntimeSide};
 use crate::runtime::{Runtime, RuntimeCore};
 use crate::sys;
 use crate::turn::TurnSlot;
@@ -166,6 +167,8 @@ impl Drop for ContextCore {
 /// A loaded context binary and the graphs it holds.
 pub struct Context {
     graphs: Vec<GraphInfo>,
+    /// The pre-flight verdict's warnings (rules that were not proven to refuse).
+    warnings: Vec<Finding>,
     source: Option<PathBuf>,
     core: Closable<ContextCore>,
 }
@@ -188,9 +191,8 @@ impl Context {
         blocking(|done| Self::load_then(runtime, bytes.to_vec(), None, site, done))
     }
 
-    /// Loads `binary` without waiting: its metadata is read here, the QNN context is created on
-    /// the runtime's owner thread, and `done` gets the result there. `site` is its entry in the
-    /// [ledger](crate::ledger); `source` the path it came from, if any.
+    /// Loads `binary` without waiting, with the pre-flight verdict on ([`Mode::On`]); see
+    /// [`Context::load_with`].
     pub fn load_then(
         runtime: &Arc<Runtime>,
         binary: Vec<u8>,
@@ -198,15 +200,35 @@ impl Context {
         site: &Site,
         done: Done<Arc<Context>>,
     ) {
+        Self::load_with(runtime, binary, source, site, Mode::On, done)
+    }
+
+    /// Loads `binary` without waiting: its metadata is read here and judged against the runtime
+    /// ([`preflight::check`] in `mode`: a refusal is the load's error, and QNN is not asked),
+    /// the QNN context is created on the runtime's owner thread, and `done` gets the result
+    /// there. `site` is its entry in the [ledger](crate::ledger); `source` the path it came
+    /// from, if any.
+    pub fn load_with(
+        runtime: &Arc<Runtime>,
+        binary: Vec<u8>,
+        source: Option<&Path>,
+        site: &Site,
+        mode: Mode,
+        done: Done<Arc<Context>>,
+    ) {
         let prepared = runtime.core().and_then(|core| {
             let bytes = binary.as_slice();
             if bytes.is_empty() {
                 return Err(Error::invalid_model("the context binary is empty"));
             }
-            let graphs = metadata::read_graphs(&core.system_lib, bytes)?;
-            Ok((core, graphs))
+            let read = metadata::read_binary(&core.system_lib, bytes)?;
+            let verdict = preflight::check(&read.info, &RuntimeSide::from(runtime.info()), mode);
+            if let Some(refusal) = verdict.refusals.into_iter().next() {
+                return Err(refusal.into());
+            }
+            Ok((core, read.graphs, verdict.warnings))
         });
-        let (core, graphs) = match prepared {
+        let (core, graphs, warnings) = match prepared {
             Ok(prepared) => prepared,
             Err(error) => return done(Err(error)),
         };
@@ -217,8 +239,19 @@ impl Context {
             let created = create(handles, core, graphs, &binary, source, site.as_str());
             // QNN keeps its own copy: the bytes go before the answer.
             drop(binary);
-            done(created);
+            done(created.map(|mut context| {
+                if let Some(context) = Arc::get_mut(&mut context) {
+                    context.warnings = warnings;
+                }
+                context
+            }));
         }));
+    }
+
+    /// The pre-flight verdict's warnings: rules only read in Qualcomm's documentation that this
+    /// binary does not meet, and build ids that could not be compared.
+    pub fn warnings(&self) -> &[Finding] {
+        &self.warnings
     }
 
     /// The graphs in the binary, in the order QnnSystem lists them (available after close too).
@@ -314,6 +347,7 @@ fn create(
     };
     Ok(Arc::new(Context {
         graphs: infos,
+        warnings: Vec::new(),
         source,
         core: Closable::new("context", core),
     }))

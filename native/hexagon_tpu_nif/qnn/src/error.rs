@@ -70,6 +70,21 @@ pub enum Error {
     Internal { message: String },
     #[error("the process is exiting: QNN is not called any more")]
     Exiting,
+    /// The pre-flight verdict refused the binary before QNN was asked ([`crate::preflight`]).
+    #[error("{message}")]
+    Preflight {
+        reason: crate::preflight::Reason,
+        message: String,
+    },
+}
+
+impl From<crate::preflight::Finding> for Error {
+    fn from(finding: crate::preflight::Finding) -> Self {
+        Error::Preflight {
+            reason: finding.reason,
+            message: finding.message,
+        }
+    }
 }
 
 /// Shorthand for results in this crate.
@@ -91,6 +106,7 @@ impl Error {
             Error::InvalidInput { .. } => "invalid_input",
             Error::Internal { .. } => "internal",
             Error::Exiting => "exiting",
+            Error::Preflight { reason, .. } => reason.as_str(),
         }
     }
 

@@ -36,8 +36,16 @@ pub struct BinaryInfo {
     /// The SoC version string, `""` when the binary records none.
     pub soc_version: String,
     pub context_blob_version: Version,
-    /// The SoC model the binary was made for (35 is the QCS6490); BinaryInfo v3 only.
+    /// The SoC model the binary was made for (35 is the QCS6490; 0 when the compile set none);
+    /// BinaryInfo v3 only.
     pub soc_model: Option<u32>,
+    /// The HTP (DSP) architecture it was made for (68 for v68), from the HTP context metadata
+    /// of BinaryInfo v3 (`{u32 version = 1, u32 arch}`, measured on QAIRT 2.51 binaries).
+    pub dsp_arch: Option<u32>,
+    /// The largest VTCM size its graphs ask for, in bytes, from each graph's HTP blob info
+    /// (GraphInfo v3; `u64` at byte 16 of blob info version 1, measured on QAIRT 2.51 binaries:
+    /// 4194304 for a v68 compile).
+    pub vtcm_size: Option<u64>,
     pub graphs: Vec<GraphInfo>,
 }
 
@@ -69,14 +77,6 @@ impl Drop for SystemContext<'_> {
             crate::counters::record_release_error();
         }
     }
-}
-
-/// Reads every graph described in `binary`.
-pub(crate) fn read_graphs(
-    library: &SystemLibrary,
-    binary: &[u8],
-) -> Result<Vec<Arc<GraphMetadata>>> {
-    read_binary(library, binary).map(|binary| binary.graphs)
 }
 
 /// Reads what QnnSystem says about `binary`: its header fields and every graph.
@@ -159,12 +159,14 @@ struct Header {
     soc_version: *const std::ffi::c_char,
     context_blob_version: sys::Qnn_Version_t,
     soc_model: Option<u32>,
+    /// The context metadata blob (BinaryInfo v3 only).
+    context_metadata: (u32, *const std::ffi::c_void),
     num_graphs: u32,
     graphs: *mut sys::QnnSystemContext_GraphInfo_t,
 }
 
 macro_rules! header {
-    ($v:expr, $soc_model:expr) => {
+    ($v:expr, $soc_model:expr, $context_metadata:expr) => {
         Header {
             backend_id: $v.backendId,
             build_id: $v.buildId,
@@ -173,10 +175,46 @@ macro_rules! header {
             soc_version: $v.socVersion,
             context_blob_version: $v.contextBlobVersion,
             soc_model: $soc_model,
+            context_metadata: $context_metadata,
             num_graphs: $v.numGraphs,
             graphs: $v.graphs,
         }
     };
+}
+
+const NO_BLOB: (u32, *const std::ffi::c_void) = (0, std::ptr::null());
+
+/// Larger blobs than this are not read (the ones measured are 8 and 112 bytes).
+const MAX_BLOB: u32 = 4096;
+
+/// A copy of a blob the System library reports, `None` when NULL, empty or above [`MAX_BLOB`].
+///
+/// # Safety
+/// `blob` must be NULL or readable for `size` bytes.
+unsafe fn read_blob((size, blob): (u32, *const std::ffi::c_void)) -> Option<Vec<u8>> {
+    if blob.is_null() || size == 0 || size > MAX_BLOB {
+        return None;
+    }
+    // SAFETY: non-NULL and readable for `size` bytes per the contract.
+    Some(unsafe { std::slice::from_raw_parts(blob.cast::<u8>(), size as usize) }.to_vec())
+}
+
+fn u32_at(blob: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_ne_bytes(blob.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn u64_at(blob: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_ne_bytes(blob.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// The DSP arch in the HTP context metadata: `{u32 version = 1, u32 arch}`.
+fn dsp_arch_of(context_metadata: &[u8]) -> Option<u32> {
+    (u32_at(context_metadata, 0)? == 1).then(|| u32_at(context_metadata, 4))?
+}
+
+/// The VTCM size in an HTP graph blob info: version 1 (`u32` at 0), the size a `u64` at 16.
+fn vtcm_size_of(graph_blob_info: &[u8]) -> Option<u64> {
+    (u32_at(graph_blob_info, 0)? == 1).then(|| u64_at(graph_blob_info, 16))?
 }
 
 /// # Safety
@@ -201,14 +239,18 @@ unsafe fn read_binary_info(
         let version = (*info).version;
         let header = match version {
             sys::QNN_SYSTEM_CONTEXT_BINARY_INFO_VERSION_1 => {
-                header!((*info).info.contextBinaryInfoV1, None)
+                header!((*info).info.contextBinaryInfoV1, None, NO_BLOB)
             }
             sys::QNN_SYSTEM_CONTEXT_BINARY_INFO_VERSION_2 => {
-                header!((*info).info.contextBinaryInfoV2, None)
+                header!((*info).info.contextBinaryInfoV2, None, NO_BLOB)
             }
             sys::QNN_SYSTEM_CONTEXT_BINARY_INFO_VERSION_3 => {
                 let v = &(*info).info.contextBinaryInfoV3;
-                header!(v, Some(v.socModel))
+                header!(
+                    v,
+                    Some(v.socModel),
+                    (v.contextMetadataSize, v.contextMetadata.cast_const())
+                )
             }
             other => {
                 return Err(Error::invalid_model(format!(
@@ -229,12 +271,18 @@ unsafe fn read_binary_info(
             "the binary claims {num_graphs} graphs but lists none"
         )));
     }
+    // SAFETY: the blob comes with its size from the same answer.
+    let dsp_arch = unsafe { read_blob(header.context_metadata) }
+        .as_deref()
+        .and_then(dsp_arch_of);
+    let mut vtcm_size: Option<u64> = None;
     let mut out: Vec<Arc<GraphMetadata>> = Vec::with_capacity(num_graphs as usize);
     for i in 0..num_graphs as usize {
         // SAFETY: `graphs` holds `num_graphs` elements of `stride` bytes.
         let element = unsafe { graphs.cast::<u8>().add(i * stride) };
         // SAFETY: `element` points to a GraphInfo of the library's layout.
-        let graph = unsafe { read_graph_info(element, stride, i) }?;
+        let (graph, graph_vtcm) = unsafe { read_graph_info(element, stride, i) }?;
+        vtcm_size = vtcm_size.max(graph_vtcm);
         if out.iter().any(|g| g.info.name == graph.info.name) {
             return Err(Error::invalid_model(format!(
                 "the binary lists graph {:?} twice",
@@ -257,19 +305,23 @@ unsafe fn read_binary_info(
             }?,
             context_blob_version: header.context_blob_version.into(),
             soc_model: header.soc_model,
+            dsp_arch,
+            vtcm_size,
             graphs: out.iter().map(|g| g.info.clone()).collect(),
         },
         graphs: out,
     })
 }
 
+/// A graph's metadata and the VTCM size its HTP blob info asks for (GraphInfo v3).
+///
 /// # Safety
 /// `element` must point to one `QnnSystemContext_GraphInfo_t` element of `stride` bytes.
 unsafe fn read_graph_info(
     element: *const u8,
     stride: usize,
     index: usize,
-) -> Result<GraphMetadata> {
+) -> Result<(GraphMetadata, Option<u64>)> {
     let header = element.cast::<sys::QnnSystemContext_GraphInfo_t>();
     // SAFETY: `version` is the first field of every layout.
     let version = unsafe { std::ptr::addr_of!((*header).version).read() };
@@ -286,6 +338,16 @@ unsafe fn read_graph_info(
             "graph {index} has unknown graph info version {version}"
         )));
     }
+    let vtcm_size = if version == sys::QNN_SYSTEM_CONTEXT_GRAPH_INFO_VERSION_3 {
+        // SAFETY: a V3 element (the stride holds a whole V3 struct, checked above).
+        let v3 = unsafe { std::ptr::addr_of!((*header).info.graphInfoV3).read() };
+        // SAFETY: the blob comes with its size from the same answer.
+        unsafe { read_blob((v3.graphBlobInfoSize, v3.graphBlobInfo.cast_const())) }
+            .as_deref()
+            .and_then(vtcm_size_of)
+    } else {
+        None
+    };
     // V1, V2 and V3 share the V1 prefix, and reading only the V1 member stays inside even the
     // 64-byte elements of old System libraries.
     // SAFETY: the element holds at least a V1 struct after the version field.
@@ -304,15 +366,18 @@ unsafe fn read_graph_info(
             &format!("{what} output"),
         )
     }?;
-    Ok(GraphMetadata {
-        info: GraphInfo {
-            name,
-            inputs,
-            outputs,
+    Ok((
+        GraphMetadata {
+            info: GraphInfo {
+                name,
+                inputs,
+                outputs,
+            },
+            input_templates,
+            output_templates,
         },
-        input_templates,
-        output_templates,
-    })
+        vtcm_size,
+    ))
 }
 
 /// # Safety

@@ -373,6 +373,12 @@ impl ModelBuilder {
         self
     }
 
+    /// Sets what the binary info says about the QNN that made it ([`Stamp`]).
+    pub fn stamp(mut self, stamp: Stamp) -> ModelBuilder {
+        self.model.stamp = stamp;
+        self
+    }
+
     /// Replaces the whole behaviour section.
     pub fn behaviour(mut self, b: Behaviour) -> ModelBuilder {
         self.model.behaviour = b;

@@ -13,6 +13,8 @@
 //!   tag 1 META       exactly once:  str soc_version
 //!   tag 2 GRAPH      once per graph (see `encode_graph`)
 //!   tag 3 BEHAVIOUR  at most once  (see `encode_behaviour`)
+//!   tag 4 STAMP      at most once:  opt str build_id | opt u32 backend_id | opt u32 soc_model
+//!                    | opt u32 dsp_arch   (opt = u8 0, or u8 1 and the value)
 //!   other tags are skipped (bodies still bounds-checked)
 //! ```
 //!
@@ -34,6 +36,7 @@ pub const HEADER_LEN: usize = 32;
 const TAG_META: u32 = 1;
 const TAG_GRAPH: u32 = 2;
 const TAG_BEHAVIOUR: u32 = 3;
+const TAG_STAMP: u32 = 4;
 
 /// Why a buffer is not a readable binary.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -244,6 +247,19 @@ pub fn encode_with_version(model: &Model, version: u32) -> Vec<u8> {
         payload.section(TAG_GRAPH, encode_graph(g));
     }
     payload.section(TAG_BEHAVIOUR, encode_behaviour(&model.behaviour));
+    if model.stamp != Stamp::default() {
+        let mut w = Writer(Vec::new());
+        w.opt_str(&model.stamp.build_id);
+        for v in [
+            model.stamp.backend_id,
+            model.stamp.soc_model,
+            model.stamp.dsp_arch,
+        ] {
+            w.u8(u8::from(v.is_some()));
+            w.u32(v.unwrap_or(0));
+        }
+        payload.section(TAG_STAMP, w);
+    }
     let mut out = Writer(Vec::with_capacity(HEADER_LEN + payload.0.len()));
     out.0.extend_from_slice(&MAGIC);
     out.u32(version);
@@ -539,6 +555,7 @@ pub fn decode(bytes: &[u8]) -> Result<Model, FormatError> {
     let mut soc = None;
     let mut graphs = Vec::new();
     let mut behaviour = None;
+    let mut stamp = None;
     while r.remaining() > 0 {
         let tag = r.u32()?;
         let body = r.bytes()?;
@@ -562,11 +579,35 @@ pub fn decode(bytes: &[u8]) -> Result<Model, FormatError> {
                 behaviour = Some(decode_behaviour(&mut s)?);
                 s.finish("BEHAVIOUR")?;
             }
+            TAG_STAMP => {
+                if stamp.is_some() {
+                    return Err(malformed("two STAMP sections"));
+                }
+                let build_id = s.opt_str()?;
+                let mut opt = || -> R<Option<u32>> {
+                    let has = s.u8()?;
+                    let v = s.u32()?;
+                    match has {
+                        0 => Ok(None),
+                        1 => Ok(Some(v)),
+                        t => Err(malformed(format!("bad STAMP tag {t}"))),
+                    }
+                };
+                let (backend_id, soc_model, dsp_arch) = (opt()?, opt()?, opt()?);
+                stamp = Some(Stamp {
+                    build_id,
+                    backend_id,
+                    soc_model,
+                    dsp_arch,
+                });
+                s.finish("STAMP")?;
+            }
             _ => {} // unknown section: skipped
         }
     }
     let model = Model {
         soc_version: soc.ok_or_else(|| malformed("no META section"))?,
+        stamp: stamp.unwrap_or_default(),
         graphs,
         behaviour: behaviour.unwrap_or_default(),
     };

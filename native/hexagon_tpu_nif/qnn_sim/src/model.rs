@@ -630,11 +630,28 @@ impl Default for Behaviour {
     }
 }
 
+/// What the binary says about the QNN that made it, where it differs from the library's knobs
+/// (tests of the pre-flight verdict): `None` reports the knob (or nothing).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stamp {
+    /// `buildId` (default: the library's `build_id` knob).
+    pub build_id: Option<String>,
+    /// `backendId` (default: the `backend_id` knob).
+    pub backend_id: Option<u32>,
+    /// `socModel` of BinaryInfo v3 (default 0).
+    pub soc_model: Option<u32>,
+    /// The HTP context metadata `{u32 1, u32 arch}` of BinaryInfo v3 (default: none), as
+    /// QAIRT 2.51's QnnSystem reports it.
+    pub dsp_arch: Option<u32>,
+}
+
 /// A whole context binary.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Model {
     /// Reported as `socVersion` in the binary info.
     pub soc_version: String,
+    /// Overrides of the binary info's version fields.
+    pub stamp: Stamp,
     pub graphs: Vec<GraphDef>,
     pub behaviour: Behaviour,
 }
@@ -643,6 +660,7 @@ impl Default for Model {
     fn default() -> Model {
         Model {
             soc_version: "qnn_sim".into(),
+            stamp: Stamp::default(),
             graphs: Vec::new(),
             behaviour: Behaviour::default(),
         }

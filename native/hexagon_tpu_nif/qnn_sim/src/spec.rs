@@ -35,6 +35,23 @@ pub struct Spec {
     pub graphs: Vec<GraphSpec>,
     #[serde(default, alias = "behavior")]
     pub behaviour: Option<BehaviourSpec>,
+    /// What the binary info says about the QNN that made it.
+    #[serde(default)]
+    pub stamp: Option<StampSpec>,
+}
+
+/// `Stamp` in JSON: `{"build_id": "v2.51.0.1", "backend_id": 6, "soc_model": 35, "dsp_arch": 68}`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StampSpec {
+    #[serde(default)]
+    pub build_id: Option<String>,
+    #[serde(default)]
+    pub backend_id: Option<u32>,
+    #[serde(default)]
+    pub soc_model: Option<u32>,
+    #[serde(default)]
+    pub dsp_arch: Option<u32>,
 }
 
 /// One graph.
@@ -383,6 +400,14 @@ pub fn builder_from_spec(spec: &Spec) -> Result<ModelBuilder, String> {
     }
     if let Some(v) = spec.format_version {
         mb = mb.format_version(v);
+    }
+    if let Some(st) = &spec.stamp {
+        mb = mb.stamp(Stamp {
+            build_id: st.build_id.clone(),
+            backend_id: st.backend_id,
+            soc_model: st.soc_model,
+            dsp_arch: st.dsp_arch,
+        });
     }
     if let Some(b) = &spec.behaviour {
         let mut beh = Behaviour::default();

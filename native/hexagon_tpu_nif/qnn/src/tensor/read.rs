@@ -5,6 +5,7 @@ use std::ffi::{CString, c_char};
 use super::template::TemplateQuant;
 use super::{DataType, MAX_NAME_LEN, MAX_RANK, Quantization, TensorInfo, TensorTemplate};
 use crate::error::{Error, Result};
+use crate::preflight::EncodingSupport;
 use crate::sys::{self, Qnn_Tensor_t};
 
 /// Reads a NUL-terminated name of at most `MAX_NAME_LEN` bytes.
@@ -68,12 +69,7 @@ pub(crate) unsafe fn read_tensor(
     let data_type = DataType::from_raw(t.dataType).ok_or_else(|| {
         Error::invalid_model(format!("{what} has unknown data type 0x{:04x}", t.dataType))
     })?;
-    if t.dataFormat != sys::QNN_TENSOR_DATA_FORMAT_DENSE {
-        return Err(Error::invalid_model(format!(
-            "{what} uses data format {}; only dense tensors are supported",
-            t.dataFormat
-        )));
-    }
+    crate::preflight::check_data_format(t.dataFormat, &what)?;
     if t.rank > MAX_RANK {
         return Err(Error::invalid_model(format!(
             "{what} has rank {}, above the limit of {MAX_RANK}",
@@ -274,35 +270,19 @@ unsafe fn read_quantization(
                 },
             ))
         }
-        other => {
-            let encoding = match other {
-                sys::QNN_QUANTIZATION_ENCODING_BLOCK => "block",
-                sys::QNN_QUANTIZATION_ENCODING_BLOCKWISE_EXPANSION => "blockwise_expansion",
-                sys::QNN_QUANTIZATION_ENCODING_VECTOR => "vector",
-                sys::QNN_QUANTIZATION_ENCODING_FLOAT_BLOCK => "float_block",
-                sys::QNN_QUANTIZATION_ENCODING_BW_AXIS_SCALE_OFFSET_MAPPED => {
-                    "bw_axis_scale_offset_mapped"
-                }
-                sys::QNN_QUANTIZATION_ENCODING_BW_BLOCK_MAPPED => "bw_block_mapped",
-                sys::QNN_QUANTIZATION_ENCODING_BW_BLOCKWISE_EXPANSION_MAPPED => {
-                    "bw_blockwise_expansion_mapped"
-                }
-                sys::QNN_QUANTIZATION_ENCODING_BW_FLOAT_BLOCK => "bw_float_block",
-                sys::QNN_QUANTIZATION_ENCODING_UNDEFINED => {
-                    return Ok((Quantization::None, TemplateQuant::Undefined));
-                }
-                _ => {
-                    return Err(Error::invalid_model(format!(
-                        "{what} has unknown quantization encoding {other}"
-                    )));
-                }
-            };
-            // Pointer-based encodings are not deep-copied; execute describes the tensor without
-            // them (backends match graph I/O by id).
-            Ok((
-                Quantization::Unsupported { encoding },
-                TemplateQuant::Undefined,
-            ))
-        }
+        other => match crate::preflight::check_encoding(other, what)? {
+            EncodingSupport::Raw(encoding) => {
+                // Pointer-based encodings are not deep-copied; execute describes the tensor
+                // without them (backends match graph I/O by id).
+                Ok((
+                    Quantization::Unsupported { encoding },
+                    TemplateQuant::Undefined,
+                ))
+            }
+            EncodingSupport::None => Ok((Quantization::None, TemplateQuant::Undefined)),
+            EncodingSupport::Converted => Err(Error::Internal {
+                message: format!("{what}: encoding {other} is converted but was not read"),
+            }),
+        },
     }
 }

@@ -552,6 +552,11 @@ pub fn build(model: &Model, p: &MetaParams) -> MetaArena {
         patch: 0,
     };
     let zero = Qnn_Version_t::default();
+    // The HTP context metadata as QAIRT 2.51's QnnSystem reports it: {u32 version 1, u32 arch}.
+    let (context_metadata_size, context_metadata) = match model.stamp.dsp_arch {
+        Some(arch) => (8u32, arena.keep_u32(vec![1, arch]).cast::<c_void>()),
+        None => (0, ptr::null_mut()),
+    };
     let v2 = QnnSystemContext_BinaryInfoV2_t {
         backendId: p.backend_id,
         buildId: p.build_id,
@@ -582,9 +587,9 @@ pub fn build(model: &Model, p: &MetaParams) -> MetaArena {
         numGraphs: num_graphs,
         graphs: graphs_ptr,
         platformInfo: ptr::null_mut(),
-        contextMetadataSize: 0,
-        contextMetadata: ptr::null_mut(),
-        socModel: 0,
+        contextMetadataSize: context_metadata_size,
+        contextMetadata: context_metadata,
+        socModel: model.stamp.soc_model.unwrap_or(0),
     };
     let (version, info) = if global(AdversarialKind::UnknownBinaryInfoVersion) {
         (

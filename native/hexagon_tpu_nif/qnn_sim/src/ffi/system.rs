@@ -99,8 +99,8 @@ unsafe fn metadata(
         return Err(err(QNN_SYSTEM_COMMON_ERROR_INVALID_HANDLE));
     };
     let params = MetaParams {
-        backend_id: k.backend_id,
-        build_id: intern(&k.build_id),
+        backend_id: model.stamp.backend_id.unwrap_or(k.backend_id),
+        build_id: intern(model.stamp.build_id.as_deref().unwrap_or(&k.build_id)),
         core_api: k.core_api(),
         backend_api: k.backend_api,
         stride: sys.stride,

@@ -1,0 +1,294 @@
+//! Every rule, table-driven.
+
+use super::*;
+use crate::metadata::BinaryInfo;
+
+fn binary(build_id: &str) -> BinaryInfo {
+    BinaryInfo {
+        version: 3,
+        backend_id: 6,
+        build_id: build_id.into(),
+        core_api: Version::new(2, 40, 0),
+        backend_api: Version::new(5, 51, 0),
+        soc_version: String::new(),
+        context_blob_version: Version::new(4, 0, 6),
+        soc_model: Some(35),
+        dsp_arch: Some(68),
+        vtcm_size: Some(4194304),
+        graphs: Vec::new(),
+    }
+}
+
+fn runtime(build_id: &str) -> RuntimeSide {
+    RuntimeSide {
+        backend_id: 6,
+        build_id: build_id.into(),
+        core_api: Version::new(2, 36, 0),
+        backend_api: Version::new(5, 47, 0),
+        device: None,
+    }
+}
+
+const V247: &str = "v2.47.0.260601114230";
+const V248: &str = "v2.48.40.260702151143";
+const V249: &str = "v2.49.40.260810104044";
+const V251: &str = "v2.51.0.260929181845";
+const V242: &str = "v2.42.0.251225135753_193295";
+
+type Parsed = Option<(u32, u32, u32)>;
+
+#[test]
+fn build_ids_parse() {
+    let cases: &[(&str, Parsed)] = &[
+        (V247, Some((2, 47, 0))),
+        (V248, Some((2, 48, 40))),
+        (V251, Some((2, 51, 0))),
+        (V242, Some((2, 42, 0))),
+        ("2.51.0", Some((2, 51, 0))),
+        ("v2.51.0", Some((2, 51, 0))),
+        (" v2.51.0.1 ", Some((2, 51, 0))),
+        ("v2.51", None),
+        ("v2.51.", None),
+        ("v2.51.0.", None),
+        ("v2.x.0.1", None),
+        ("v-2.51.0.1", None),
+        ("", None),
+        ("qnn_sim v0.2.0 (format 1)", None),
+        ("v99999999999.1.0.1", None),
+    ];
+    for &(s, want) in cases {
+        let got = BuildId::parse(s).map(|b| (b.version.major, b.version.minor, b.version.patch));
+        assert_eq!(got, want, "{s:?}");
+    }
+}
+
+/// (binary build id, runtime build id, expected: None = no finding, Some(refused?)).
+#[test]
+fn build_id_rule() {
+    let cases: &[(&str, &str, Option<Evidence>)] = &[
+        // Measured on the emulators: every newer binary fails, every older one loads.
+        (V251, V247, Some(Evidence::Measured)),
+        (V249, V248, Some(Evidence::Measured)), // same context blob 4.0.4, still refused
+        (V248, V247, Some(Evidence::Measured)),
+        (V251, V242, Some(Evidence::Measured)),
+        (V247, V251, None),
+        (V248, V249, None),
+        (V251, V251, None),
+        // Same major.minor.patch, other build: not refused.
+        ("v2.51.0.1", "v2.51.0.2", None),
+        ("v2.51.0.2", "v2.51.0.1", None),
+        // Unparseable on either side: a warning, never a refusal.
+        ("qnn_sim v0.2.0 (format 1)", V251, Some(Evidence::Read)),
+        (V251, "", Some(Evidence::Read)),
+        ("", V251, Some(Evidence::Read)),
+        // Identical strings, even unparseable: nothing to say.
+        (
+            "qnn_sim v0.2.0 (format 1)",
+            "qnn_sim v0.2.0 (format 1)",
+            None,
+        ),
+        ("", "", None),
+    ];
+    for &(b, r, want) in cases {
+        let got = check_build_id(&binary(b), &runtime(r));
+        assert_eq!(got.as_ref().map(|f| f.evidence), want, "{b:?} on {r:?}");
+        if let Some(f) = got {
+            assert_eq!(f.reason, Reason::BinaryNewerThanRuntime);
+            // Both sides are named.
+            assert!(f.message.contains(b) || b.is_empty(), "{}", f.message);
+            assert!(f.message.contains(r) || r.is_empty(), "{}", f.message);
+        }
+    }
+    let f = check_build_id(&binary(V251), &runtime(V247)).unwrap();
+    assert!(f.message.contains("QAIRT 2.51.0"), "{}", f.message);
+    assert!(
+        f.message
+            .contains("Compile the model with QAIRT 2.47.0 or older")
+    );
+    assert!(f.message.contains("install the QAIRT 2.51.0 runtime"));
+}
+
+#[test]
+fn backend_rule() {
+    let cases: &[(u32, u32, bool)] = &[
+        (6, 6, false),
+        (6, 4, true),
+        (4, 6, true),
+        (0, 6, false),
+        (6, 0, false),
+        (0, 0, false),
+    ];
+    for &(b, r, mismatch) in cases {
+        let mut bin = binary(V251);
+        bin.backend_id = b;
+        let mut rt = runtime(V251);
+        rt.backend_id = r;
+        let got = check_backend(&bin, &rt);
+        assert_eq!(got.is_some(), mismatch, "{b} on {r}");
+        if let Some(f) = got {
+            assert_eq!(
+                (f.reason, f.evidence),
+                (Reason::WrongBackend, Evidence::Read)
+            );
+        }
+    }
+}
+
+fn device(soc: Option<u32>, arch: Option<u32>) -> DevicePlatform {
+    DevicePlatform {
+        soc_model: soc,
+        dsp_arch: arch,
+        vtcm_size: None,
+    }
+}
+
+#[test]
+fn soc_rule() {
+    let cases: &[(Option<u32>, Option<DevicePlatform>, bool)] = &[
+        (Some(35), Some(device(Some(35), None)), false),
+        (Some(35), Some(device(Some(43), None)), true),
+        (Some(0), Some(device(Some(43), None)), false), // compiled without a SoC
+        (None, Some(device(Some(43), None)), false),    // BinaryInfo v1/v2
+        (Some(35), Some(device(None, None)), false),
+        (Some(35), Some(device(Some(0), None)), false),
+        (Some(35), None, false), // no platform info (the emulator)
+    ];
+    for (b, d, mismatch) in cases {
+        let mut bin = binary(V251);
+        bin.soc_model = *b;
+        let got = check_soc(&bin, d.as_ref());
+        assert_eq!(got.is_some(), *mismatch, "{b:?} on {d:?}");
+        if let Some(f) = got {
+            assert_eq!((f.reason, f.evidence), (Reason::WrongSoc, Evidence::Read));
+            assert!(f.message.contains("SoC model 35") && f.message.contains("43"));
+        }
+    }
+}
+
+#[test]
+fn htp_arch_rule() {
+    let cases: &[(Option<u32>, Option<DevicePlatform>, bool)] = &[
+        (Some(68), Some(device(None, Some(68))), false),
+        (Some(73), Some(device(None, Some(68))), true),
+        (Some(0), Some(device(None, Some(68))), false),
+        (None, Some(device(None, Some(68))), false),
+        (Some(73), Some(device(None, None)), false),
+        (Some(73), None, false),
+    ];
+    for (b, d, mismatch) in cases {
+        let mut bin = binary(V251);
+        bin.dsp_arch = *b;
+        let got = check_htp_arch(&bin, d.as_ref());
+        assert_eq!(got.is_some(), *mismatch, "{b:?} on {d:?}");
+        if let Some(f) = got {
+            assert_eq!(
+                (f.reason, f.evidence),
+                (Reason::WrongHtpArch, Evidence::Read)
+            );
+            assert!(f.message.contains("v73") && f.message.contains("v68"));
+        }
+    }
+}
+
+#[test]
+fn modes_decide_refusal_and_warning() {
+    // A measured mismatch (newer binary) and a read one (other SoC).
+    let bin = binary(V251);
+    let mut rt = runtime(V247);
+    rt.device = Some(device(Some(43), Some(68)));
+    let reasons = |fs: &[Finding]| fs.iter().map(|f| f.reason).collect::<Vec<_>>();
+
+    let on = check(&bin, &rt, Mode::On);
+    assert_eq!(reasons(&on.refusals), [Reason::BinaryNewerThanRuntime]);
+    assert_eq!(reasons(&on.warnings), [Reason::WrongSoc]);
+
+    let strict = check(&bin, &rt, Mode::Strict);
+    assert_eq!(
+        reasons(&strict.refusals),
+        [Reason::BinaryNewerThanRuntime, Reason::WrongSoc]
+    );
+    assert!(strict.warnings.is_empty());
+
+    assert_eq!(check(&bin, &rt, Mode::Off), Verdict::default());
+
+    // A fitting binary: nothing at all.
+    let mut fits = runtime(V251);
+    fits.device = Some(device(Some(35), Some(68)));
+    assert_eq!(check(&bin, &fits, Mode::Strict), Verdict::default());
+}
+
+#[test]
+fn data_format_rule() {
+    assert!(check_data_format(0, "input x").is_ok());
+    for format in [1, 2, 3, 4, 7, 8, 9, 11, 12, 0x7FFF_FFFF] {
+        let f = check_data_format(format, "input x").unwrap_err();
+        assert_eq!(
+            (f.reason, f.evidence),
+            (Reason::UnsupportedTensorFormat, Evidence::Own)
+        );
+        assert!(
+            f.message.starts_with("input x uses data format"),
+            "{}",
+            f.message
+        );
+    }
+}
+
+#[test]
+fn encoding_rule() {
+    let cases: &[(u32, Option<EncodingSupport>)] = &[
+        (0, Some(EncodingSupport::Converted)),
+        (1, Some(EncodingSupport::Converted)),
+        (2, Some(EncodingSupport::Converted)),
+        (3, Some(EncodingSupport::Converted)),
+        (4, Some(EncodingSupport::Raw("block"))),
+        (7, Some(EncodingSupport::Raw("float_block"))),
+        (11, Some(EncodingSupport::Raw("bw_float_block"))),
+        (0x7FFF_FFFF, Some(EncodingSupport::None)),
+        (12, None),
+        (0x1234, None),
+        (0x7FFF_FFFE, None),
+    ];
+    for &(encoding, want) in cases {
+        let got = check_encoding(encoding, "output y");
+        match want {
+            Some(support) => assert_eq!(got, Ok(support), "{encoding}"),
+            None => {
+                let f = got.unwrap_err();
+                assert_eq!(
+                    (f.reason, f.evidence),
+                    (Reason::UnsupportedEncoding, Evidence::Own)
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn requirements_name_what_a_runtime_needs() {
+    assert_eq!(
+        requirements(&binary(V251)),
+        [
+            "QAIRT >= 2.51.0",
+            "HTP (6) backend",
+            "SoC model 35",
+            "HTP v68",
+            "VTCM >= 4194304 bytes"
+        ]
+    );
+    let mut bare = binary("qnn_sim");
+    bare.soc_model = Some(0);
+    bare.dsp_arch = None;
+    bare.vtcm_size = None;
+    let got = requirements(&bare);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert!(got[0].contains("\"qnn_sim\""));
+}
+
+#[test]
+fn every_reason_has_one_rule() {
+    for r in RULES {
+        assert_eq!(rule(r.reason), &r);
+        assert_eq!(RULES.iter().filter(|x| x.reason == r.reason).count(), 1);
+    }
+}
