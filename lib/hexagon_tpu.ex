@@ -44,7 +44,7 @@ defmodule HexagonTpu do
   ends up whole in a log.
   """
 
-  alias HexagonTpu.{Args, Context, Error, Graph, ModelInfo, Native, Runtime, Site}
+  alias HexagonTpu.{Args, Context, Diagnosis, Error, Graph, ModelInfo, Native, Runtime, Site}
 
   @runtime_opts [:lib_path, :system_lib_path, :log_level]
 
@@ -208,13 +208,17 @@ defmodule HexagonTpu do
   end
 
   @doc """
-  `:ok` when the NIF is loaded and the backend libraries open (with `opts` as for
-  `HexagonTpu.Runtime.create/1`), or the error saying why not: `:nif_not_loaded` (the NIF's
-  path and the loader's reason, such as `invalid ELF header` or `cannot open shared object
-  file`), `:library_not_found` (every path tried, with the `dlerror`),
-  `:missing_symbol`, `:incompatible_api`, or a QNN error while creating the backend.
+  `:ok` when the NIF is loaded, the backend libraries open, and the doctor's cheap checks find
+  no error (with `opts` as for `HexagonTpu.Runtime.create/1`); otherwise the first error:
+  `:nif_not_loaded` (the NIF's path and the loader's reason, such as `invalid ELF header` or
+  `cannot open shared object file`), an error of opening the runtime (`:library_not_found`
+  with every path tried and the `dlerror`, `:missing_symbol`, `:incompatible_api`, or a QNN
+  error while creating the backend or device), or `:diagnosis`: the first `:error` of
+  `diagnose/1`'s checks but the build ids and the device creation (which the runtime just did),
+  as `"check: what was found; remedy"`.
 
   Opens and closes a runtime to find out; call it at start-up, not per request.
+  `diagnose/1` gives every finding.
 
   A NIF that is missing or does not load never stops the node or the `:hexagon_tpu`
   application from starting: it is reported here, and every other function returns the same
@@ -223,16 +227,51 @@ defmodule HexagonTpu do
   @spec availability([Runtime.option()]) :: :ok | {:error, Error.t()}
   def availability(opts \\ []) do
     # Checked first, so that a wrong option raises whether or not the NIF is loaded.
-    _ = Runtime.options!(opts, "HexagonTpu.availability/1")
+    opts = Runtime.options!(opts, "HexagonTpu.availability/1")
 
     if Native.nif_loaded() do
       with {:ok, runtime} <- Runtime.create(opts) do
         _ = Runtime.close(runtime)
-        :ok
+        checks = opts |> Diagnosis.options!("HexagonTpu.availability/1") |> Diagnosis.cheap(false)
+
+        case Diagnosis.first_error(checks) do
+          nil -> :ok
+          error -> {:error, error}
+        end
       end
     else
       {:error, Native.not_loaded_error()}
     end
+  end
+
+  @doc """
+  The doctor: every check of whether models can run on the NPU here, in order, each `:ok`,
+  `:warn` or `:error` with what was found and a one-line remedy (`HexagonTpu.Diagnosis.Check`).
+  See `HexagonTpu.Diagnosis` for the checks; `mix hexagon_tpu.doctor` prints them.
+
+  Options:
+
+    * `:lib_path`, `:system_lib_path`, `:log_level` - as for `HexagonTpu.Runtime.create/1`
+      (the same defaults and environment variables)
+    * `:root` - another root filesystem (a rootfs overlay, a board's image): every path-based
+      check looks under it, and the device creation opens the libraries found there
+    * `:htp_arch` - the HTP architecture whose stub and skel to look for (default 68, QCS6490)
+    * `:dsp_library_path` - instead of `DSP_LIBRARY_PATH` / `ADSP_LIBRARY_PATH`
+    * `:machine` - the CPU the libraries must be built for (`:aarch64` or `:x86_64`; default:
+      this VM's)
+    * `:timeout` - for the device creation, in ms (default 10 000)
+    * `:device_creation` - `false` skips the last check
+
+  Never raises for what it finds (only for a wrong option), never crashes and never hangs
+  longer than the timeout plus bounded file reads.
+
+  ## Examples
+
+      for check <- HexagonTpu.diagnose(), check.status != :ok, do: IO.puts(check.remedy)
+  """
+  @spec diagnose(keyword()) :: [Diagnosis.Check.t()]
+  def diagnose(opts \\ []) do
+    Diagnosis.run(opts, "HexagonTpu.diagnose/1")
   end
 
   defp runtime(nil, runtime_opts), do: shared_runtime(runtime_opts)

@@ -87,6 +87,11 @@ defmodule HexagonTpu.ArgumentsTest do
       assert_type_error(fn -> HexagonTpu.available?(:x) end, ["available?/1", "`opts`"])
       assert_type_error(fn -> HexagonTpu.available?(lib_path: 1) end, [":lib_path"])
       assert_type_error(fn -> HexagonTpu.availability(bogus: 1) end, ["availability/1"])
+      assert_type_error(fn -> HexagonTpu.diagnose(:x) end, ["diagnose/1", "`opts`"])
+      assert_type_error(fn -> HexagonTpu.diagnose(root: 1) end, ["diagnose/1", ":root"])
+      assert_type_error(fn -> HexagonTpu.diagnose(timeout: 0) end, [":timeout", "0"])
+      assert_type_error(fn -> HexagonTpu.diagnose(machine: :mips) end, [":machine", ":mips"])
+      assert_type_error(fn -> HexagonTpu.diagnose(htp_arch: "68") end, [":htp_arch"])
     end
 
     test "Runtime" do
@@ -201,7 +206,7 @@ defmodule HexagonTpu.ArgumentsTest do
       tested = %{
         HexagonTpu =>
           ~w(load_model/2 load_model!/2 predict/3 predict!/3 available?/1 availability/1) ++
-            ~w(inspect_model/2 inspect_model!/2),
+            ~w(inspect_model/2 inspect_model!/2 diagnose/1),
         Runtime => ~w(create/1 create!/1 htp/1 htp!/1 info/1 closed?/1 close/1),
         Context =>
           ~w(from_file/3 from_file!/3 from_binary/3 from_binary!/3 graphs/1 closed?/1 close/1),

@@ -163,6 +163,16 @@ defmodule HexagonTpu.Runtime do
     library(opts, :system_lib_path, "HEXAGON_TPU_SYSTEM_LIB", @default_system_lib)
   end
 
+  @doc false
+  # The backend and System library paths create/1 opens for `opts` (checked options), so the
+  # doctor (HexagonTpu.Diagnosis) looks where the runtime does.
+  @spec library_paths(keyword()) :: {binary(), binary()}
+  def library_paths(opts) do
+    {backend, _} = library(opts, :lib_path, "HEXAGON_TPU_BACKEND_LIB", @default_backend_lib)
+    {system, _} = library(opts, :system_lib_path, "HEXAGON_TPU_SYSTEM_LIB", @default_system_lib)
+    {backend, system}
+  end
+
   # The library path to open, and how the caller gave it (for the message when it is unusable).
   defp library(opts, key, env, default) do
     cond do
