@@ -66,10 +66,10 @@ defmodule HexagonTpu.Test.QnnHost do
     end)
   end
 
-  @doc "The QAIRT build id in a file's bytes (a library or a context binary), read here."
+  @doc "The QAIRT build id in a file's bytes (a library or a context binary): the doctor's reader."
   def build_id!(path) do
-    case Regex.scan(~r/v2\.\d+\.\d+\.\d{12}/, File.read!(path)) |> Enum.uniq() do
-      [[id]] -> id
+    case HexagonTpu.Elf.build_id(path) do
+      {:ok, id} when is_binary(id) -> id
       other -> raise "#{path}: expected one build id, found #{inspect(other)}"
     end
   end
