@@ -41,6 +41,8 @@ defmodule HexagonTpu.Error do
       layout (not dense) or a quantization encoding this package cannot size or does not know
     * `:exiting` - the VM is stopping: QNN is not called any more (see "Stopping the VM" in
       the README)
+    * `:diagnosis` - from `HexagonTpu.availability/1`: a check of the doctor
+      (`HexagonTpu.diagnose/1`) failed; the message is `"check: what was found; remedy"`
   """
 
   defexception [:reason, :message, :qnn_code]
@@ -67,6 +69,7 @@ defmodule HexagonTpu.Error do
           | :wrong_htp_arch
           | :unsupported_tensor_format
           | :unsupported_encoding
+          | :diagnosis
           | atom()
 
   @type t :: %__MODULE__{
