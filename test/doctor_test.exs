@@ -152,8 +152,8 @@ defmodule HexagonTpu.DoctorTest do
     test "a build id across the 4 MiB chunk boundary is read whole; two ids are an error" do
       dir = fake_root!()
       path = Path.join(dir, "big.so")
-      # The id starts 10 bytes before the first chunk ends.
-      File.write!(path, :binary.copy(<<0>>, 4 * 1024 * 1024 - 10) <> @id <> <<0>>)
+      # The first chunk ends inside the id, after "v2.51.0.260929", itself id-shaped.
+      File.write!(path, :binary.copy(<<0>>, 4 * 1024 * 1024 - 14) <> @id <> <<0>>)
       assert {:ok, @id} = Elf.build_id(path)
 
       File.write!(path, @id <> " " <> @old_id)

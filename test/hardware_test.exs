@@ -15,6 +15,13 @@ defmodule HexagonTpu.HardwareTest do
     assert HexagonTpu.available?(lib_path: "/usr/lib/libQnnHtp.so")
   end
 
+  test "the doctor finds no error on the board (DSP_LIBRARY_PATH set)" do
+    checks = HexagonTpu.diagnose(lib_path: "/usr/lib/libQnnHtp.so")
+    assert Enum.all?(checks, &(&1.status != :error)), HexagonTpu.Diagnosis.format(checks)
+    # The DSP checks apply on the board: the stub, skel and FastRPC device were found.
+    assert Enum.find(checks, &(&1.name == :fastrpc_device)).detail =~ " opens"
+  end
+
   test "a model loads, predicts and is freed" do
     path = System.get_env("HEXAGON_TPU_TEST_MODEL") || flunk("set HEXAGON_TPU_TEST_MODEL")
 
