@@ -19,26 +19,10 @@ defmodule HexagonTpu.QnnExitTest do
     %{backend: {lib, lib}, bin: Models.build!(Models.identity(t, t, sleep_ms: 1_000))}
   end
 
-  for {state, what} <- [
-        {"idle", "two runtimes, three contexts and graphs open after an execute"},
-        {"running", "an execute running in another process"},
-        {"queued", "executes queued behind a running one on the same graph"},
-        {"frees", "closes just issued and models dropped to the garbage collector"}
-      ] do
+  for {state, what} <- ExitRuns.states() do
     @state state
     test "a VM stopped with #{what} exits with the status asked for", ctx do
-      results =
-        ExitRuns.run_all(
-          ctx.backend,
-          ctx.bin,
-          @state,
-          ExitRuns.methods(),
-          ExitRuns.runs(@runs),
-          ExitRuns.concurrency()
-        )
-
-      ExitRuns.report("qnn_sim", @state, results)
-      assert Enum.all?(results, & &1.ok?), ExitRuns.failures_message(results)
+      ExitRuns.assert_clean_exits("qnn_sim", ctx.backend, ctx.bin, @state, @runs)
     end
   end
 end

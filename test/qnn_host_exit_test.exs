@@ -24,26 +24,10 @@ defmodule HexagonTpu.QnnHostExitTest do
     %{backend: {lib, system_lib}, bin: bin}
   end
 
-  for {state, what} <- [
-        {"idle", "two runtimes, three contexts and graphs open after an execute"},
-        {"running", "an execute running in another process"},
-        {"queued", "executes queued behind a running one on the same graph"},
-        {"frees", "closes just issued and models dropped to the garbage collector"}
-      ] do
+  for {state, what} <- ExitRuns.states() do
     @state state
     test "a VM stopped with #{what} exits with the status asked for, quietly", ctx do
-      results =
-        ExitRuns.run_all(
-          ctx.backend,
-          ctx.bin,
-          @state,
-          ExitRuns.methods(),
-          ExitRuns.runs(@runs),
-          ExitRuns.concurrency()
-        )
-
-      ExitRuns.report("qnn_host", @state, results)
-      assert Enum.all?(results, & &1.ok?), ExitRuns.failures_message(results)
+      ExitRuns.assert_clean_exits("qnn_host", ctx.backend, ctx.bin, @state, @runs)
     end
   end
 end

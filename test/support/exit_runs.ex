@@ -161,6 +161,26 @@ defmodule HexagonTpu.Test.ExitRuns do
     lines |> Enum.take(-25) |> Enum.join("\n")
   end
 
+  @doc "The states the child can stop in, with what each means (for test names)."
+  def states do
+    [
+      {"idle", "two runtimes, three contexts and graphs open after an execute"},
+      {"running", "an execute running in another process"},
+      {"queued", "executes queued behind a running one on the same graph"},
+      {"frees", "closes just issued and models dropped to the garbage collector"}
+    ]
+  end
+
+  @doc """
+  Stops the child in `state` by every method, `default_runs` times each (or
+  HEXAGON_TPU_EXIT_RUNS), prints the table under `label`, and asserts every run was clean.
+  """
+  def assert_clean_exits(label, backend, model, state, default_runs) do
+    results = run_all(backend, model, state, methods(), runs(default_runs), concurrency())
+    report(label, state, results)
+    ExUnit.Assertions.assert(Enum.all?(results, & &1.ok?), failures_message(results))
+  end
+
   @doc "Runs per state and method: HEXAGON_TPU_EXIT_RUNS, else `default`."
   def runs(default) do
     case System.get_env("HEXAGON_TPU_EXIT_RUNS") do
