@@ -1,6 +1,6 @@
 defmodule HexagonTpu.QnnHostPreflightTest do
   # The pre-flight verdict and inspect_model on Qualcomm's libraries: the pinned QAIRT 2.51
-  # emulator, and QAIRT 2.47's (the onnxruntime-qnn 2.3.0 wheel, QnnHost.older_lib_dir/0).
+  # emulator, and QAIRT 2.47's (the onnxruntime-qnn 2.3.0 wheel, QnnHost.older_lib_dir!/0).
   use ExUnit.Case, async: false
 
   import ExUnit.CaptureLog
@@ -59,7 +59,7 @@ defmodule HexagonTpu.QnnHostPreflightTest do
 
   test "a 2.51 binary on the 2.47 emulator: binary_newer_than_runtime before QNN is asked",
        %{bin: bin} do
-    {:ok, dir} = QnnHost.older_lib_dir()
+    dir = QnnHost.older_lib_dir!()
 
     runtime =
       Runtime.create!(

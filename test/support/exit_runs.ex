@@ -182,29 +182,24 @@ defmodule HexagonTpu.Test.ExitRuns do
   end
 
   @doc "Runs per state and method: HEXAGON_TPU_EXIT_RUNS, else `default`."
-  def runs(default) do
-    case System.get_env("HEXAGON_TPU_EXIT_RUNS") do
-      nil -> default
-      "" -> default
-      n -> String.to_integer(n)
-    end
-  end
+  def runs(default), do: env("HEXAGON_TPU_EXIT_RUNS", default, &String.to_integer/1)
 
   @doc "Child VMs at a time: HEXAGON_TPU_EXIT_CONCURRENCY, else 2."
-  def concurrency do
-    case System.get_env("HEXAGON_TPU_EXIT_CONCURRENCY") do
-      nil -> 2
-      "" -> 2
-      n -> String.to_integer(n)
-    end
-  end
+  def concurrency, do: env("HEXAGON_TPU_EXIT_CONCURRENCY", 2, &String.to_integer/1)
 
   @doc "The methods: HEXAGON_TPU_EXIT_METHODS (comma-separated), else halt, stop, sigterm."
-  def methods do
-    case System.get_env("HEXAGON_TPU_EXIT_METHODS") do
-      nil -> ~w(halt stop sigterm)
-      "" -> ~w(halt stop sigterm)
-      list -> String.split(list, ",", trim: true)
+  def methods,
+    do:
+      env(
+        "HEXAGON_TPU_EXIT_METHODS",
+        ~w(halt stop sigterm),
+        &String.split(&1, ",", trim: true)
+      )
+
+  defp env(name, default, parse) do
+    case System.get_env(name) do
+      value when value in [nil, ""] -> default
+      value -> parse.(value)
     end
   end
 end

@@ -178,13 +178,6 @@ defmodule HexagonTpu.Test.QnnHost do
     %{inputs: collect.("in"), outputs: collect.(""), scales: scales}
   end
 
-  @doc "`older_lib_dir!/0` as `{:ok, dir}` or `{:error, why}`."
-  def older_lib_dir do
-    {:ok, older_lib_dir!()}
-  rescue
-    error in RuntimeError -> {:error, Exception.message(error)}
-  end
-
   @doc "Runs the test-support Python script in the compile venv; raises with its output on failure."
   def python!(args) do
     {:ok, python} = Compiler.python()

@@ -42,7 +42,7 @@ struct HandleState {
     /// Calls using the handle now ([`HandleUse`]s).
     users: usize,
     /// Set by `close`: no new use; the free happens when `users` reaches zero, then `done`.
-    closing: Option<Option<Done<()>>>,
+    closing: Option<Done<()>>,
     alive: Alive,
 }
 
@@ -64,7 +64,7 @@ impl Drop for HandleUse<'_> {
         let mut state = self.core.lock();
         state.users -= 1;
         if state.users == 0 && state.closing.is_some() {
-            let done = state.closing.take().flatten();
+            let done = state.closing.take();
             self.core.free_later(&mut state, done, None);
         }
     }
@@ -105,7 +105,7 @@ impl ContextCore {
             // and then (and report their errors), not leave that to a drop.
             self.free_later(&mut state, Some(done), Some(Arc::clone(&self)));
         } else {
-            state.closing = Some(Some(done));
+            state.closing = Some(done);
         }
     }
 
@@ -150,7 +150,7 @@ impl Drop for ContextCore {
         // the owner thread; the drop never waits (it may run in the garbage collector on a
         // normal scheduler).
         let state = self.handle.get_mut().unwrap_or_else(|e| e.into_inner());
-        let done = state.closing.take().flatten();
+        let done = state.closing.take();
         let mut state = std::mem::replace(
             state,
             HandleState {

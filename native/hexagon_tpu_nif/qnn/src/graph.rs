@@ -269,7 +269,8 @@ impl Turn<'_> {
         counters::record_execute(execute_ns, !status.is_ok());
         lib.check("graphExecute", status)?;
         drop(in_qnn);
-        if !state.executed.swap(true, Relaxed) {
+        // A load first, so that later executes only read the flag (no write on the hot path).
+        if !state.executed.load(Relaxed) && !state.executed.swap(true, Relaxed) {
             // The first execute may have made QNN register exit-time destructors.
             crate::exit::guard_exit();
         }
