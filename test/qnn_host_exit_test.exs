@@ -3,8 +3,8 @@ defmodule HexagonTpu.QnnHostExitTest do
   # anything of QNN's on stdout or stderr (DESIGN.md, "Exit"; issue 13), against Qualcomm's own
   # HTP emulator, with onnx's light ResNet-50 compiled at test time: a 26 MB binary whose
   # executes take seconds, which made an exit with models open crash in 25-75% of runs (small
-  # models rarely do). Each state is tried with System.halt/1, :init.stop/1 and SIGTERM, in
-  # child VMs two at a time; the table of runs and failures is printed.
+  # models rarely do). Each state is tried with System.halt/1, :init.stop/1, SIGTERM and the
+  # script's normal end, in child VMs two at a time; the table of runs and failures is printed.
   #
   # Runs per state and method: HEXAGON_TPU_EXIT_RUNS (default @runs; raise it for soak runs),
   # child VMs at a time: HEXAGON_TPU_EXIT_CONCURRENCY (2), methods: HEXAGON_TPU_EXIT_METHODS.
@@ -14,8 +14,8 @@ defmodule HexagonTpu.QnnHostExitTest do
 
   @moduletag :qnn_host
   @moduletag timeout: :infinity
-  # 7 per method: 21 per state, 84 child VMs in all.
-  @runs 7
+  # 5 per method: 20 per state, 80 child VMs in all.
+  @runs 5
 
   setup_all do
     %{bin: bin} = QnnHost.compiled!("resnet50", ["resnet50"])

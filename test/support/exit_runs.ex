@@ -7,7 +7,7 @@ defmodule HexagonTpu.Test.ExitRuns do
   @child Path.expand("qnn_exit_child.exs", __DIR__)
 
   @doc "The status each method must end with when asked for `status`."
-  def expected_status("sigterm", _status), do: 0
+  def expected_status(method, _status) when method in ["sigterm", "end"], do: 0
   def expected_status(_method, status), do: status
 
   @doc """
@@ -187,12 +187,12 @@ defmodule HexagonTpu.Test.ExitRuns do
   @doc "Child VMs at a time: HEXAGON_TPU_EXIT_CONCURRENCY, else 2."
   def concurrency, do: env("HEXAGON_TPU_EXIT_CONCURRENCY", 2, &String.to_integer/1)
 
-  @doc "The methods: HEXAGON_TPU_EXIT_METHODS (comma-separated), else halt, stop, sigterm."
+  @doc "The methods: HEXAGON_TPU_EXIT_METHODS (comma-separated), else halt, stop, sigterm, end."
   def methods,
     do:
       env(
         "HEXAGON_TPU_EXIT_METHODS",
-        ~w(halt stop sigterm),
+        ~w(halt stop sigterm end),
         &String.split(&1, ",", trim: true)
       )
 

@@ -11,7 +11,8 @@
 #   frees    as idle, then closes issued (not awaited) and models dropped to the garbage
 #            collector (their processes killed), right before the exit
 # METHOD: halt (System.halt(STATUS)), stop (:init.stop(STATUS)), sigterm (the test sends the OS
-# process SIGTERM once it reads `CHILD ready`; the VM stops with status 0), or, for diagnosis,
+# process SIGTERM once it reads `CHILD ready`; the VM stops with status 0), end (the script
+# simply ends, as a `mix run` script does: status 0), or, for diagnosis,
 # halt_noflush (:erlang.halt(STATUS, flush: false)) and kill_all (every process holding QNN
 # objects killed and the garbage collected, then System.halt(STATUS)).
 #
@@ -156,10 +157,16 @@ case method do
     System.halt(status)
 
   "stop" ->
+    # Asynchronous: the script must not end (and halt with 0) while init stops the VM.
     :init.stop(status)
+    Process.sleep(:infinity)
 
   "sigterm" ->
     # The test sends SIGTERM; the VM turns it into init:stop() (status 0).
+    Process.sleep(:infinity)
+
+  "end" ->
+    # The script's normal end, models open: `elixir` then stops the VM with status 0.
     :ok
 
   "halt_noflush" ->
@@ -172,5 +179,3 @@ case method do
     for pid <- Process.list(), do: :erlang.garbage_collect(pid)
     System.halt(status)
 end
-
-Process.sleep(:infinity)
