@@ -235,6 +235,39 @@ defmodule HexagonTpu.ArgumentsTest do
     end
   end
 
+  describe "a handle whose reference is not one of ours (issue 15, item 3)" do
+    # A struct built by hand, or with another struct's reference: the NIF's decoder says which
+    # handle it expected, where rustler alone raises a bare "argument error".
+    test "raises an ArgumentError naming the handle it expected",
+         %{path: path, runtime: runtime, graph: graph} do
+      context = graph.context
+      foreign = make_ref()
+
+      calls = [
+        {"HexagonTpu.Graph", fn -> Graph.execute(%{graph | ref: foreign}, []) end},
+        {"HexagonTpu.Graph", fn -> Graph.close(%{graph | ref: context.ref}) end},
+        {"HexagonTpu.Context", fn -> Graph.retrieve(%{context | ref: graph.ref}, "add") end},
+        {"HexagonTpu.Context", fn -> Context.closed?(%{context | ref: foreign}) end},
+        {"HexagonTpu.Context", fn -> Context.close(%{context | ref: runtime.ref}) end},
+        {"HexagonTpu.Runtime", fn -> Context.from_file(%{runtime | ref: foreign}, path) end},
+        {"HexagonTpu.Runtime", fn -> Runtime.info(%{runtime | ref: context.ref}) end},
+        {"HexagonTpu.Runtime", fn -> Runtime.close(%{runtime | ref: foreign}) end}
+      ]
+
+      for {kind, call} <- calls do
+        error = assert_raise ArgumentError, call
+        assert error.message =~ "is not a #{kind} handle", error.message
+        assert error.message =~ "never by hand", error.message
+      end
+
+      # The real handles were not touched.
+      refute Context.closed?(context)
+
+      assert {:ok, [_]} =
+               Graph.execute(graph, [f32([0.1, 0.2, 0.3, 0.4]), {{:s, 32}, <<0::128>>}])
+    end
+  end
+
   describe "wrong values return {:error, %HexagonTpu.Error{}}" do
     test "empty paths are refused by name, and nothing is opened", %{runtime: runtime} do
       before = created()

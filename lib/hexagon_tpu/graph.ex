@@ -50,12 +50,7 @@ defmodule HexagonTpu.Graph do
   hold up other models. Different graphs and different contexts run in parallel.
   """
 
-  alias HexagonTpu.{Args, Context, Error, Native, Site, Telemetry, TensorInfo}
-
-  @nx? Code.ensure_loaded?(Nx)
-  @accepted if @nx?,
-              do: "an Nx tensor, a binary or {type, binary}",
-              else: "a binary or {type, binary}"
+  alias HexagonTpu.{Args, Context, Error, Native, Optional, Site, Telemetry, TensorInfo}
 
   defstruct [:ref, :name, :context, inputs: [], outputs: []]
 
@@ -356,13 +351,16 @@ defmodule HexagonTpu.Graph do
     end
   end
 
-  if @nx? do
-    defp prepare_input(%Nx.Tensor{} = tensor, info, quantize),
-      do: HexagonTpu.Tensor.to_input(tensor, info, quantize)
-  end
+  defp prepare_input(tensor, info, quantize) when is_struct(tensor, Nx.Tensor),
+    do: HexagonTpu.Tensor.to_input(tensor, info, quantize)
 
   defp prepare_input(other, info, _quantize) do
-    invalid("input `#{info.name}`: expected #{@accepted}, given #{Args.quote_input(other)}")
+    accepted =
+      if Optional.available?(Nx),
+        do: "an Nx tensor, a binary or {type, binary}",
+        else: "a binary or {type, binary}"
+
+    invalid("input `#{info.name}`: expected #{accepted}, given #{Args.quote_input(other)}")
   end
 
   defp expected_types(info, quantize) do
@@ -385,21 +383,15 @@ defmodule HexagonTpu.Graph do
 
   defp build_outputs(binaries, _infos, _modes, :binary), do: binaries
 
-  if @nx? do
-    defp build_outputs(binaries, infos, modes, :tensor) do
-      [binaries, infos, modes]
-      |> Enum.zip()
-      |> Enum.map(fn {binary, info, mode} ->
-        HexagonTpu.Tensor.from_output(binary, info, mode)
-      end)
-    end
-
-    defp default_output, do: :tensor
-    defp output_kinds, do: [:tensor, :binary]
-  else
-    defp default_output, do: :binary
-    defp output_kinds, do: [:binary]
+  defp build_outputs(binaries, infos, modes, :tensor) do
+    [binaries, infos, modes]
+    |> Enum.zip()
+    |> Enum.map(fn {binary, info, mode} -> HexagonTpu.Tensor.from_output(binary, info, mode) end)
   end
+
+  # Tensors where Nx is loaded, asked at run time (see HexagonTpu.Optional).
+  defp default_output, do: if(Optional.available?(Nx), do: :tensor, else: :binary)
+  defp output_kinds, do: if(Optional.available?(Nx), do: [:tensor, :binary], else: [:binary])
 
   defp option!(opts, key, allowed, fun) do
     value = Keyword.fetch!(opts, key)

@@ -127,16 +127,5 @@ defmodule HexagonTpu.Telemetry do
     end
   end
 
-  # Whether :telemetry can be called, decided once per VM.
-  defp enabled? do
-    case :persistent_term.get({__MODULE__, :enabled?}, nil) do
-      nil ->
-        enabled? = Code.ensure_loaded?(:telemetry)
-        :persistent_term.put({__MODULE__, :enabled?}, enabled?)
-        enabled?
-
-      enabled? ->
-        enabled?
-    end
-  end
+  defp enabled?, do: HexagonTpu.Optional.available?(:telemetry)
 end

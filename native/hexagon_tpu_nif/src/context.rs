@@ -10,7 +10,7 @@ use rustler::{Binary, Encoder, Env, ResourceArc, Term};
 use crate::error::ok_or_error;
 use crate::quote;
 use crate::reply::answer;
-use crate::resources::{ContextRes, RuntimeRes};
+use crate::resources::{ContextRes, Handle, RuntimeRes};
 use crate::runtime::{encode_unit, path_from_bytes};
 use crate::terms::{BinaryInfoTerm, GraphInfoTerm, findings_term};
 
@@ -52,7 +52,7 @@ impl From<PreflightArg> for qnn::preflight::Mode {
 #[rustler::nif(schedule = "DirtyIo")]
 fn context_from_file<'a>(
     env: Env<'a>,
-    runtime: ResourceArc<RuntimeRes>,
+    runtime: Handle<RuntimeRes>,
     path: Binary<'a>,
     max_bytes: u64,
     preflight: PreflightArg,
@@ -83,7 +83,7 @@ fn context_from_file<'a>(
 #[rustler::nif(schedule = "DirtyIo")]
 fn context_from_binary<'a>(
     env: Env<'a>,
-    runtime: ResourceArc<RuntimeRes>,
+    runtime: Handle<RuntimeRes>,
     bytes: Binary<'a>,
     preflight: PreflightArg,
     site: String,
@@ -122,13 +122,13 @@ fn inspect_model<'a>(
 }
 
 #[rustler::nif]
-fn context_closed(context: ResourceArc<ContextRes>) -> bool {
+fn context_closed(context: Handle<ContextRes>) -> bool {
     context.0.is_closed()
 }
 
 /// Frees the context on the runtime's thread, once running executes on its graphs return;
 /// `:ok | {:error, _}` by message. Never waits.
 #[rustler::nif]
-fn context_close<'a>(env: Env<'a>, context: ResourceArc<ContextRes>, tag: Term<'a>) -> Term<'a> {
+fn context_close<'a>(env: Env<'a>, context: Handle<ContextRes>, tag: Term<'a>) -> Term<'a> {
     answer(env, tag, encode_unit, |done| context.0.close_then(done))
 }

@@ -12,7 +12,7 @@ use crate::atoms;
 use crate::error::{Failure, ok_or_error};
 use crate::quote;
 use crate::reply::{ReplyTo, answer, panicked};
-use crate::resources::{ContextRes, GraphRes};
+use crate::resources::{ContextRes, GraphRes, Handle};
 use crate::runtime::encode_unit;
 
 /// `qnn::io::Mode` as an atom: `:model` (the model's own dtype, passed through untouched) or
@@ -37,7 +37,7 @@ impl From<Mode> for qnn::io::Mode {
 #[rustler::nif(schedule = "DirtyIo")]
 fn graph_retrieve<'a>(
     env: Env<'a>,
-    context: ResourceArc<ContextRes>,
+    context: Handle<ContextRes>,
     name: String,
     site: String,
 ) -> Term<'a> {
@@ -50,7 +50,7 @@ fn graph_retrieve<'a>(
 /// Closes the graph once the executes running or queued before it are done: `:ok` directly,
 /// or by message when the graph was busy. Never waits.
 #[rustler::nif]
-fn graph_close<'a>(env: Env<'a>, graph: ResourceArc<GraphRes>, tag: Term<'a>) -> Term<'a> {
+fn graph_close<'a>(env: Env<'a>, graph: Handle<GraphRes>, tag: Term<'a>) -> Term<'a> {
     answer(env, tag, encode_unit, |done| graph.0.close_then(done))
 }
 
@@ -64,7 +64,7 @@ fn graph_close<'a>(env: Env<'a>, graph: ResourceArc<GraphRes>, tag: Term<'a>) ->
 #[rustler::nif(schedule = "DirtyCpu")]
 fn graph_execute<'a>(
     env: Env<'a>,
-    graph: ResourceArc<GraphRes>,
+    graph: Handle<GraphRes>,
     inputs: Term<'a>,
     input_modes: Vec<Mode>,
     output_modes: Vec<Mode>,

@@ -10,7 +10,7 @@ use rustler::{Binary, Env, NifUnitEnum, ResourceArc, Term};
 use crate::error::{Failure, ok_or_error, unit_or_error};
 use crate::quote;
 use crate::reply::answer;
-use crate::resources::RuntimeRes;
+use crate::resources::{Handle, RuntimeRes};
 use crate::terms::RuntimeInfoTerm;
 
 /// `:error | :warn | :info | :verbose | :debug`
@@ -75,7 +75,7 @@ fn encode_created(env: Env<'_>, result: qnn::Result<Arc<qnn::Runtime>>) -> Term<
 
 /// `{:ok, info_map} | {:error, %HexagonTpu.Error{reason: :closed}}`
 #[rustler::nif]
-fn runtime_info<'a>(env: Env<'a>, runtime: ResourceArc<RuntimeRes>) -> Term<'a> {
+fn runtime_info<'a>(env: Env<'a>, runtime: Handle<RuntimeRes>) -> Term<'a> {
     let result = if runtime.0.is_closed() {
         Err(Failure::Qnn(qnn::Error::Closed { what: "runtime" }))
     } else {
@@ -85,14 +85,14 @@ fn runtime_info<'a>(env: Env<'a>, runtime: ResourceArc<RuntimeRes>) -> Term<'a> 
 }
 
 #[rustler::nif]
-fn runtime_closed(runtime: ResourceArc<RuntimeRes>) -> bool {
+fn runtime_closed(runtime: Handle<RuntimeRes>) -> bool {
     runtime.0.is_closed()
 }
 
 /// `:ok | {:error, %HexagonTpu.Error{}}`, directly or by message once the runtime's thread has
 /// freed the handles. Never waits.
 #[rustler::nif]
-fn runtime_close<'a>(env: Env<'a>, runtime: ResourceArc<RuntimeRes>, tag: Term<'a>) -> Term<'a> {
+fn runtime_close<'a>(env: Env<'a>, runtime: Handle<RuntimeRes>, tag: Term<'a>) -> Term<'a> {
     answer(env, tag, encode_unit, |done| runtime.0.close_then(done))
 }
 
