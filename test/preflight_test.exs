@@ -86,6 +86,41 @@ defmodule HexagonTpu.PreflightTest do
              HexagonTpu.load_model(path, runtime: ctx.runtime, preflight: :strict)
   end
 
+  test "the device's platform info: in Runtime.info, judged only where it is hardware",
+       %{tmp_dir: dir} do
+    lib = Support.private_sim_lib!(dir)
+    :ok = HexagonTpu.Native.qnn_sim_configure(lib, "build_id", @runtime_build)
+
+    :ok =
+      HexagonTpu.Native.qnn_sim_configure(
+        lib,
+        "device_platform",
+        "soc_model=35,htp_arch=68,vtcm_mb=4"
+      )
+
+    runtime = Support.runtime!(lib)
+
+    assert {:ok, %{device: %{soc_model: 35, htp_arch: 68, vtcm_size: 4_194_304}}} =
+             HexagonTpu.Runtime.info(runtime)
+
+    path = model(%{build_id: @runtime_build, soc_model: 43, dsp_arch: 73})
+
+    log =
+      capture_log(fn ->
+        assert {:ok, context} = Context.from_file(runtime, path, preflight: :strict)
+
+        # This suite runs on x86_64, where Qualcomm's HTP library is an emulator whose device
+        # says nothing of the board (qnn_tests/tests/platform.rs judges it under qemu, aarch64).
+        assert context.warnings == []
+      end)
+
+    refute log =~ "pre-flight"
+  end
+
+  test "a backend that reports no platform info: device nil", ctx do
+    assert {:ok, %{device: nil}} = HexagonTpu.Runtime.info(ctx.runtime)
+  end
+
   test "the :preflight option is checked", ctx do
     assert_raise ArgumentError, ~r/:preflight option/, fn ->
       HexagonTpu.load_model(model(%{}), runtime: ctx.runtime, preflight: :maybe)

@@ -34,8 +34,8 @@ defmodule HexagonTpu.Error do
       path tried and the loader's reason (see `HexagonTpu.availability/1`)
     * `:internal` - a bug in `hexagon_tpu` (a panic inside the NIF is answered this way, and
       the object stays usable); please report it
-    * `:binary_newer_than_runtime`, `:wrong_backend`, `:wrong_soc`, `:wrong_htp_arch` - the
-      pre-flight verdict refused the binary before QNN was asked: the message names both sides
+    * `:binary_newer_than_runtime`, `:wrong_backend`, `:wrong_soc`, `:wrong_htp_arch`,
+      `:insufficient_vtcm` - the pre-flight verdict refused the binary before QNN was asked: the message names both sides
       and the remedy (see `docs/preflight.md`)
     * `:unsupported_tensor_format`, `:unsupported_encoding` - a graph input or output has a
       layout (not dense) or a quantization encoding this package cannot size or does not know
@@ -67,6 +67,7 @@ defmodule HexagonTpu.Error do
           | :wrong_backend
           | :wrong_soc
           | :wrong_htp_arch
+          | :insufficient_vtcm
           | :unsupported_tensor_format
           | :unsupported_encoding
           | :diagnosis

@@ -48,7 +48,11 @@ defmodule HexagonTpu.Runtime do
   @typedoc """
   Backend information reported by the libraries: `:backend_id`, `:provider_name`,
   `:build_id`, `:core_api`, `:backend_api`, `:system_api` (version strings such as
-  `"2.32.0"`), `:backend_lib`, `:system_lib`.
+  `"2.32.0"`), `:backend_lib`, `:system_lib`, and `:device`: what the device reports about
+  itself (`deviceGetPlatformInfo`) as `%{soc_model: 35, htp_arch: 68, vtcm_size: bytes}` (a
+  field the device does not give is `nil`), or `nil` when the backend reports nothing (the x86
+  emulator, a board whose DSP does not answer). The pre-flight verdict compares a binary's SoC
+  model and HTP arch with these (see `HexagonTpu.Context.from_file/3`).
   """
   @type info :: %{
           backend_id: non_neg_integer(),
@@ -58,7 +62,14 @@ defmodule HexagonTpu.Runtime do
           backend_api: String.t(),
           system_api: String.t(),
           backend_lib: String.t(),
-          system_lib: String.t()
+          system_lib: String.t(),
+          device:
+            %{
+              soc_model: non_neg_integer() | nil,
+              htp_arch: non_neg_integer() | nil,
+              vtcm_size: non_neg_integer() | nil
+            }
+            | nil
         }
 
   @type t :: %__MODULE__{

@@ -17,6 +17,16 @@ pub struct RuntimeInfoTerm {
     pub system_api: String,
     pub backend_lib: String,
     pub system_lib: String,
+    pub device: Option<DevicePlatformTerm>,
+}
+
+/// `%{soc_model: integer | nil, htp_arch: integer | nil, vtcm_size: integer | nil}` (bytes).
+#[derive(NifMap)]
+#[rustler(encode)]
+pub struct DevicePlatformTerm {
+    pub soc_model: Option<u32>,
+    pub htp_arch: Option<u32>,
+    pub vtcm_size: Option<u64>,
 }
 
 impl From<&qnn::RuntimeInfo> for RuntimeInfoTerm {
@@ -30,6 +40,11 @@ impl From<&qnn::RuntimeInfo> for RuntimeInfoTerm {
             system_api: info.system_api.to_string(),
             backend_lib: info.backend_lib.display().to_string(),
             system_lib: info.system_lib.display().to_string(),
+            device: info.device.as_ref().map(|d| DevicePlatformTerm {
+                soc_model: d.soc_model,
+                htp_arch: d.dsp_arch,
+                vtcm_size: d.vtcm_size,
+            }),
         }
     }
 }

@@ -5,3 +5,4 @@
 
 #include "QnnInterface.h"
 #include "System/QnnSystemInterface.h"
+#include "HTP/QnnHtpDevice.h"

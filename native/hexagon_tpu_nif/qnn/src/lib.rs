@@ -22,6 +22,7 @@ pub mod log;
 pub mod metadata;
 pub mod model_file;
 mod owner;
+mod platform;
 pub mod preflight;
 pub mod quant;
 pub mod runtime;

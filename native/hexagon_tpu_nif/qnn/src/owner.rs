@@ -14,6 +14,8 @@ use crate::exit;
 use crate::ledger::{Alive, Kind};
 use crate::loader::BackendLibrary;
 use crate::log::{self, LogLevel};
+use crate::platform;
+use crate::preflight::DevicePlatform;
 use crate::sys;
 
 /// The QNN handles of one runtime. They exist only on the owner thread: jobs get them by
@@ -23,6 +25,8 @@ pub(crate) struct Handles {
     pub log: sys::Qnn_LogHandle_t,
     pub backend: sys::Qnn_BackendHandle_t,
     pub device: sys::Qnn_DeviceHandle_t,
+    /// What the device reported about itself when it was created.
+    pub platform: Option<DevicePlatform>,
     /// The runtime's entry in the ledger, released with the handles.
     alive: Alive,
 }
@@ -42,6 +46,8 @@ pub(crate) fn pending() -> u64 {
 /// the last `Owner` is dropped.
 pub(crate) struct Owner {
     jobs: mpsc::Sender<Job>,
+    /// What the device reported about itself when the thread created it.
+    pub platform: Option<DevicePlatform>,
 }
 
 impl Owner {
@@ -81,7 +87,10 @@ impl Owner {
                     }
                 };
                 handles.alive = Alive::new(kind, &site, lib.path.display().to_string());
-                report(Ok(Owner { jobs }));
+                report(Ok(Owner {
+                    jobs,
+                    platform: handles.platform.clone(),
+                }));
                 PENDING.fetch_sub(1, Relaxed);
                 // Ends when every `Owner` is gone: no context or runtime can send more.
                 for job in inbox {
@@ -136,6 +145,7 @@ fn create(lib: &Arc<BackendLibrary>, log_level: Option<LogLevel>) -> Result<Hand
         log: std::ptr::null_mut(),
         backend: std::ptr::null_mut(),
         device: std::ptr::null_mut(),
+        platform: None,
         alive: Alive::released(),
     };
     if let (Some(level), Some(log_create)) = (log_level, fns.log_create) {
@@ -168,6 +178,9 @@ fn create(lib: &Arc<BackendLibrary>, log_level: Option<LogLevel>) -> Result<Hand
         {
             let _ = handles.free();
             return Err(error);
+        }
+        if !handles.device.is_null() {
+            handles.platform = platform::read(lib, handles.log);
         }
     }
     // Creating the backend may have registered exit-time destructors of QNN's; ours run first.

@@ -26,6 +26,8 @@ pub enum Reason {
     WrongSoc,
     /// The binary was made for another HTP (DSP) architecture than the device's.
     WrongHtpArch,
+    /// The binary's graphs ask for more VTCM than the device has.
+    InsufficientVtcm,
     /// An input or output tensor has a data format this package cannot size (not dense).
     UnsupportedTensorFormat,
     /// An input or output tensor has a quantization encoding unknown to this package.
@@ -40,6 +42,7 @@ impl Reason {
             Reason::WrongBackend => "wrong_backend",
             Reason::WrongSoc => "wrong_soc",
             Reason::WrongHtpArch => "wrong_htp_arch",
+            Reason::InsufficientVtcm => "insufficient_vtcm",
             Reason::UnsupportedTensorFormat => "unsupported_tensor_format",
             Reason::UnsupportedEncoding => "unsupported_encoding",
         }
@@ -85,7 +88,7 @@ pub struct Rule {
 }
 
 /// Every rule, in the order they are checked.
-pub const RULES: [Rule; 6] = [
+pub const RULES: [Rule; 7] = [
     Rule {
         reason: Reason::BinaryNewerThanRuntime,
         evidence: Evidence::Measured,
@@ -108,7 +111,8 @@ pub const RULES: [Rule; 6] = [
         compares: "the binary's socModel (BinaryInfo v3; 0 = unset) against the device's \
                    (platform info), when the backend reports one",
         source: "QNN headers: QNN_CONTEXT_ERROR_BINARY_CONFIGURATION (5008) \"binary built for \
-                 another SoC\"; the emulator reports no device SoC",
+                 another SoC\"; the x86 emulator reports SoC model 30 and loads SoC 35 \
+                 binaries (measured), so it does not enforce the SoC",
     },
     Rule {
         reason: Reason::WrongHtpArch,
@@ -117,6 +121,14 @@ pub const RULES: [Rule; 6] = [
                    info), when the backend reports one",
         source: "QNN headers (5008); the x86 emulator loads v73/v75 binaries, so it does not \
                  enforce the arch",
+    },
+    Rule {
+        reason: Reason::InsufficientVtcm,
+        evidence: Evidence::Read,
+        compares: "the VTCM the binary's graphs were compiled for (the largest, HTP graph blob \
+                   info) against the device's (platform info, MB), when both say",
+        source: "HTP/QnnHtpDevice.h `vtcmSize`: \"user could not request VTCM size exceed this \
+                 value\"",
     },
     Rule {
         reason: Reason::UnsupportedTensorFormat,
@@ -155,6 +167,7 @@ pub enum Mode {
 }
 
 /// What the device reports about itself (`deviceGetPlatformInfo`); every field optional.
+/// `vtcm_size` is in bytes (the device reports MB).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DevicePlatform {
     pub soc_model: Option<u32>,
@@ -174,14 +187,21 @@ pub struct RuntimeSide {
     pub device: Option<DevicePlatform>,
 }
 
+/// Whether a backend's platform info describes the hardware a binary will run on. Qualcomm's HTP
+/// library for x86_64 is the emulator: it reports a default device (SoC model 30, v68, 4 MB of
+/// VTCM; measured on QAIRT 2.47 and 2.51) whatever the binary was made for, and loads binaries made
+/// for other SoCs and arches. HTP hardware is reached from aarch64 only.
+pub const PLATFORM_IS_HARDWARE: bool = cfg!(target_arch = "aarch64");
+
 impl From<&crate::runtime::RuntimeInfo> for RuntimeSide {
+    /// The runtime as the verdict sees it: its device only where [`PLATFORM_IS_HARDWARE`].
     fn from(info: &crate::runtime::RuntimeInfo) -> Self {
         RuntimeSide {
             backend_id: info.backend_id,
             build_id: info.build_id.clone(),
             core_api: info.core_api,
             backend_api: info.backend_api,
-            device: None,
+            device: info.device.clone().filter(|_| PLATFORM_IS_HARDWARE),
         }
     }
 }
@@ -337,6 +357,21 @@ pub fn check_htp_arch(binary: &BinaryInfo, device: Option<&DevicePlatform>) -> O
     })
 }
 
+/// The VTCM rule (only when both sides say).
+pub fn check_vtcm(binary: &BinaryInfo, device: Option<&DevicePlatform>) -> Option<Finding> {
+    let b = binary.vtcm_size.filter(|&v| v != 0)?;
+    let d = device?.vtcm_size.filter(|&v| v != 0)?;
+    (b > d).then(|| Finding {
+        reason: Reason::InsufficientVtcm,
+        evidence: Evidence::Read,
+        message: format!(
+            "the binary's graphs were compiled for {b} bytes of VTCM, the device has {d}; \
+             compile it with vtcm_mb {} or less",
+            d / (1024 * 1024)
+        ),
+    })
+}
+
 /// Every rule over the binary's header against the runtime. Tensor formats and encodings are
 /// checked as the metadata is read ([`check_data_format`], [`check_encoding`]).
 pub fn check(binary: &BinaryInfo, runtime: &RuntimeSide, mode: Mode) -> Verdict {
@@ -350,6 +385,7 @@ pub fn check(binary: &BinaryInfo, runtime: &RuntimeSide, mode: Mode) -> Verdict 
         check_backend(binary, runtime),
         check_soc(binary, device),
         check_htp_arch(binary, device),
+        check_vtcm(binary, device),
     ];
     for finding in findings.into_iter().flatten() {
         let refuse = match finding.evidence {

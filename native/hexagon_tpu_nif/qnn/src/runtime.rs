@@ -11,6 +11,7 @@ use crate::ledger::{Kind, Site};
 use crate::loader::{self, BackendLibrary, SystemLibrary};
 pub use crate::log::LogLevel;
 use crate::owner::{Owner, blocking};
+use crate::preflight::DevicePlatform;
 use crate::sys;
 use crate::version::Version;
 
@@ -35,6 +36,8 @@ pub struct RuntimeInfo {
     pub system_api: Version,
     pub backend_lib: PathBuf,
     pub system_lib: PathBuf,
+    /// What the device reported about itself (`deviceGetPlatformInfo`), when the backend says.
+    pub device: Option<DevicePlatform>,
 }
 
 /// What contexts share with their runtime. Contexts hold it through an `Arc`; the QNN handles
@@ -92,6 +95,7 @@ impl Runtime {
                     system_api: system_lib.system_api,
                     backend_lib: backend_lib.path.clone(),
                     system_lib: system_lib.path.clone(),
+                    device: owner.platform.clone(),
                 };
                 let core = RuntimeCore {
                     backend_lib,

@@ -191,6 +191,58 @@ fn htp_arch_rule() {
 }
 
 #[test]
+fn vtcm_rule() {
+    const MB: u64 = 1024 * 1024;
+    let with_vtcm = |v: Option<u64>| DevicePlatform {
+        vtcm_size: v,
+        ..DevicePlatform::default()
+    };
+    let cases: &[(Option<u64>, Option<DevicePlatform>, bool)] = &[
+        (Some(4 * MB), Some(with_vtcm(Some(4 * MB))), false),
+        (Some(2 * MB), Some(with_vtcm(Some(4 * MB))), false),
+        (Some(8 * MB), Some(with_vtcm(Some(4 * MB))), true),
+        (Some(0), Some(with_vtcm(Some(4 * MB))), false), // unset
+        (None, Some(with_vtcm(Some(4 * MB))), false),
+        (Some(8 * MB), Some(with_vtcm(None)), false),
+        (Some(8 * MB), None, false),
+    ];
+    for (b, d, mismatch) in cases {
+        let mut bin = binary(V251);
+        bin.vtcm_size = *b;
+        let got = check_vtcm(&bin, d.as_ref());
+        assert_eq!(got.is_some(), *mismatch, "{b:?} on {d:?}");
+        if let Some(f) = got {
+            assert_eq!(
+                (f.reason, f.evidence),
+                (Reason::InsufficientVtcm, Evidence::Read)
+            );
+            assert!(f.message.contains("8388608") && f.message.contains("vtcm_mb 4"));
+        }
+    }
+}
+
+#[test]
+fn the_device_counts_only_where_it_is_hardware() {
+    let info = crate::runtime::RuntimeInfo {
+        backend_id: sys::QNN_BACKEND_ID_HTP,
+        provider_name: "HTP_QTI_AISW".into(),
+        build_id: "v2.51.0.260929181845".into(),
+        core_api: Version::new(2, 40, 0),
+        backend_api: Version::new(5, 51, 0),
+        system_api: Version::new(1, 15, 0),
+        backend_lib: "libQnnHtp.so".into(),
+        system_lib: "libQnnSystem.so".into(),
+        device: Some(device(Some(30), Some(68))),
+    };
+    let side = RuntimeSide::from(&info);
+    assert_eq!(side.device.is_some(), cfg!(target_arch = "aarch64"));
+    let mut bin = binary(V251);
+    bin.soc_model = Some(35);
+    let verdict = check(&bin, &side, Mode::Strict);
+    assert_eq!(verdict.refusals.len(), usize::from(PLATFORM_IS_HARDWARE));
+}
+
+#[test]
 fn modes_decide_refusal_and_warning() {
     // A measured mismatch (newer binary) and a read one (other SoC).
     let bin = binary(V251);

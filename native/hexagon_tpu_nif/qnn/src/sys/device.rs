@@ -57,3 +57,30 @@ pub struct QnnDevice_PlatformInfo_t {
 
 /// `QNN_DEVICE_*_INFO_VERSION_1`: the only version of the three structs above.
 pub const QNN_DEVICE_INFO_VERSION_1: u32 = 1;
+
+/// `QnnHtpDevice_OnChipDeviceInfoExtension_t` (HTP/QnnHtpDevice.h): an HTP inside the SoC.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct QnnHtpDevice_OnChipDeviceInfoExtension_t {
+    /// The device's VTCM, in MB.
+    pub vtcmSize: usize,
+    pub socModel: u32,
+    pub signedPdSupport: bool,
+    pub dlbcSupport: bool,
+    /// `QnnHtpDevice_Arch_t`: 68 for v68, and so on.
+    pub arch: u32,
+}
+
+/// `QnnHtpDevice_DeviceInfoExtension_t`, what an HTP backend's `deviceInfoExtension` points to.
+/// C: `union { QnnHtpDevice_OnChipDeviceInfoExtension_t onChipDevice; }`, its only member held
+/// directly.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct QnnHtpDevice_DeviceInfoExtension_t {
+    /// `QnnHtpDevice_DeviceType_t`.
+    pub devType: u32,
+    pub onChipDevice: QnnHtpDevice_OnChipDeviceInfoExtension_t,
+}
+
+/// `QNN_HTP_DEVICE_TYPE_ON_CHIP`: the HTP cores are inside the SoC.
+pub const QNN_HTP_DEVICE_TYPE_ON_CHIP: u32 = 0;

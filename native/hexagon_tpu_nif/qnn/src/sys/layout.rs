@@ -224,6 +224,13 @@ layouts! {
     struct QnnDevice_PlatformInfo_t, size 24, align 8 {
         version @ 0, v1 as "__bindgen_anon_1.v1" @ 8,
     }
+    // HTP/QnnHtpDevice.h: what an HTP backend's deviceInfoExtension points to.
+    struct QnnHtpDevice_OnChipDeviceInfoExtension_t, size 24, align 8 {
+        vtcmSize @ 0, socModel @ 8, signedPdSupport @ 12, dlbcSupport @ 13, arch @ 16,
+    }
+    struct QnnHtpDevice_DeviceInfoExtension_t, size 32, align 8 {
+        devType @ 0, onChipDevice as "__bindgen_anon_1.onChipDevice" @ 8,
+    }
 
     struct QnnSystemContext_BinaryInfoV1_t, size 128, align 8 {
         backendId @ 0, buildId @ 8, coreApiVersion @ 16, backendApiVersion @ 28,
@@ -309,6 +316,8 @@ mod tests {
         ("QnnDevice_HardwareDeviceInfo_t", 2),
         ("QnnDevice_PlatformInfoV1_t", 2),
         ("QnnDevice_PlatformInfo_t", 2),
+        ("QnnHtpDevice_OnChipDeviceInfoExtension_t", 5),
+        ("QnnHtpDevice_DeviceInfoExtension_t", 2),
         ("QnnSystemContext_BinaryInfoV1_t", 14),
         ("QnnSystemContext_BinaryInfoV2_t", 15),
         ("QnnSystemContext_BinaryInfoV3_t", 15),

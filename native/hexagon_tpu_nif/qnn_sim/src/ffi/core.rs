@@ -1,8 +1,9 @@
 //! Core QNN entry points (the `QnnInterface_t` table), exported under their QNN names too.
 
+use std::collections::HashMap;
 use std::ffi::{CStr, CString, c_char, c_void};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use qnn::sys::*;
 
@@ -249,6 +250,98 @@ pub unsafe extern "C" fn QnnDevice_create(
         // SAFETY: checked non-NULL; caller's out-parameter.
         unsafe { put(out, handle_ptr(h)) };
         0
+    })
+}
+
+/// One `deviceGetPlatformInfo` answer: the info, its one device and the HTP extension, in one
+/// allocation so the pointers between them stay valid until `deviceFreePlatformInfo`.
+struct PlatformAnswer {
+    info: QnnDevice_PlatformInfo_t,
+    device: QnnDevice_HardwareDeviceInfo_t,
+    extension: QnnHtpDevice_DeviceInfoExtension_t,
+}
+
+// SAFETY: the raw pointers inside point into the same allocation; it is only read.
+unsafe impl Send for PlatformAnswer {}
+
+/// Answers handed out and not yet freed, by the address of their info.
+static PLATFORM_ANSWERS: LazyLock<Mutex<HashMap<usize, Box<PlatformAnswer>>>> =
+    LazyLock::new(Default::default);
+
+/// Platform infos handed out and not yet freed (they count as live handles).
+pub fn platform_infos_out() -> u64 {
+    lock(&PLATFORM_ANSWERS).len() as u64
+}
+
+/// `QnnDevice_getPlatformInfo`: the `device_platform` knob's on-chip HTP, or NOT_SUPPORTED
+/// (1000) when the knob is unset, as the x86 emulator answers.
+///
+/// # Safety
+/// `out` must be NULL or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn QnnDevice_getPlatformInfo(
+    _log: Qnn_LogHandle_t,
+    out: *mut *const QnnDevice_PlatformInfo_t,
+) -> Qnn_ErrorHandle_t {
+    guard(|| {
+        if out.is_null() {
+            return err(QNN_COMMON_ERROR_INVALID_ARGUMENT);
+        }
+        let Some(knob) = knobs().device_platform else {
+            return err(QNN_DEVICE_ERROR_UNSUPPORTED_FEATURE);
+        };
+        let mut answer = Box::new(PlatformAnswer {
+            info: QnnDevice_PlatformInfo_t {
+                version: QNN_DEVICE_INFO_VERSION_1,
+                v1: QnnDevice_PlatformInfoV1_t {
+                    numHwDevices: 1,
+                    hwDevices: std::ptr::null_mut(),
+                },
+            },
+            device: QnnDevice_HardwareDeviceInfo_t {
+                version: QNN_DEVICE_INFO_VERSION_1,
+                v1: QnnDevice_HardwareDeviceInfoV1_t {
+                    deviceId: 0,
+                    deviceType: QNN_HTP_DEVICE_TYPE_ON_CHIP,
+                    numCores: 0,
+                    cores: std::ptr::null_mut(),
+                    deviceInfoExtension: std::ptr::null_mut(),
+                },
+            },
+            extension: QnnHtpDevice_DeviceInfoExtension_t {
+                devType: QNN_HTP_DEVICE_TYPE_ON_CHIP,
+                onChipDevice: QnnHtpDevice_OnChipDeviceInfoExtension_t {
+                    vtcmSize: knob.vtcm_mb,
+                    socModel: knob.soc_model,
+                    signedPdSupport: true,
+                    dlbcSupport: false,
+                    arch: knob.htp_arch,
+                },
+            },
+        });
+        answer.device.v1.deviceInfoExtension = (&raw mut answer.extension).cast();
+        answer.info.v1.hwDevices = &raw mut answer.device;
+        let info: *const QnnDevice_PlatformInfo_t = &answer.info;
+        lock(&PLATFORM_ANSWERS).insert(info as usize, answer);
+        // SAFETY: checked non-NULL; caller's out-parameter.
+        unsafe { put(out, info) };
+        0
+    })
+}
+
+/// `QnnDevice_freePlatformInfo`: frees an answer of `getPlatformInfo`, once; anything else is
+/// INVALID_ARGUMENT.
+///
+/// # Safety
+/// None beyond passing a pointer value (it is looked up, never dereferenced).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn QnnDevice_freePlatformInfo(
+    _log: Qnn_LogHandle_t,
+    info: *const QnnDevice_PlatformInfo_t,
+) -> Qnn_ErrorHandle_t {
+    guard(|| match lock(&PLATFORM_ANSWERS).remove(&(info as usize)) {
+        Some(_) => 0,
+        None => err(QNN_COMMON_ERROR_INVALID_ARGUMENT),
     })
 }
 

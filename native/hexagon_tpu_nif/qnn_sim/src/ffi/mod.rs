@@ -50,10 +50,11 @@ fn counter(f: impl FnOnce() -> u64) -> u64 {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or(u64::MAX)
 }
 
-/// Log, backend, device, context and System-context handles currently alive.
+/// Log, backend, device, context and System-context handles currently alive, and platform
+/// infos (`deviceGetPlatformInfo`) not yet freed.
 #[unsafe(no_mangle)]
 pub extern "C" fn QnnSim_liveHandles() -> u64 {
-    counter(|| registry().live_handles())
+    counter(|| registry().live_handles() + self::core::platform_infos_out())
 }
 
 /// Times `graphExecute` was entered on a graph while another execute on the same graph

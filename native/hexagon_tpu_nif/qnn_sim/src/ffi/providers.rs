@@ -19,7 +19,7 @@ use super::state::*;
 use super::system::*;
 
 /// Table entries that `null_entries` may name (the ones this backend implements).
-const ENTRY_NAMES: [&str; 19] = [
+const ENTRY_NAMES: [&str; 21] = [
     "propertyHasCapability",
     "backendCreate",
     "backendGetApiVersion",
@@ -34,6 +34,8 @@ const ENTRY_NAMES: [&str; 19] = [
     "logFree",
     "deviceCreate",
     "deviceFree",
+    "deviceGetPlatformInfo",
+    "deviceFreePlatformInfo",
     "errorGetMessage",
     "systemContextCreate",
     "systemContextGetBinaryInfo",
@@ -145,6 +147,8 @@ fn core_table(nulls: &[String]) -> QnnInterface_ImplementationV2_32_t {
     set!(logFree, QnnLog_free);
     set!(deviceCreate, QnnDevice_create);
     set!(deviceFree, QnnDevice_free);
+    set!(deviceGetPlatformInfo, QnnDevice_getPlatformInfo);
+    set!(deviceFreePlatformInfo, QnnDevice_freePlatformInfo);
     set!(errorGetMessage, QnnError_getMessage);
     t
 }

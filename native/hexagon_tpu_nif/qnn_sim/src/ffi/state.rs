@@ -69,6 +69,40 @@ pub struct Knobs {
     pub build_id: String,
     /// Lines logged (at WARN) through the log callback on every execute.
     pub log_per_execute: u32,
+    /// What `deviceGetPlatformInfo` reports; `None` answers NOT_SUPPORTED, as the x86
+    /// emulator's backend does.
+    pub device_platform: Option<DevicePlatformKnob>,
+}
+
+/// The device `deviceGetPlatformInfo` describes: an on-chip HTP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DevicePlatformKnob {
+    pub soc_model: u32,
+    pub htp_arch: u32,
+    pub vtcm_mb: usize,
+}
+
+/// `soc_model=35,htp_arch=68,vtcm_mb=4` (any order, every key required), or `none`.
+fn parse_device_platform(s: &str) -> Option<Option<DevicePlatformKnob>> {
+    if s.trim() == "none" {
+        return Some(None);
+    }
+    let (mut soc_model, mut htp_arch, mut vtcm_mb) = (None, None, None);
+    for pair in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=')?;
+        let value = value.trim();
+        match key.trim() {
+            "soc_model" => soc_model = Some(value.parse().ok()?),
+            "htp_arch" => htp_arch = Some(value.parse().ok()?),
+            "vtcm_mb" => vtcm_mb = Some(value.parse().ok()?),
+            _ => return None,
+        }
+    }
+    Some(Some(DevicePlatformKnob {
+        soc_model: soc_model?,
+        htp_arch: htp_arch?,
+        vtcm_mb: vtcm_mb?,
+    }))
 }
 
 pub const fn v(major: u32, minor: u32, patch: u32) -> Qnn_Version_t {
@@ -94,6 +128,7 @@ impl Default for Knobs {
             system_provider_name: "QNN_SIM_SYSTEM".into(),
             build_id: concat!("qnn_sim v", env!("CARGO_PKG_VERSION"), " (format 1)").into(),
             log_per_execute: 0,
+            device_platform: None,
         }
     }
 }
@@ -211,6 +246,9 @@ pub fn configure(key: &str, value: &str) -> i32 {
             k.build_id = value.to_owned();
             true
         }
+        "device_platform" => parse_device_platform(value)
+            .map(|p| k.device_platform = p)
+            .is_some(),
         "log_per_execute" => value
             .trim()
             .parse::<u32>()
