@@ -6,7 +6,12 @@
 # prepare_real_stack; AARCH64_REAL_QNN=0 leaves them out), checks the NIF's glibc
 # floor and, unless AARCH64_BEAM_SMOKE=0, loads the aarch64 NIF into Debian's arm64
 # BEAM under qemu, calls a few trivial NIFs and runs a smoke prediction on the aarch64
-# qnn_sim. Arguments pick steps (see the end).
+# qnn_sim. Last (the `doctor` step; either switch at 0 skips it) it runs the doctor,
+# HexagonTpu.diagnose/1, in that BEAM with the aarch64 NIF (and .beam files the host's
+# Elixir compiles) on an overlay of the same aarch64 wheel, prints its report and checks
+# each finding (DOCTOR_EXPECTED): the libraries pass, the overlay is no running system, and
+# the device creation fails for want of a DSP, without a crash or a hang. Arguments pick
+# steps (see the end).
 #
 # Runs as root on a fresh Debian 12 (installs what it needs with apt-get and
 # rustup). Honours CARGO_TARGET_DIR; .ci/release-dry-run.sh reuses this build.
@@ -23,9 +28,30 @@ SYSROOT=/usr/aarch64-linux-gnu
 # least that; the NIF must not need more.
 GLIBC_MAX=2.34
 CACHE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/hexagon_tpu-ci"
+# What arm64_erlang_root unpacks: erlang-base and the libraries it and the QNN libraries need
+# (libQnnSystem.so needs libatomic.so.1; the doctor step opens it).
+ARM64_ROOT_PACKAGES=(erlang-base libc6 libgcc-s1 libstdc++6 libtinfo6 zlib1g libsystemd0 libcap2
+  libgcrypt20 libgpg-error0 liblz4-1 liblzma5 libzstd1 libatomic1)
 # Zero-arity NIFs the BEAM smoke test calls; each must not return false or raise.
 SMOKE_NIF_CALLS="nif_loaded counters"
 SMOKE_NIF_MODULE="Elixir.HexagonTpu.Native"
+# The doctor step (qemu_doctor): where the host compiles hexagon_tpu's .beam files (offline, so
+# apart from the suite's _build/test and any Hex build), and what the doctor must find on the
+# overlay under qemu: check|status|text its detail contains ({root}: the overlay, {id}: its
+# QAIRT build id). Device creation fails at QNN's first call: no Snapdragon SoC under qemu.
+DOCTOR_BUILD_ROOT="$REPO_ROOT/_build/aarch64-doctor"
+DOCTOR_EXPECTED="
+backend_library|ok|{root}/usr/lib/libQnnHtp.so (aarch64, glibc), QAIRT {id}
+system_library|ok|{root}/usr/lib/libQnnSystem.so (aarch64, glibc)
+stub_library|ok|{root}/usr/lib/libQnnHtpV68Stub.so (aarch64, glibc)
+dsp_library_path|ok|DSP_LIBRARY_PATH is \"/usr/lib/dsp\"
+skel_library|ok|{root}/usr/lib/dsp/libQnnHtpV68Skel.so (Hexagon)
+one_build|ok|backend, stub and skel are QAIRT {id}
+fastrpc_device|error|no {root}/dev: {root} is not the root of a running system
+cdsprpcd|error|no {root}/proc: {root} is not the root of a running system
+remote_heap|error|no {root}/proc or {root}/sys: {root} is not the root of a running system
+device_creation|error|logCreate failed with QNN_BACKEND_ERROR_CANNOT_INITIALIZE (4000)
+"
 # qnn_sim test targets that spawn an aarch64 executable (see run_tests).
 QEMU_SKIP_SIM_TESTS="cli"
 # Qualcomm's QAIRT 2.51 libraries, from PyPI's onnxruntime-qnn wheels: downloaded at test time
@@ -83,25 +109,33 @@ real_stack_python() {
   echo "$venv/bin/python"
 }
 
-# Installs the device runtime of the pinned aarch64 wheel into a temporary rootfs overlay, as
-# `mix hexagon_tpu.runtime --into DIR` does (the wheel fetched once into $REAL_QNN_CACHE/wheels,
-# its sha256 checked every time), compiles the test binary on x86-64, checks that the overlay's
-# build id is the binary's (one QAIRT for compiler and device), and sets
-# REAL_STACK_{OVERLAY,AARCH64_LIBS,X86_LIBS,BINARY}: the qnn tests under qemu then read the
-# overlay's libraries' providers and build ids, and the binary's metadata with them.
+# Installs the device runtime of the pinned aarch64 wheel into the rootfs overlay $1 with the
+# python $2, as `mix hexagon_tpu.runtime --into DIR` does (the wheel fetched once into
+# $REAL_QNN_CACHE/wheels, its sha256 checked every time), checks that its four libraries are
+# there and sets OVERLAY_BUILD_ID to their QAIRT build id.
+install_overlay() {
+  local out
+  log "installing the device runtime into the overlay $1 ($REAL_QNN_RUNTIME overlay)"
+  out=$("$2" "$REAL_QNN_RUNTIME" overlay --into "$1" --cache "$REAL_QNN_CACHE" --requirements "$REAL_QNN_PINS")
+  echo "$out"
+  OVERLAY_BUILD_ID=$(sed -n 's/^build_id: //p' <<<"$out")
+  for lib in libQnnHtp.so libQnnSystem.so libQnnHtpV68Stub.so dsp/libQnnHtpV68Skel.so; do
+    [ -f "$1/usr/lib/$lib" ] || { echo "error: the overlay has no usr/lib/$lib" >&2; exit 1; }
+  done
+}
+
+# Installs the device runtime into a temporary rootfs overlay (install_overlay), compiles the
+# test binary on x86-64, checks that the overlay's build id is the binary's (one QAIRT for
+# compiler and device), and sets REAL_STACK_{OVERLAY,AARCH64_LIBS,X86_LIBS,BINARY}: the qnn
+# tests under qemu then read the overlay's libraries' providers and build ids, and the binary's
+# metadata with them.
 prepare_real_stack() {
-  local py out
+  local py
   py=$(real_stack_python)
   REAL_STACK_OVERLAY=$(mktemp -d)
-  log "installing the device runtime into the overlay $REAL_STACK_OVERLAY ($REAL_QNN_RUNTIME overlay)"
-  out=$("$py" "$REAL_QNN_RUNTIME" overlay --into "$REAL_STACK_OVERLAY" --cache "$REAL_QNN_CACHE" --requirements "$REAL_QNN_PINS")
-  echo "$out"
+  install_overlay "$REAL_STACK_OVERLAY" "$py"
   REAL_STACK_AARCH64_LIBS="$REAL_STACK_OVERLAY/usr/lib"
-  local overlay_id
-  overlay_id=$(sed -n 's/^build_id: //p' <<<"$out")
-  for lib in libQnnHtp.so libQnnSystem.so libQnnHtpV68Stub.so dsp/libQnnHtpV68Skel.so; do
-    [ -f "$REAL_STACK_AARCH64_LIBS/$lib" ] || { echo "error: the overlay has no usr/lib/$lib" >&2; exit 1; }
-  done
+  local overlay_id=$OVERLAY_BUILD_ID
   REAL_STACK_X86_LIBS=$("$py" -c 'import os, onnxruntime_qnn; print(os.path.dirname(onnxruntime_qnn.__file__))')
 
   REAL_STACK_WORK=$(mktemp -d)
@@ -240,11 +274,13 @@ check_glibc() {
 
 # Debian's arm64 erlang-base (OTP 25, JIT), unpacked with its runtime libraries
 # into a cache directory. Uses a private apt state directory, so the host's apt
-# configuration (architectures, sources, lists) is left untouched.
+# configuration (architectures, sources, lists) is left untouched. The packages unpacked are
+# written beside the root: a root from another list is made again.
 arm64_erlang_root() {
   local base="$CACHE_DIR/arm64-erlang"
   local root="$base/root"
-  if compgen -G "$root/usr/lib/erlang/erts-*/bin/beam.smp" >/dev/null; then
+  if compgen -G "$root/usr/lib/erlang/erts-*/bin/beam.smp" >/dev/null &&
+    [ "$(cat "$base/packages" 2>/dev/null)" = "${ARM64_ROOT_PACKAGES[*]}" ]; then
     echo "$root"
     return 0
   fi
@@ -261,8 +297,7 @@ EOF
     -o APT::Architecture=arm64 -o APT::Architectures::=arm64 -o APT::Sandbox::User=root)
   log "downloading Debian bookworm arm64 erlang-base and its libraries into $base" >&2
   "${apt[@]}" update >&2
-  (cd "$base/debs" && rm -f ./*.deb && "${apt[@]}" download erlang-base libc6 libgcc-s1 libstdc++6 \
-    libtinfo6 zlib1g libsystemd0 libcap2 libgcrypt20 libgpg-error0 liblz4-1 liblzma5 libzstd1 >&2)
+  (cd "$base/debs" && rm -f ./*.deb && "${apt[@]}" download "${ARM64_ROOT_PACKAGES[@]}" >&2)
   rm -rf "$root.tmp"
   mkdir -p "$root.tmp"
   for deb in "$base"/debs/*.deb; do dpkg-deb -x "$deb" "$root.tmp"; done
@@ -277,23 +312,46 @@ EOF
   chmod +x "$bindir/erl_child_setup"
   rm -rf "$root"
   mv "$root.tmp" "$root"
+  echo "${ARM64_ROOT_PACKAGES[*]}" >"$base/packages"
   echo "$root"
 }
 
-# Loads the aarch64 NIF into the arm64 BEAM under qemu-aarch64 and calls the
-# zero-arity NIFs in SMOKE_NIF_CALLS. Notes from getting this to work:
+# Runs the arm64 beam.smp of root $1 (arm64_erlang_root) under qemu-aarch64 in folder $2,
+# killed after $3 seconds, with the VM arguments that follow (after -noshell); returns its exit
+# status. Notes from getting this to work:
 # - OTP 25's arm64 JIT segfaults at start under qemu-user 7.2 with default
 #   flags; +JPperf true (written -JPperf true when calling beam.smp directly)
 #   makes it start every time. It also writes /tmp/perf-<pid>.map and
 #   /tmp/jit-<pid>.dump, removed below.
 # - Debian ships no non-JIT (beam.emu) flavour for arm64.
+run_arm64_beam() {
+  local root=$1 work=$2 limit=$3
+  shift 3
+  local erl_root="$root/usr/lib/erlang" bindir status=0 pid watchdog
+  bindir=$(dirname "$(compgen -G "$erl_root/erts-*/bin/beam.smp")")
+  (
+    cd "$work"
+    export BINDIR="$bindir" ROOTDIR="$erl_root" EMU=beam PROGNAME=erl HOME="$work"
+    exec qemu-aarch64 -L "$root" "$bindir/beam.smp" -JPperf true -- \
+      -root "$erl_root" -bindir "$bindir" -progname erl -- -home "$work" -noshell "$@"
+  ) &
+  pid=$!
+  # Its output goes nowhere: a caller may pipe the VM's, and this must not hold the pipe open.
+  (sleep "$limit" && kill -9 "$pid" 2>/dev/null) >/dev/null 2>&1 &
+  watchdog=$!
+  wait "$pid" || status=$?
+  kill "$watchdog" 2>/dev/null || true
+  wait "$watchdog" 2>/dev/null || true
+  rm -f "/tmp/perf-$pid.map" "/tmp/jit-$pid.dump"
+  return "$status"
+}
+
+# Loads the aarch64 NIF into the arm64 BEAM under qemu-aarch64 and calls the
+# zero-arity NIFs in SMOKE_NIF_CALLS.
 beam_smoke() {
   apt_install debian-archive-keyring
   local root
   root=$(arm64_erlang_root)
-  local erl_root="$root/usr/lib/erlang"
-  local bindir
-  bindir=$(dirname "$(compgen -G "$erl_root/erts-*/bin/beam.smp")")
   local lib="$TARGET_DIR/$TARGET/release/libhexagon_tpu_nif"
   local sim="$TARGET_DIR/$TARGET/release/libqnn_sim.so"
   [ -f "$lib.so" ] || { echo "error: $lib.so not found" >&2; exit 1; }
@@ -310,25 +368,13 @@ beam_smoke() {
   "$TARGET_DIR/debug/qnn-sim-build" "$work/smoke.json" -o "$work/smoke.bin"
 
   log "BEAM smoke test: arm64 beam.smp (qemu-aarch64) loads $lib.so and calls: $SMOKE_NIF_CALLS"
-  local status=0 pid watchdog
-  (
-    cd "$work"
-    export BINDIR="$bindir" ROOTDIR="$erl_root" EMU=beam PROGNAME=erl HOME="$work"
-    export SMOKE_NIF_LIB="$lib" SMOKE_NIF_MODULE SMOKE_NIF_CALLS
-    export SMOKE_SIM_LIB="$sim" SMOKE_MODEL="$work/smoke.bin"
-    exec qemu-aarch64 -L "$root" "$bindir/beam.smp" -JPperf true -- \
-      -root "$erl_root" -bindir "$bindir" -progname erl -- -home "$work" -noshell \
-      -eval '{ok, M, B} = compile:file("hexagon_tpu_nif_smoke.erl", [binary, report]),
-             {module, M} = code:load_binary(M, "hexagon_tpu_nif_smoke.erl", B),
-             M:main().'
-  ) &
-  pid=$!
-  (sleep 600 && kill -9 "$pid" 2>/dev/null) &
-  watchdog=$!
-  wait "$pid" || status=$?
-  kill "$watchdog" 2>/dev/null || true
-  wait "$watchdog" 2>/dev/null || true
-  rm -f "/tmp/perf-$pid.map" "/tmp/jit-$pid.dump"
+  local status=0
+  SMOKE_NIF_LIB="$lib" SMOKE_NIF_MODULE="$SMOKE_NIF_MODULE" SMOKE_NIF_CALLS="$SMOKE_NIF_CALLS" \
+    SMOKE_SIM_LIB="$sim" SMOKE_MODEL="$work/smoke.bin" \
+    run_arm64_beam "$root" "$work" 600 \
+    -eval '{ok, M, B} = compile:file("hexagon_tpu_nif_smoke.erl", [binary, report]),
+           {module, M} = code:load_binary(M, "hexagon_tpu_nif_smoke.erl", B),
+           M:main().' || status=$?
   rm -rf "$work"
   if [ "$status" -ne 0 ]; then
     echo "error: BEAM smoke test failed (exit $status)" >&2
@@ -484,10 +530,126 @@ write_smoke_model_spec() {
 JSON
 }
 
+# The doctor (HexagonTpu.diagnose/1, the code a board runs) in the arm64 BEAM under qemu, with
+# the aarch64 NIF and the package's .beam files (compiled on the host: they are portable), on
+# the overlay of the pinned aarch64 wheel (Qualcomm's device libraries). Prints the report, then
+# checks each finding against DOCTOR_EXPECTED: the libraries pass; the overlay has no /dev,
+# /proc or /sys (not a running system); and the device creation, tried with Qualcomm's aarch64
+# libQnnHtp.so under qemu, fails as on a board without a DSP (no Snapdragon SoC), without a
+# crash or a hang.
+qemu_doctor() {
+  local started=$SECONDS
+  command -v mix >/dev/null 2>&1 || { echo "error: the doctor step needs Elixir on the host (mix)" >&2; exit 1; }
+  apt_install debian-archive-keyring
+  local root nif="$TARGET_DIR/$TARGET/release/libhexagon_tpu_nif.so"
+  [ -f "$nif" ] || { echo "error: $nif not found (the build step makes it)" >&2; exit 1; }
+  root=$(arm64_erlang_root)
+  # .beam files load in the OTP release that compiled them or a newer one.
+  local otp
+  otp=$(erl -noshell -eval 'io:put_chars(erlang:system_info(otp_release)), halt().')
+  [ -d "$root/usr/lib/erlang/releases/$otp" ] || {
+    echo "error: the host's Elixir runs on OTP $otp, which the arm64 BEAM (Debian 12's) is not" >&2
+    exit 1
+  }
+
+  local work py
+  work=$(mktemp -d)
+  py=$(real_stack_python)
+  install_overlay "$work/overlay" "$py"
+  log "compiling hexagon_tpu (host, offline, MIX_ENV=prod) into $DOCTOR_BUILD_ROOT"
+  HEXAGON_TPU_OFFLINE=1 MIX_ENV=prod MIX_BUILD_ROOT="$DOCTOR_BUILD_ROOT" mix compile
+  # hexagon_tpu's folder as a release lays it out: the offline loader takes the NIF from
+  # priv/native/ in code:lib_dir(hexagon_tpu). Elixir's own applications come from the host.
+  mkdir -p "$work/lib/hexagon_tpu/priv/native"
+  cp -R "$DOCTOR_BUILD_ROOT/prod/lib/hexagon_tpu/ebin" "$work/lib/hexagon_tpu/"
+  cp "$nif" "$work/lib/hexagon_tpu/priv/native/"
+  local elixir_lib
+  elixir_lib=$(elixir -e 'IO.write(Path.dirname(:code.lib_dir(:elixir)))')
+  write_doctor_script "$work/doctor.exs"
+
+  log "the doctor in the arm64 BEAM (qemu-aarch64) on the overlay $work/overlay"
+  local status=0
+  ERL_LIBS="$elixir_lib:$work/lib" DOCTOR_ROOT="$work/overlay" DSP_LIBRARY_PATH=/usr/lib/dsp \
+    run_arm64_beam "$root" "$work" 300 -s elixir start_cli -extra "$work/doctor.exs" |
+    tee "$work/report" || status=$?
+  if [ "$status" -ne 0 ]; then
+    echo "error: the doctor's VM failed (exit $status)" >&2
+    exit 1
+  fi
+  check_doctor_report "$work/report" "$work/overlay" "$OVERLAY_BUILD_ID"
+  rm -rf "$work"
+  echo "doctor step took $((SECONDS - started)) s"
+}
+
+# Compares the doctor's report $1 on the overlay $2 (QAIRT build id $3) with DOCTOR_EXPECTED:
+# the same checks in the same order, each with its status and its detail containing the text
+# given ({root} and {id} replaced).
+check_doctor_report() {
+  local report=$1 overlay=$2 id=$3 line mark name rest got=() want=() failed=0
+  declare -A status detail
+  while IFS= read -r line; do
+    case "$line" in
+      "✓ "*) mark=ok ;;
+      "! "*) mark=warn ;;
+      "✗ "*) mark=error ;;
+      *) continue ;;
+    esac
+    rest=${line#* }
+    name=${rest%%: *}
+    got+=("$name")
+    status[$name]=$mark
+    detail[$name]=${rest#*: }
+  done <"$report"
+  local text
+  while IFS='|' read -r name mark text; do
+    [ -n "$name" ] || continue
+    want+=("$name")
+    text=${text//\{root\}/$overlay}
+    text=${text//\{id\}/$id}
+    if [ "${status[$name]:-}" != "$mark" ] || [[ "${detail[$name]:-}" != *"$text"* ]]; then
+      echo "error: doctor: $name should be $mark with \"$text\", is ${status[$name]:-missing}: ${detail[$name]:-}" >&2
+      failed=1
+    fi
+  done <<<"$DOCTOR_EXPECTED"
+  if [ "${got[*]}" != "${want[*]}" ]; then
+    echo "error: doctor: checks ${got[*]}, expected ${want[*]}" >&2
+    failed=1
+  fi
+  [ -n "$id" ] || { echo "error: the overlay's build id is unknown" >&2; failed=1; }
+  [ "$failed" -eq 0 ] || exit 1
+  echo "doctor: the ${#want[@]} checks on the overlay under qemu are as expected"
+}
+
+write_doctor_script() {
+  cat >"$1" <<'ELIXIR'
+# Run by .ci/aarch64.sh in the arm64 BEAM under qemu: the doctor as a board runs it, on the
+# root filesystem DOCTOR_ROOT, with the default options; its report as the mix task prints it.
+require Logger
+
+IO.puts(
+  "doctor: #{:erlang.system_info(:system_architecture)}, OTP #{:erlang.system_info(:otp_release)}, " <>
+    "Elixir #{System.version()}, NIF loaded: #{HexagonTpu.Native.nif_loaded()}"
+)
+
+{:ok, _} = Application.ensure_all_started(:hexagon_tpu)
+started = System.monotonic_time(:millisecond)
+checks = HexagonTpu.diagnose(root: System.fetch_env!("DOCTOR_ROOT"))
+took = System.monotonic_time(:millisecond) - started
+
+# QNN's own log lines (Logger, "QNN: ...") from the device creation, before the report.
+Process.sleep(200)
+Logger.flush()
+
+errors = Enum.count(checks, &(&1.status == :error))
+IO.puts(HexagonTpu.Diagnosis.format(checks))
+IO.puts("#{errors} of #{length(checks)} checks failed (HexagonTpu.diagnose/1 took #{took} ms)")
+ELIXIR
+}
+
 # Steps to run: all by default, or the ones named on the command line, e.g.
 # `.ci/aarch64.sh build glibc smoke`.
 steps=("$@")
-[ "${#steps[@]}" -gt 0 ] || steps=(build test glibc smoke)
+[ "${#steps[@]}" -gt 0 ] || steps=(build test glibc smoke doctor)
 prerequisites
 for step in "${steps[@]}"; do
   case "$step" in
@@ -501,7 +663,14 @@ for step in "${steps[@]}"; do
         log "BEAM smoke test skipped (AARCH64_BEAM_SMOKE=0)"
       fi
       ;;
-    *) echo "error: unknown step '$step' (build, test, glibc, smoke)" >&2; exit 2 ;;
+    doctor)
+      if [ "${AARCH64_BEAM_SMOKE:-1}" != "0" ] && [ "${AARCH64_REAL_QNN:-1}" != "0" ]; then
+        qemu_doctor
+      else
+        log "the doctor under qemu skipped (it needs the arm64 BEAM and Qualcomm's libraries: AARCH64_BEAM_SMOKE=0 or AARCH64_REAL_QNN=0)"
+      fi
+      ;;
+    *) echo "error: unknown step '$step' (build, test, glibc, smoke, doctor)" >&2; exit 2 ;;
   esac
 done
 log "aarch64: ${steps[*]}: passed"

@@ -270,9 +270,13 @@ defmodule HexagonTpu.DoctorTest do
     end
 
     test "no fastrpc device" do
-      checks = diagnose(fake_root!(%{"dev/fastrpc-cdsp" => nil}))
-      assert %Check{status: :error, detail: detail} = check(checks, :fastrpc_device)
-      assert detail =~ "dev/fastrpc-cdsp* or"
+      root = fake_root!(%{"dev/fastrpc-cdsp" => nil, "dev" => :dir})
+      checks = diagnose(root)
+
+      assert %Check{status: :error, detail: detail, remedy: "use a kernel with the FastRPC" <> _} =
+               check(checks, :fastrpc_device)
+
+      assert detail == "no #{root}/dev/fastrpc-cdsp* or #{root}/dev/adsprpc-smd"
     end
 
     test "a fastrpc device that cannot be opened: a directory, a dangling symlink" do
@@ -316,6 +320,15 @@ defmodule HexagonTpu.DoctorTest do
       assert %Check{status: :error, detail: detail} = check(checks, :remote_heap)
       assert detail =~ "no cdsp-rpc-remote-heap node"
 
+      # No device tree at all: the places looked at, under the root.
+      root = fake_root!(%{"proc/device-tree/reserved-memory/cdsp-rpc-remote-heap" => nil})
+
+      assert %Check{status: :error, detail: detail, remedy: "boot with a device tree" <> _} =
+               check(diagnose(root), :remote_heap)
+
+      assert detail ==
+               "no device tree (#{root}/proc/device-tree, #{root}/sys/firmware/devicetree/base)"
+
       checks =
         diagnose(
           fake_root!(%{
@@ -325,6 +338,35 @@ defmodule HexagonTpu.DoctorTest do
         )
 
       assert check(checks, :remote_heap).status == :ok
+    end
+  end
+
+  describe "a root that is not a running system" do
+    test "an overlay (libraries only): no /dev, /proc or /sys, so check on the board" do
+      root =
+        fake_root!(%{
+          "dev/fastrpc-cdsp" => nil,
+          "proc/1/comm" => nil,
+          "proc/731/comm" => nil,
+          "proc/device-tree/reserved-memory/cdsp-rpc-remote-heap" => nil
+        })
+
+      checks = diagnose(root)
+      assert Enum.map(checks, & &1.name) == @names
+      assert Enum.all?(Enum.take(checks, 6), &(&1.status == :ok)), Diagnosis.format(checks)
+
+      for {name, missing} <- [
+            fastrpc_device: "#{root}/dev",
+            cdsprpcd: "#{root}/proc",
+            remote_heap: "#{root}/proc or #{root}/sys"
+          ] do
+        assert check(checks, name) == %Check{
+                 name: name,
+                 status: :error,
+                 detail: "no #{missing}: #{root} is not the root of a running system",
+                 remedy: "run the doctor on the board (HexagonTpu.diagnose/1 in IEx)"
+               }
+      end
     end
   end
 

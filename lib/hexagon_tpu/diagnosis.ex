@@ -26,6 +26,10 @@ defmodule HexagonTpu.Diagnosis do
   (`libQnnHtp*.so` for aarch64). For Qualcomm's x86-64 HTP emulator or another backend they
   are `:ok` with "not needed" (the emulator runs on the CPU).
 
+  With `:root`, checks 6 to 8 look in the root's `dev`, `proc` and `sys`. A root without them
+  (a rootfs overlay, an image) is not a running system: those checks are errors that say so,
+  with the remedy to run the doctor on the board.
+
   Nothing here crashes or hangs the caller: files are read in bounded pieces
   (`HexagonTpu.Elf`), only regular files are read and only devices opened, directory scans are
   bounded, and device creation runs under `:timeout`.
@@ -394,11 +398,14 @@ defmodule HexagonTpu.Diagnosis do
         ok(:fastrpc_device, "#{path} opens")
 
       nil when results == [] ->
-        error(
-          :fastrpc_device,
-          "no #{dev}/fastrpc-cdsp* or #{dev}/adsprpc-smd",
-          "use a kernel with the FastRPC driver and the CDSP enabled in the device tree"
-        )
+        if root != nil and not File.dir?(dev),
+          do: not_running(:fastrpc_device, root, dev),
+          else:
+            error(
+              :fastrpc_device,
+              "no #{dev}/fastrpc-cdsp* or #{dev}/adsprpc-smd",
+              "use a kernel with the FastRPC driver and the CDSP enabled in the device tree"
+            )
 
       nil ->
         error(
@@ -447,14 +454,20 @@ defmodule HexagonTpu.Diagnosis do
           nil
       end
 
-    if found,
-      do: ok(:cdsprpcd, "running (pid #{found})"),
-      else:
+    cond do
+      found ->
+        ok(:cdsprpcd, "running (pid #{found})")
+
+      root != nil and not File.dir?(proc) ->
+        not_running(:cdsprpcd, root, proc)
+
+      true ->
         error(
           :cdsprpcd,
           "no cdsprpcd process in #{proc}",
           "start cdsprpcd (Qualcomm's FastRPC daemon for the CDSP) before the VM uses the NPU"
         )
+    end
   end
 
   defp pid?(name), do: name != "" and String.match?(name, ~r/^\d+$/)
@@ -476,18 +489,14 @@ defmodule HexagonTpu.Diagnosis do
   end
 
   defp remote_heap(root) do
-    trees =
-      ["/proc/device-tree", "/sys/firmware/devicetree/base"]
-      |> Enum.map(&in_root(root, &1))
-      |> Enum.filter(&File.dir?/1)
+    places = Enum.map(["/proc/device-tree", "/sys/firmware/devicetree/base"], &in_root(root, &1))
+    mounts = Enum.map(["/proc", "/sys"], &in_root(root, &1))
 
-    case trees do
+    case Enum.filter(places, &File.dir?/1) do
       [] ->
-        error(
-          :remote_heap,
-          "no device tree (/proc/device-tree, /sys/firmware/devicetree/base)",
-          "boot with a device tree that has the CDSP's cdsp-rpc-remote-heap node"
-        )
+        if root == nil or Enum.any?(mounts, &File.dir?/1),
+          do: no_device_tree(places),
+          else: not_running(:remote_heap, root, Enum.join(mounts, " or "))
 
       [tree | _] ->
         case find_node(tree) do
@@ -502,6 +511,24 @@ defmodule HexagonTpu.Diagnosis do
             )
         end
     end
+  end
+
+  defp no_device_tree(places) do
+    error(
+      :remote_heap,
+      "no device tree (#{Enum.join(places, ", ")})",
+      "boot with a device tree that has the CDSP's cdsp-rpc-remote-heap node"
+    )
+  end
+
+  # `root` lacks `path`, which the kernel provides on a running system (/dev, /proc, /sys): it
+  # is an overlay or an image, and its devices, processes and device tree exist only on the board.
+  defp not_running(name, root, path) do
+    error(
+      name,
+      "no #{path}: #{root} is not the root of a running system",
+      "run the doctor on the board (HexagonTpu.diagnose/1 in IEx)"
+    )
   end
 
   # Breadth-first, directories only, symlinks not followed, bounded in depth and entries.
