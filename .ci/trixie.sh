@@ -26,7 +26,8 @@
 #   unless it says otherwise), and the host's resolv.conf.
 # Set for the script: HOME=/root, PATH with cargo's bin, LANG=C.UTF-8, CI, HEX_OFFLINE=1,
 # CARGO_HOME, RUSTUP_HOME, CARGO_TARGET_DIR, CARGO_TERM_COLOR=never, HEXAGON_TPU_HEX_SOURCES,
-# CARGO_HTTP_CAINFO, PIP_CERT and SSL_CERT_FILE (the CA bundle),
+# CARGO_HTTP_CAINFO, PIP_CERT and SSL_CERT_FILE (the CA bundle), PYTHONDONTWRITEBYTECODE=1 (no
+# __pycache__ in the checkout's priv/compile, which the package ships),
 # and the NAME=VALUE pairs given to trixie_run.
 
 trixie_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -217,6 +218,7 @@ trixie_run() {
       CI="${CI:-}" HEX_OFFLINE=1 HEXAGON_TPU_HEX_SOURCES="$hex" \
       CARGO_HOME="$cargo_home" RUSTUP_HOME="$rustup_home" CARGO_TARGET_DIR="$target_dir" \
       CARGO_TERM_COLOR=never CARGO_HTTP_CAINFO="$cert" PIP_CERT="$cert" SSL_CERT_FILE="$cert" \
+      PYTHONDONTWRITEBYTECODE=1 \
       "${envs[@]}" \
       /bin/bash -euo pipefail -c "cd \"\$0\"; $script" "$src" "$@"
   ' bash "$trixie_rootfs" "$trixie_root" "$trixie_hex" "$trixie_cargo_home" "$trixie_rustup_home" \
