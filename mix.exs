@@ -35,18 +35,46 @@ defmodule HexagonTpu.MixProject do
 
   # HEXAGON_TPU_OFFLINE=1 builds without any Hex package (machines without hex.pm, air-gapped
   # Nerves builds): the NIF comes from priv/native/ (built with cargo), Nx integration is left
-  # out and telemetry calls are no-ops. See README, "Developing on a host".
+  # out and telemetry calls are no-ops. HEXAGON_TPU_HEX_SOURCES=DIR keeps Hex mode but takes
+  # each Hex package from its sources in DIR/<name> (../shared/hex in CI: .ci/elixir-1.18.sh), as
+  # a path dependency with override: true, with the packages they need in turn; Hex must be
+  # installed and HEX_OFFLINE=1 set. See README, "Developing on a host".
   defp deps do
-    if offline?() do
-      []
-    else
-      [
-        {:rustler_precompiled, "~> 0.8"},
-        {:rustler, ">= 0.36.2", optional: true},
-        {:telemetry, "~> 1.0"},
-        {:nx, "~> 0.7", optional: true},
-        {:ex_doc, "~> 0.34", only: :dev, runtime: false}
-      ]
+    cond do
+      offline?() -> []
+      sources = hex_sources() -> from_sources(hex_deps(), sources)
+      true -> hex_deps()
+    end
+  end
+
+  defp hex_deps do
+    [
+      {:rustler_precompiled, "~> 0.8"},
+      {:rustler, ">= 0.36.2", optional: true},
+      {:telemetry, "~> 1.0"},
+      {:nx, "~> 0.7", optional: true},
+      {:ex_doc, "~> 0.34", only: :dev, runtime: false}
+    ]
+  end
+
+  # What the packages above need from Hex in turn (rustler_precompiled: castore; rustler: jason;
+  # nx: complex), which a path dependency's own Hex requirements would otherwise fetch.
+  @nested [:castore, :jason, :complex]
+
+  # Each dependency whose sources are in `dir` as a path one (its version requirement kept and
+  # checked), the others (ex_doc) left out.
+  defp from_sources(deps, dir) do
+    for dep <- deps ++ Enum.map(@nested, &{&1, ">= 0.0.0"}),
+        {name, requirement, opts} = with({name, req} <- dep, do: {name, req, []}),
+        path = Path.join(dir, Atom.to_string(name)),
+        File.dir?(path),
+        do: {name, requirement, Keyword.merge(opts, path: path, override: true)}
+  end
+
+  defp hex_sources do
+    case System.get_env("HEXAGON_TPU_HEX_SOURCES") do
+      dir when dir in [nil, ""] -> nil
+      dir -> Path.expand(dir)
     end
   end
 

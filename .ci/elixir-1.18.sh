@@ -1,179 +1,82 @@
 #!/usr/bin/env bash
-# The offline ExUnit suite on a second Elixir: Debian 13 (trixie) packages Elixir 1.18 on
-# OTP 27. Builds a trixie root filesystem once (debootstrap, cached on the machine) and runs,
-# inside it, `mix compile --force --warnings-as-errors`, `mix format --check-formatted` and
-# `mix test --warnings-as-errors` against the NIF, qnn_sim and its model builder that the
-# host built into priv/native/ (bash scripts/test.sh, or this script builds them): that also
-# proves the NIF built on bookworm loads under trixie's newer glibc.
+# The whole ExUnit suite on a second Elixir, in Hex mode: Debian 13 (trixie) packages Elixir
+# 1.18 on OTP 27 (.ci/trixie.sh builds and caches the root filesystem). Inside it:
 #
-# Runs as root (debootstrap, chroot, mounts). Everything it mounts lives in a private mount
-# namespace (unshare), so nothing stays mounted on the host, even when the run is killed.
+#   * the Hex packages come from their sources (HEXAGON_TPU_HEX_SOURCES: ../shared/hex, mounted
+#     read-only), as path dependencies (mix.exs), with Hex installed and HEX_OFFLINE=1: Hex mode
+#     in everything but the fetch. Nx, complex and the real :telemetry are there, so the :nx
+#     tests and the telemetry tests against :telemetry itself run;
+#   * the NIF is RustlerPrecompiled's forced build (HEXAGON_TPU_BUILD=1): Rustler runs cargo
+#     (the host's Rust toolchain, mounted) with the test-support feature, into
+#     priv/native/hexagon_tpu_nif.so;
+#   * Qualcomm's libraries: a QNN venv made inside the root filesystem with trixie's Python 3.13
+#     from the same pins (priv/compile/requirements.txt), once per root filesystem, by
+#     `mix hexagon_tpu.compile --setup` (the host's venv is Python 3.11's, which trixie lacks),
+#     so the :qnn_host suite runs too. The wheel cache ($cache/wheels) is the host's, mounted;
+#   * `mix compile --force --warnings-as-errors`, `mix format --check-formatted` and
+#     `mix test --warnings-as-errors` against qnn_sim and its model builder that the host built
+#     into priv/native/ (bash scripts/test.sh, or this script builds them).
 #
-# Cache: ${XDG_CACHE_HOME:-~/.cache}/hexagon_tpu/trixie (a symlink to the current root
-# filesystem). It is rebuilt when missing, broken, built from another recipe (suite, mirror,
-# packages, this script's build steps), or older than HEXAGON_TPU_TRIXIE_MAX_AGE_DAYS (30),
-# so security updates arrive. A new root filesystem is built beside the old one and swapped in
-# by renaming the symlink; a lock keeps concurrent runs from building twice. The Mix build of
-# this run goes to _build/elixir-1.18/ in the checkout, apart from the host's _build/test.
+# The exit tests run once per method and state here (HEXAGON_TPU_EXIT_RUNS=1; 5 on the host):
+# the Debian 12 leg runs the statistical sweep of the same native exit path (80 child VMs on
+# the emulator, about 5 of its 8.5 minutes), which the Elixir version does not change; here a
+# run per case proves the children start and stop on OTP 27, within CI's time budget.
 #
-# The suite's :hex_sources tests (test/nif_not_loaded_hex_test.exs) run here, on the Hex
-# packages' sources in HEXAGON_TPU_HEX_SOURCES (default: ../shared/hex beside the checkout, or
-# beside the repository it was cloned from), mounted read-only.
+# A full run (no arguments) fails unless the :nx and :qnn_host tests ran (HEXAGON_TPU_TEST_REPORT,
+# test/support/run_report.ex); its counts are in _build/elixir-1.18/test-report, printed last.
+# The Mix build goes to _build/elixir-1.18/ in the checkout, apart from the host's _build/test.
 #
 # Extra arguments go to `mix test`, e.g. bash .ci/elixir-1.18.sh test/stats_test.exs
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-suite=trixie
-mirror="${HEXAGON_TPU_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-# What the suite needs: Elixir and the erts headers (no compiler: the host builds the NIF).
-packages=elixir,erlang-dev
-max_age_days="${HEXAGON_TPU_TRIXIE_MAX_AGE_DAYS:-30}"
-cache="${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/hexagon_tpu"
-link="$cache/$suite"
-# The inputs of a build: a change in any of them makes the cached root filesystem stale.
-recipe="suite=$suite mirror=$mirror packages=$packages variant=minbase build=2"
-recipe_id="$(printf '%s' "$recipe" | sha256sum | cut -c1-12)"
+trixie_label=elixir-1.18
+# shellcheck source=.ci/trixie.sh
+source "$(dirname "${BASH_SOURCE[0]}")/trixie.sh"
+root="$trixie_root"
+report="$root/_build/elixir-1.18/test-report"
 
-log() { printf '[elixir-1.18] %s\n' "$*"; }
-die() {
-  printf 'elixir-1.18.sh: %s\n' "$*" >&2
-  exit 1
-}
-
-[ "$(id -u)" = 0 ] || die "must run as root (debootstrap, chroot and mounts)"
-for tool in unshare chroot flock; do
-  command -v "$tool" >/dev/null || die "'$tool' not found (util-linux / coreutils)"
-done
-if ! command -v debootstrap >/dev/null; then
-  log "installing debootstrap"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
-fi
-
-mkdir -p "$cache"
-exec 9>"$cache/.$suite.lock"
-flock 9
-
-# A usable cache: the link resolves to a finished build of this recipe, young enough, whose
-# Elixir starts.
-fresh() {
-  local dir stamp
-  dir="$(readlink -f "$link" 2>/dev/null)" || return 1
-  stamp="$dir/.hexagon_tpu-recipe"
-  [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$recipe" ] || return 1
-  [ -z "$(find "$stamp" -mtime "+$max_age_days")" ] || return 1
-  [ -x "$dir/usr/bin/elixir" ] || return 1
-}
-
-build_rootfs() {
-  local new
-  new="$cache/$suite-$recipe_id-$(date +%Y%m%d%H%M%S)"
-  rm -rf "$new"
-  log "building the $suite root filesystem in $new (once; cached)"
-  # In a private mount namespace: debootstrap's own /proc and /sys mounts cannot outlive it.
-  if ! unshare --mount --propagation private \
-    debootstrap --variant=minbase --include="$packages" "$suite" "$new" "$mirror" \
-    >"$cache/$suite-debootstrap.log" 2>&1; then
-    tail -n 30 "$cache/$suite-debootstrap.log" >&2
-    rm -rf "$new"
-    die "debootstrap failed (full log: $cache/$suite-debootstrap.log)"
-  fi
-  # Smaller and quicker to reuse: no package lists or downloaded .debs.
-  rm -rf "$new"/var/cache/apt/archives/*.deb "$new"/var/lib/apt/lists/*
-  printf '%s' "$recipe" >"$new/.hexagon_tpu-recipe"
-  # Swap the link atomically, then drop every other build.
-  ln -sfn "$(basename "$new")" "$link.tmp"
-  mv -T "$link.tmp" "$link"
-  local dir
-  for dir in "$cache/$suite"-*; do
-    [ "$dir" = "$new" ] || [ ! -d "$dir" ] || rm -rf --one-file-system "$dir"
-  done
-}
-
-if fresh; then
-  log "cached $suite root filesystem: $(readlink -f "$link")"
-else
-  build_rootfs
-fi
-rootfs="$(readlink -f "$link")"
+trixie_prepare
 
 # The host-built artifacts the suite loads; build them if the host has not yet.
-for file in libhexagon_tpu_nif.so libqnn_sim.so qnn-sim-build; do
+for file in libqnn_sim.so qnn-sim-build; do
   if [ ! -f "$root/priv/native/$file" ]; then
-    log "priv/native/$file is missing: building the workspace on the host"
+    trixie_log "priv/native/$file is missing: building the workspace on the host"
     (cd "$root/native/hexagon_tpu_nif" && cargo build --workspace --features hexagon_tpu_nif/test-support)
     "$root/scripts/install-native.sh"
     break
   fi
 done
 
-# Inside a private mount namespace with its own PID namespace: /proc, /sys, /dev and the
-# checkout are mounted for the chroot only and disappear with it. The trap unmounts them
-# too (in reverse order), should the namespace outlive the chroot for any reason.
-inner=$(
-  cat <<'EOF'
-set -euo pipefail
-rootfs="$1" src="$2" hex="$3"
-shift 3
-mounted=()
-cleanup() {
-  local i
-  for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[$i]}" || true; done
-}
-trap cleanup EXIT
-mnt() { mount "$@"; mounted+=("${!#}"); }
-mnt -t proc proc "$rootfs/proc"
-mnt -t sysfs -o ro sysfs "$rootfs/sys"
-mnt --rbind /dev "$rootfs/dev"
-mnt -t tmpfs tmpfs "$rootfs/tmp"
-mkdir -p "$rootfs$src"
-mnt --bind "$src" "$rootfs$src"
-if [ -n "$hex" ]; then
-  mkdir -p "$rootfs$hex"
-  mnt --bind "$hex" "$rootfs$hex"
-  mount -o remount,bind,ro "$rootfs$hex"
-fi
-chroot "$rootfs" /usr/bin/env -i \
-  HOME=/root PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 TERM=dumb CI="${CI:-}" \
-  HEXAGON_TPU_OFFLINE=1 MIX_ENV=test MIX_BUILD_ROOT="$src/_build/elixir-1.18" \
-  HEXAGON_TPU_HEX_SOURCES="$hex" \
-  /bin/bash -euo pipefail -c '
-    cd "$1"
-    shift
-    elixir --version | tail -n 1
-    echo "==> mix compile --force --warnings-as-errors (Elixir 1.18)"
-    mix compile --force --warnings-as-errors
-    echo "==> mix format --check-formatted (Elixir 1.18)"
-    mix format --check-formatted
-    echo "==> mix test --warnings-as-errors (Elixir 1.18, offline, qnn_sim)"
-    mix test --warnings-as-errors "$@"
-  ' bash "$src" "$@"
-EOF
-)
+# The host's wheel cache (the older QAIRT wheel of test/support/qnn_host.ex), at the path the
+# venv's cache folder inside has it.
+host_wheels="$trixie_cache/wheels"
+mkdir -p "$host_wheels"
+TRIXIE_MOUNTS=("$host_wheels:rw:/root/.cache/hexagon_tpu/wheels")
 
-# The Hex packages' sources (/work/shared/hex/README.md), mounted read-only for
-# test/nif_not_loaded_hex_test.exs: RustlerPrecompiled's and Rustler's loaders with a NIF that
-# cannot load. They sit beside the checkout (../shared/hex); CI runs on a clone in a temporary
-# folder, so beside the repository it was cloned from is looked at too. Without them the
-# :hex_sources tests are excluded, with a notice.
-hex_candidates=("${HEXAGON_TPU_HEX_SOURCES:-}" "$root/../shared/hex")
-origin="$(git -C "$root" remote get-url origin 2>/dev/null || true)"
-origin="${origin#file://}"
-[ -d "$origin" ] && hex_candidates+=("$origin/../shared/hex")
-hex=""
-for candidate in "${hex_candidates[@]}"; do
-  if [ -n "$candidate" ] && [ -d "$candidate/rustler_precompiled" ]; then
-    hex="$(cd "$candidate" && pwd)"
-    break
-  fi
-done
-if [ -n "$hex" ]; then
-  log "the Hex packages' sources: $hex"
-else
-  log "NOTICE: no Hex packages' sources (HEXAGON_TPU_HEX_SOURCES, ../shared/hex beside the checkout or its origin): the :hex_sources tests are excluded"
-fi
+rm -f "$report"
+trixie_log "running the suite in $trixie_rootfs"
+started=$SECONDS
+# shellcheck disable=SC2016 # expanded inside the chroot
+trixie_run MIX_ENV=test HEXAGON_TPU_BUILD=1 MIX_BUILD_ROOT="$root/_build/elixir-1.18" \
+  HEXAGON_TPU_EXIT_RUNS=1 HEXAGON_TPU_TEST_REPORT="$report" -- '
+  elixir --version | tail -n 1
+  echo "==> mix compile --force --warnings-as-errors (Elixir 1.18, Hex mode: deps from $HEXAGON_TPU_HEX_SOURCES, the NIF built by Rustler)"
+  mix compile --force --warnings-as-errors
+  echo "==> mix format --check-formatted (Elixir 1.18)"
+  mix format --check-formatted
+  echo "==> Qualcomm'"'"'s QNN stack: mix hexagon_tpu.compile --setup (a venv of Python 3.13, once per root filesystem)"
+  mix hexagon_tpu.compile --setup | sed -n "s/^qnn_lib_dir: /the :qnn_host suite runs on /p"
+  echo "==> mix test --warnings-as-errors (Elixir 1.18, Hex mode: Nx, :telemetry, qnn_sim, the HTP emulator)"
+  mix test --warnings-as-errors "$@"
+' "$@"
+trixie_log "the suite took $((SECONDS - started)) s"
 
-log "running the suite in $rootfs"
-unshare --mount --propagation private --pid --fork \
-  bash -c "$inner" bash "$rootfs" "$root" "$hex" "$@"
+[ -f "$report" ] || trixie_die "the suite wrote no report ($report)"
+trixie_log "Debian 13, Elixir 1.18 / OTP 27, Hex mode: $(cat "$report")"
+if [ "$#" -eq 0 ]; then
+  # A full run must have run the tests the leg exists for, and failed none.
+  for tag in nx qnn_host hex_sources; do
+    count="$(grep -oE "(^| )$tag=[0-9]+" "$report" | cut -d= -f2)"
+    [ "${count:-0}" -gt 0 ] || trixie_die "no test tagged :$tag ran on the Debian 13 leg ($(cat "$report"))"
+  done
+fi

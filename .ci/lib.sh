@@ -24,3 +24,28 @@ export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
 export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
 export AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+
+# stage_package DEST: copies into DEST exactly the files mix.exs's package lists (what a Hex
+# user gets), modification times kept (cargo then reuses a build from the same path). Run from
+# the repository's root. The checksum file is not in the repository: the release writes it.
+stage_package() {
+  local dest=$1 files entry path matched
+  files=$(HEXAGON_TPU_OFFLINE=1 mix run --no-compile --no-deps-check --no-start \
+    -e 'IO.puts(Enum.join(Mix.Project.config()[:package][:files], "\n"))')
+  echo "package files:"
+  printf '%s\n' "$files" | sed 's/^/  /'
+  mkdir -p "$dest"
+  while IFS= read -r entry; do
+    matched=0
+    for path in $entry; do # globs such as checksum-*.exs
+      [[ -e "$path" ]] || continue
+      matched=1
+      mkdir -p "$dest/$(dirname "$path")"
+      cp -Rp "$path" "$dest/$path"
+    done
+    if [[ $matched == 0 && "$entry" != checksum-*.exs ]]; then
+      echo "error: mix.exs lists '$entry', which does not exist" >&2
+      exit 1
+    fi
+  done <<<"$files"
+}

@@ -9,26 +9,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-files=$(HEXAGON_TPU_OFFLINE=1 mix run --no-compile --no-deps-check --no-start \
-  -e 'IO.puts(Enum.join(Mix.Project.config()[:package][:files], "\n"))')
-echo "package files:"
-sed 's/^/  /' <<<"$files"
+# shellcheck source=.ci/lib.sh
+source .ci/lib.sh
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-while IFS= read -r entry; do
-  matched=0
-  for path in $entry; do # globs such as checksum-*.exs
-    [[ -e "$path" ]] || continue
-    matched=1
-    mkdir -p "$stage/$(dirname "$path")"
-    cp -R "$path" "$stage/$path"
-  done
-  if [[ $matched == 0 && "$entry" != checksum-*.exs ]]; then
-    echo "package-check: mix.exs lists '$entry', which does not exist" >&2
-    exit 1
-  fi
-done <<<"$files"
+stage_package "$stage"
 
 shipped_tests() {
   find "$stage" -path '*qnn_sim*' -o -path '*qnn_tests*' -o -path '*/tests/*' -o -name '*_test.exs'

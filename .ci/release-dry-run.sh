@@ -5,6 +5,7 @@
 # repository).
 #
 #   .ci/release-dry-run.sh                 build, package, verify, print the checksum file
+#                                          (into RELEASE_OUT_DIR if set, else a temporary one)
 #   .ci/release-dry-run.sh verify DIR OUT  verify the artifacts in DIR and write the checksum
 #                                          file OUT (the release workflow uses this)
 #   .ci/release-dry-run.sh version         print @version from mix.exs (checked against Cargo.toml)
@@ -185,7 +186,14 @@ check_nif_feature() {
 dry_run() {
   local version out_dir
   version=$(project_version)
-  out_dir=$(mktemp -d "${TMPDIR:-/tmp}/hexagon_tpu-release.XXXXXX")
+  # RELEASE_OUT_DIR: where to put them (.ci/run hands it to .ci/hex-install.sh); a new
+  # temporary directory otherwise.
+  if [ -n "${RELEASE_OUT_DIR:-}" ]; then
+    out_dir=$RELEASE_OUT_DIR
+    mkdir -p "$out_dir"
+  else
+    out_dir=$(mktemp -d "${TMPDIR:-/tmp}/hexagon_tpu-release.XXXXXX")
+  fi
   log "release dry run for v$version into $out_dir (target dir $TARGET_DIR)"
 
   apt_install gcc-aarch64-linux-gnu libc6-dev-arm64-cross binutils

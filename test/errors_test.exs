@@ -132,8 +132,9 @@ defmodule HexagonTpu.ErrorsTest do
     end
 
     test "a library that is not a QNN backend" do
-      # the NIF itself: a valid shared library without QnnInterface_getProviders
-      not_qnn = Path.join(Support.priv_native(), "libhexagon_tpu_nif.so")
+      # the NIF itself, whichever loader put it where (offline: libhexagon_tpu_nif.so; a forced
+      # build: hexagon_tpu_nif.so): a valid shared library without QnnInterface_getProviders
+      not_qnn = HexagonTpu.Native.nif_path()
 
       Runtime.create(lib_path: not_qnn, system_lib_path: Support.sim_lib())
       |> assert_error(:missing_symbol, "QnnInterface_getProviders")

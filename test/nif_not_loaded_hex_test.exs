@@ -82,6 +82,8 @@ defmodule HexagonTpu.NifNotLoadedHexTest do
       {"MIX_BUILD_PATH", nil},
       {"MIX_DEPS_PATH", nil},
       {"HEXAGON_TPU_OFFLINE", nil},
+      {"HEXAGON_TPU_HEX_SOURCES", nil},
+      {"HEXAGON_TPU_NIF_BASE_URL", nil},
       {"HEXAGON_TPU_BUILD", nil},
       {"RUSTLER_PRECOMPILED_FORCE_BUILD_ALL", nil}
       | for(var <- ~w(HTTP_PROXY http_proxy HTTPS_PROXY https_proxy), do: {var, nil})

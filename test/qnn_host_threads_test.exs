@@ -18,12 +18,10 @@ defmodule HexagonTpu.QnnHostThreadsTest do
 
   test "no handle is freed off its thread, and nothing of QNN's reaches stdout, across GC frees, closes under dirty-IO load and an orderly VM stop",
        %{u8: u8} do
-    ebin = Path.dirname(:code.which(HexagonTpu))
-
     {output, status} =
       System.cmd(
         System.find_executable("elixir"),
-        ["-pa", ebin, @child, QnnHost.lib_dir(), u8.bin],
+        Support.child_code_path() ++ [@child, QnnHost.lib_dir(), u8.bin],
         stderr_to_stdout: true,
         env: [{"HEXAGON_TPU_OFFLINE", "1"}]
       )

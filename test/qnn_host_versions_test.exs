@@ -12,7 +12,7 @@ defmodule HexagonTpu.QnnHostVersionsTest do
   import ExUnit.CaptureIO
 
   alias HexagonTpu.{Compiler, Context, Graph}
-  alias HexagonTpu.Test.QnnHost
+  alias HexagonTpu.Test.{QnnHost, Support}
 
   @child Path.expand("support/qnn_version_child.exs", __DIR__)
 
@@ -138,11 +138,12 @@ defmodule HexagonTpu.QnnHostVersionsTest do
   # Runs test/support/qnn_version_child.exs on the libraries in lib_dir: each binary loaded
   # and run once on its raw inputs. Returns the child's output (its Logger lines included).
   defp child!(lib_dir, runs) do
-    ebin = Path.dirname(:code.which(HexagonTpu))
     args = for {bin, inputs} <- runs, do: "#{bin}:#{hex(inputs)}"
 
     {output, status} =
-      System.cmd(System.find_executable("elixir"), ["-pa", ebin, @child, lib_dir | args],
+      System.cmd(
+        System.find_executable("elixir"),
+        Support.child_code_path() ++ [@child, lib_dir | args],
         stderr_to_stdout: true,
         env: [{"HEXAGON_TPU_OFFLINE", "1"}]
       )

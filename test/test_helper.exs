@@ -54,4 +54,10 @@ exclude =
       exclude
   end
 
-ExUnit.start(exclude: exclude)
+# HEXAGON_TPU_TEST_REPORT=FILE: the run's counts, per tag too, written to FILE (RunReport).
+formatters =
+  if System.get_env("HEXAGON_TPU_TEST_REPORT") in [nil, ""],
+    do: [ExUnit.CLIFormatter],
+    else: [ExUnit.CLIFormatter, HexagonTpu.Test.RunReport]
+
+ExUnit.start(exclude: exclude, formatters: formatters)

@@ -46,7 +46,15 @@ defmodule HexagonTpu.Native.Loader do
       use RustlerPrecompiled,
         otp_app: :hexagon_tpu,
         crate: "hexagon_tpu_nif",
-        base_url: unquote("#{github}/releases/download/v#{version}"),
+        # A mirror of the release's artifacts (air-gapped and Nerves builds, CI): the folder
+        # holding the .tar.gz files. Read when hexagon_tpu compiles (README, "A mirror of the
+        # precompiled NIFs"); the checksums stay the package's checksum-*.exs.
+        base_url:
+          HexagonTpu.Native.Loader.base_url(
+            System.get_env("HEXAGON_TPU_NIF_BASE_URL"),
+            Application.compile_env(:hexagon_tpu, :nif_base_url),
+            unquote("#{github}/releases/download/v#{version}")
+          ),
         version: unquote(version),
         force_build:
           System.get_env("HEXAGON_TPU_BUILD") in ["1", "true"] or
@@ -56,6 +64,18 @@ defmodule HexagonTpu.Native.Loader do
         # Passed to Rustler by a forced build. Only this repository's own test runs add the
         # test-support NIF: a dependency compiles in MIX_ENV=prod.
         features: unquote(test_features())
+    end
+  end
+
+  @doc false
+  # The NIF artifacts' folder: HEXAGON_TPU_NIF_BASE_URL, else `config :hexagon_tpu,
+  # :nif_base_url`, else the GitHub release.
+  @spec base_url(String.t() | nil, String.t() | nil, String.t()) :: String.t()
+  def base_url(env, config, release) do
+    cond do
+      env not in [nil, ""] -> String.trim_trailing(env, "/")
+      is_binary(config) and config != "" -> String.trim_trailing(config, "/")
+      true -> release
     end
   end
 

@@ -30,7 +30,6 @@ defmodule HexagonTpu.Test.ExitRuns do
 
   @doc "One child run."
   def run_one(args, method, status, timeout_ms \\ 180_000) do
-    ebin = Path.dirname(:code.which(HexagonTpu))
     started = System.monotonic_time(:millisecond)
 
     port =
@@ -39,7 +38,9 @@ defmodule HexagonTpu.Test.ExitRuns do
         :exit_status,
         :stderr_to_stdout,
         :hide,
-        args: ["-pa", ebin, @child | args] ++ [Integer.to_string(status)],
+        args:
+          HexagonTpu.Test.Support.child_code_path() ++
+            [@child | args] ++ [Integer.to_string(status)],
         env: [{~c"HEXAGON_TPU_OFFLINE", ~c"1"}]
       ])
 

@@ -8,6 +8,26 @@ defmodule HexagonTpu.Test.Support do
 
   def priv_native, do: Path.join(to_string(:code.priv_dir(:hexagon_tpu)), "native")
 
+  @doc """
+  The ebin folders of every application this build compiled besides hexagon_tpu: none offline;
+  in Hex mode rustler_precompiled, telemetry, Nx and the rest, which hexagon_tpu's .app file
+  names, so a child VM cannot start hexagon_tpu without them.
+  """
+  def dep_ebins do
+    own = Path.expand(Path.dirname(:code.which(HexagonTpu)))
+
+    Mix.Project.build_path()
+    |> Path.join("lib/*/ebin")
+    |> Path.wildcard()
+    |> Enum.map(&Path.expand/1)
+    |> Enum.reject(&(&1 == own))
+  end
+
+  @doc "The `-pa` arguments of a child VM: hexagon_tpu's ebin first, then its dependencies'."
+  def child_code_path do
+    Enum.flat_map([Path.dirname(:code.which(HexagonTpu)) | dep_ebins()], &["-pa", &1])
+  end
+
   @doc "qnn_sim's library (serves as both the backend and the system library)."
   def sim_lib,
     do: System.get_env("HEXAGON_TPU_SIM_LIB") || Path.join(priv_native(), "libqnn_sim.so")
