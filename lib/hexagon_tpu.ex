@@ -44,7 +44,18 @@ defmodule HexagonTpu do
   ends up whole in a log.
   """
 
-  alias HexagonTpu.{Args, Context, Diagnosis, Error, Graph, ModelInfo, Native, Runtime, Site}
+  alias HexagonTpu.{
+    Args,
+    Batch,
+    Context,
+    Diagnosis,
+    Error,
+    Graph,
+    ModelInfo,
+    Native,
+    Runtime,
+    Site
+  }
 
   @runtime_opts [:lib_path, :system_lib_path, :log_level]
 
@@ -182,20 +193,66 @@ defmodule HexagonTpu do
   `quantize: :none` / `dequantize: :none` pass the model's own types through. See
   `HexagonTpu.Graph.execute/3` for the accepted values and every option.
 
+  ## Batches
+
+  With Nx tensors, `predict/3` also runs batches that the model's own shape does not take, as
+  several executes of the model (pipelined: the next execute waits on the graph's own thread
+  while this one runs), and puts the outputs back together:
+
+    * **The batch axis is the leading one.** An input of the model's rank whose trailing
+      dimensions match and whose first differs (`{4, 16}` for a `{1, 16}` input) is a batch of
+      4. A model whose leading dimension is N takes N entries per execute: fewer are padded with
+      zeros, more run in chunks of N, the last one padded.
+    * **Inputs given with the model's own shape** are used as they are by every execute (a
+      shared parameter); every batched input must have the same batch size.
+    * **Outputs**: an output whose leading dimension is the model's N is concatenated along it
+      and cut to the batch's size (`{4, 10}` from four `{1, 10}`); any other output is stacked,
+      one entry per execute (`{4, 10}` from four `{10}`). Binary outputs (`output: :binary`,
+      4-bit types) are joined the same way, byte for byte.
+    * **Vectorized tensors** (`Nx.vectorize/2`) whose entries have the model's shape run entry
+      by entry, and the outputs come back vectorized with the same axes. Entries of another
+      shape are refused with a message that says "vectorized".
+
+  A batch whose inputs disagree is an `:invalid_input` naming them. The first execute that
+  fails stops the batch with its error. Each execute is its own
+  `[:hexagon_tpu, :graph, :execute]` telemetry span. Binaries carry no shape, so they never
+  batch; `HexagonTpu.Graph.execute/3` runs exactly one execute.
+
   ## Examples
 
       {:ok, [scores]} = HexagonTpu.predict(model, [image])
       {:ok, [boxes, classes]} = HexagonTpu.predict(model, %{"image" => image})
+      # a {1, 224, 224, 3} model, eight images: scores {8, 1000}
+      {:ok, [scores]} = HexagonTpu.predict(model, [Nx.concatenate(images)])
   """
   @spec predict(model(), [Graph.input()] | map(), [Graph.execute_option()]) ::
           {:ok, [Graph.output()]} | {:error, Error.t()}
-  def predict(model, inputs, opts \\ []),
-    do: Graph.execute(model, inputs, opts, "HexagonTpu.predict/3")
+  def predict(model, inputs, opts \\ []), do: predict(model, inputs, opts, "HexagonTpu.predict/3")
 
   @doc "Like `predict/3`, but raises `HexagonTpu.Error`."
   @spec predict!(model(), [Graph.input()] | map(), [Graph.execute_option()]) :: [Graph.output()]
   def predict!(model, inputs, opts \\ []),
-    do: model |> Graph.execute(inputs, opts, "HexagonTpu.predict!/3") |> Error.unwrap!()
+    do: model |> predict(inputs, opts, "HexagonTpu.predict!/3") |> Error.unwrap!()
+
+  # One execute, or a batch (HexagonTpu.Batch) when Nx tensors say so. Arguments are checked
+  # first, so a wrong one raises here, not inside a batch's tasks.
+  defp predict(model, inputs, opts, fun) do
+    model = Args.handle!(model, Graph, "`graph`", fun)
+    _ = Graph.execute_options!(opts, fun)
+
+    case Graph.order_inputs(model, inputs) do
+      {:ok, ordered} ->
+        case Batch.plan(model, ordered) do
+          :single -> Graph.execute(model, ordered, opts, fun)
+          {:ok, plan} -> Batch.run(model, plan, ordered, opts, fun)
+          {:error, %Error{}} = error -> error
+        end
+
+      # Refused as any execute refuses it (and reported to telemetry the same way).
+      {:error, %Error{}} ->
+        Graph.execute(model, inputs, opts, fun)
+    end
+  end
 
   @doc """
   Whether inference can run here: the NIF is loaded and the backend libraries open.

@@ -175,13 +175,7 @@ defmodule HexagonTpu.Graph do
   @spec execute(t(), term(), term(), String.t()) :: {:ok, [output()]} | {:error, Error.t()}
   def execute(graph, inputs, opts, fun) do
     graph = Args.handle!(graph, __MODULE__, "`graph`", fun)
-
-    opts =
-      Args.keyword!(opts, [quantize: :auto, dequantize: :auto, output: default_output()], fun)
-
-    quantize = option!(opts, :quantize, [:auto, :none], fun)
-    dequantize = option!(opts, :dequantize, [:auto, :none], fun)
-    output = option!(opts, :output, output_kinds(), fun)
+    %{quantize: quantize, dequantize: dequantize, output: output} = execute_options!(opts, fun)
 
     Telemetry.span(
       [:hexagon_tpu, :graph, :execute],
@@ -196,6 +190,24 @@ defmodule HexagonTpu.Graph do
         end
       end
     )
+  end
+
+  @doc false
+  # The options of execute/3, checked (an ArgumentError naming `fun` for a wrong one).
+  @spec execute_options!(term(), String.t()) :: %{
+          quantize: :auto | :none,
+          dequantize: :auto | :none,
+          output: :tensor | :binary
+        }
+  def execute_options!(opts, fun) do
+    opts =
+      Args.keyword!(opts, [quantize: :auto, dequantize: :auto, output: default_output()], fun)
+
+    %{
+      quantize: option!(opts, :quantize, [:auto, :none], fun),
+      dequantize: option!(opts, :dequantize, [:auto, :none], fun),
+      output: option!(opts, :output, output_kinds(), fun)
+    }
   end
 
   @doc "Like `execute/3`, but raises `HexagonTpu.Error`."
@@ -232,7 +244,10 @@ defmodule HexagonTpu.Graph do
     end
   end
 
-  defp order_inputs(graph, inputs) when is_list(inputs) do
+  @doc false
+  # The inputs as a list in the graph's order, from a list or a map by name.
+  @spec order_inputs(t(), term()) :: {:ok, list()} | {:error, Error.t()}
+  def order_inputs(graph, inputs) when is_list(inputs) do
     if proper_length(inputs),
       do: {:ok, inputs},
       else:
@@ -241,13 +256,13 @@ defmodule HexagonTpu.Graph do
         )
   end
 
-  defp order_inputs(graph, inputs) when is_map(inputs) and not is_struct(inputs) do
+  def order_inputs(graph, inputs) when is_map(inputs) and not is_struct(inputs) do
     with {:ok, by_name} <- inputs_by_name(graph, inputs) do
       order_by_name(graph, by_name)
     end
   end
 
-  defp order_inputs(graph, other) do
+  def order_inputs(graph, other) do
     invalid(
       "graph `#{graph.name}`: inputs must be a list (in input order) or a map by input name, " <>
         "given #{Args.quote_input(other)}"

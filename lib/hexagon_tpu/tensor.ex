@@ -30,6 +30,14 @@ defmodule HexagonTpu.Tensor do
     given = Nx.type(tensor)
 
     cond do
+      tensor.vectorized_axes != [] ->
+        invalid(
+          "input `#{info.name}` is vectorized (" <>
+            Enum.map_join(tensor.vectorized_axes, ", ", fn {name, size} -> "#{name}: #{size}" end) <>
+            "): an execute takes one entry; HexagonTpu.predict/3 runs vectorized tensors entry " <>
+            "by entry"
+        )
+
       Nx.shape(tensor) != info.shape ->
         invalid(
           "input `#{info.name}`: expected shape #{inspect(info.shape)}, " <>
