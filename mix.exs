@@ -116,7 +116,8 @@ defmodule HexagonTpu.MixProject do
           HexagonTpu.Context,
           HexagonTpu.Graph,
           HexagonTpu.TensorInfo,
-          HexagonTpu.Tensor
+          HexagonTpu.Tensor,
+          HexagonTpu.Serving
         ],
         Observability: [HexagonTpu.Stats, HexagonTpu.Monitor, HexagonTpu.Telemetry],
         Errors: [HexagonTpu.Error]
