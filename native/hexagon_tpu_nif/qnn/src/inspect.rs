@@ -9,9 +9,11 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::loader::{self, BackendLibrary};
+use crate::loader;
 use crate::log::{self, LogLevel};
 use crate::metadata::{self, BinaryInfo};
+use crate::platform;
+pub use crate::platform::HardwareDevice;
 use crate::runtime;
 use crate::sys;
 use crate::version::Version;
@@ -73,15 +75,6 @@ pub fn binary_info(system_lib: &Path, binary: &[u8]) -> Result<BinaryInfo> {
     metadata::read_binary(&lib, binary).map(|b| b.info)
 }
 
-/// One hardware device of `deviceGetPlatformInfo`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HardwareDevice {
-    pub id: u32,
-    pub device_type: u32,
-    /// `(core id, core type)` of each core.
-    pub cores: Vec<(u32, u32)>,
-}
-
 /// Each step of bringing a backend up, tried on its own; whatever a step created is freed
 /// before [`probe_backend`] returns. A step the library does not implement is `None`.
 #[derive(Debug)]
@@ -94,9 +87,6 @@ pub struct BackendProbe {
     /// `deviceCreate` with the default configuration.
     pub device_create: Option<Result<()>>,
 }
-
-/// More hardware devices or cores than this in a platform info is taken as corrupt.
-const MAX_PLATFORM_ENTRIES: u32 = 64;
 
 /// Opens the backend library at `path` and tries, each regardless of the others' outcome:
 /// `logCreate` (if `log_level` is given), `backendCreate`, `deviceGetPlatformInfo` and
@@ -136,9 +126,7 @@ pub fn probe_backend(path: &Path, log_level: Option<LogLevel>) -> Result<Backend
     }
     let backend_create = lib.check("backendCreate", status);
 
-    let device_platform_info = fns
-        .device_get_platform_info
-        .map(|get| platform_info(&lib, get, log));
+    let device_platform_info = platform::read(&lib, log);
 
     let mut device: sys::Qnn_DeviceHandle_t = std::ptr::null_mut();
     let device_create = match (fns.device_create, fns.device_free) {
@@ -172,85 +160,4 @@ pub fn probe_backend(path: &Path, log_level: Option<LogLevel>) -> Result<Backend
         device_platform_info,
         device_create,
     })
-}
-
-fn platform_info(
-    lib: &BackendLibrary,
-    get: sys::QnnDevice_GetPlatformInfoFn,
-    log: sys::Qnn_LogHandle_t,
-) -> Result<Vec<HardwareDevice>> {
-    let mut info: *const sys::QnnDevice_PlatformInfo_t = std::ptr::null();
-    // SAFETY: `log` is NULL or a live log handle; the out-pointer is writable.
-    let status = sys::Status(unsafe { get(log, &mut info) });
-    lib.check("deviceGetPlatformInfo", status)?;
-    if info.is_null() {
-        return Err(Error::invalid_model(
-            "deviceGetPlatformInfo succeeded but returned no platform info",
-        ));
-    }
-    // SAFETY: a successful call returned a platform info owned by the library until it is freed
-    // below; every count is bounded before its array is read.
-    let devices = unsafe { read_platform_info(info) };
-    if let Some(free) = lib.fns.device_free_platform_info {
-        // SAFETY: `info` came from deviceGetPlatformInfo and is freed once, after its last use.
-        let status = sys::Status(unsafe { free(log, info) });
-        lib.check("deviceFreePlatformInfo", status)?;
-    }
-    devices
-}
-
-/// # Safety
-/// `info` must point to a `QnnDevice_PlatformInfo_t` whose arrays hold the counts they report.
-unsafe fn read_platform_info(
-    info: *const sys::QnnDevice_PlatformInfo_t,
-) -> Result<Vec<HardwareDevice>> {
-    let bad = |what: String| Error::invalid_model(format!("deviceGetPlatformInfo: {what}"));
-    // SAFETY: readable per the contract.
-    let info = unsafe { *info };
-    if info.version != sys::QNN_DEVICE_INFO_VERSION_1 {
-        return Err(bad(format!(
-            "unknown platform info version {}",
-            info.version
-        )));
-    }
-    let count = info.v1.numHwDevices;
-    if count > MAX_PLATFORM_ENTRIES || (count > 0 && info.v1.hwDevices.is_null()) {
-        return Err(bad(format!(
-            "{count} hardware devices at {:p}",
-            info.v1.hwDevices
-        )));
-    }
-    let mut devices = Vec::with_capacity(count as usize);
-    for i in 0..count as usize {
-        // SAFETY: index within the non-NULL array of `count` devices.
-        let device = unsafe { *info.v1.hwDevices.add(i) };
-        if device.version != sys::QNN_DEVICE_INFO_VERSION_1 {
-            return Err(bad(format!("device {i} has version {}", device.version)));
-        }
-        let d = device.v1;
-        if d.numCores > MAX_PLATFORM_ENTRIES || (d.numCores > 0 && d.cores.is_null()) {
-            return Err(bad(format!(
-                "device {i} has {} cores at {:p}",
-                d.numCores, d.cores
-            )));
-        }
-        let mut cores = Vec::with_capacity(d.numCores as usize);
-        for c in 0..d.numCores as usize {
-            // SAFETY: index within the non-NULL array of `numCores` cores.
-            let core = unsafe { *d.cores.add(c) };
-            if core.version != sys::QNN_DEVICE_INFO_VERSION_1 {
-                return Err(bad(format!(
-                    "device {i} core {c} has version {}",
-                    core.version
-                )));
-            }
-            cores.push((core.v1.coreId, core.v1.coreType));
-        }
-        devices.push(HardwareDevice {
-            id: d.deviceId,
-            device_type: d.deviceType,
-            cores,
-        });
-    }
-    Ok(devices)
 }

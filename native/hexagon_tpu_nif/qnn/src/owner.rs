@@ -180,7 +180,7 @@ fn create(lib: &Arc<BackendLibrary>, log_level: Option<LogLevel>) -> Result<Hand
             return Err(error);
         }
         if !handles.device.is_null() {
-            handles.platform = platform::read(lib, handles.log);
+            handles.platform = platform::device(platform::read(lib, handles.log));
         }
     }
     // Creating the backend may have registered exit-time destructors of QNN's; ours run first.

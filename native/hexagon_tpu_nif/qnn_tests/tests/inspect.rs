@@ -68,8 +68,29 @@ fn probe_creates_and_frees_every_handle() {
     assert!(matches!(probe.log_create, Some(Ok(()))), "{probe:?}");
     assert!(probe.backend_create.is_ok(), "{probe:?}");
     assert!(matches!(probe.device_create, Some(Ok(()))), "{probe:?}");
-    // qnn_sim does not implement deviceGetPlatformInfo.
-    assert!(probe.device_platform_info.is_none(), "{probe:?}");
+    // qnn_sim answers deviceGetPlatformInfo with NOT_SUPPORTED unless told of a device.
+    let error = probe
+        .device_platform_info
+        .as_ref()
+        .unwrap()
+        .as_ref()
+        .unwrap_err();
+    assert_eq!(error.qnn_code(), Some(1000), "{probe:?}");
+    assert_all_freed(&lib);
+
+    qnn::sim_probe::configure(
+        &lib,
+        "device_platform",
+        "soc_model=35,htp_arch=68,vtcm_mb=8",
+    )
+    .unwrap();
+    let probe = inspect::probe_backend(&lib, None).unwrap();
+    let devices = probe.device_platform_info.unwrap().unwrap();
+    assert_eq!(devices.len(), 1);
+    assert_eq!(devices[0].htp.soc_model, Some(35));
+    assert_eq!(devices[0].htp.dsp_arch, Some(68));
+    assert_eq!(devices[0].htp.vtcm_size, Some(8 << 20));
+    // the platform info was freed with the rest
     assert_all_freed(&lib);
 
     let without_log = inspect::probe_backend(&lib, None).unwrap();
