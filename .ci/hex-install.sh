@@ -14,6 +14,8 @@
 #      qnn_sim;
 #   2. a NIF that cannot load (its file overwritten): the application runs and
 #      HexagonTpu.availability/1 says why;
+#   2b. Nx added to the project after hexagon_tpu compiled (nx and complex from their sources):
+#      hexagon_tpu is not compiled again, and tensors go in and come out (a batch of four);
 #   3. a tampered artifact (the library inside changed, repacked under the same name), served
 #      through HEXAGON_TPU_NIF_BASE_URL: refused with RustlerPrecompiled's checksum error;
 #   4. the forced build (HEXAGON_TPU_BUILD=1): Rustler runs cargo (the host's toolchain,
@@ -144,6 +146,17 @@ MIX
   printf "not a shared object\n%.0s" $(seq 100) >"$lib"
   user --no-compile not_loaded "invalid ELF header"
   cp "$w/good.so" "$lib"
+
+  echo "==> 2b. Nx added after hexagon_tpu compiled: no recompile, tensors in and out"
+  beam="$app/_build/prod/lib/hexagon_tpu/ebin/Elixir.HexagonTpu.Tensor.beam"
+  before="$(stat -c %Y.%s "$beam")"
+  cp mix.exs "$w/mix.exs.without_nx"
+  sed -i "s/~w(rustler_precompiled castore telemetry)a/~w(rustler_precompiled castore telemetry nx complex)a/" mix.exs
+  mix deps.compile nx complex >/dev/null
+  user nx_later "$w/model.bin" "$sim"
+  [ "$(stat -c %Y.%s "$beam")" = "$before" ] || fail "hexagon_tpu was compiled again when Nx came"
+  say "hexagon_tpu was not compiled again ($(basename "$beam") unchanged)"
+  cp "$w/mix.exs.without_nx" mix.exs
 
   echo "==> 3. a tampered artifact is refused"
   mkdir -p "$w/tamper" "$w/www/tampered"

@@ -7,6 +7,8 @@
 #                                              right on each of its four patterns, on qnn_sim
 #   not_loaded REASON                          the application runs, availability/1 says why
 #                                              the NIF did not load, naming REASON
+#   nx_later MODEL.bin LIBQNN_SIM.so           Nx, added to the project after hexagon_tpu
+#                                              compiled: tensors in, tensors out, a batch of four
 #
 # Prints one USER line per finding; any failed match raises, and `mix run` exits non-zero.
 case System.argv() do
@@ -44,6 +46,29 @@ case System.argv() do
 
       IO.puts("USER predict: #{label} -> #{label} (p=#{Float.round(Enum.at(probs, best), 3)})")
     end
+
+  ["nx_later", model_path, sim] ->
+    true = Code.ensure_loaded?(Nx)
+    {:ok, model} = HexagonTpu.load_model(model_path, lib_path: sim, system_lib_path: sim)
+    # the four patterns as one {4, 16} f32 batch: horizontal, vertical, diagonal, corners
+    hot = [
+      fn r, _c -> r == 1 end,
+      fn _r, c -> c == 2 end,
+      fn r, c -> r == c end,
+      fn r, c -> r in [0, 3] and c in [0, 3] end
+    ]
+
+    images =
+      Nx.tensor(for f <- hot, do: for(r <- 0..3, c <- 0..3, do: if(f.(r, c), do: 1.0, else: 0.0)))
+
+    {:ok, [_logits, probs]} = HexagonTpu.predict(model, [images])
+    true = is_struct(probs, Nx.Tensor)
+    {4, 4} = Nx.shape(probs)
+    [0, 1, 2, 3] = probs |> Nx.argmax(axis: 1) |> Nx.to_list()
+
+    IO.puts(
+      "USER nx: a {4, 16} Nx batch -> #{inspect(Nx.shape(probs))} probabilities, argmax [0, 1, 2, 3]"
+    )
 
   ["not_loaded", reason] ->
     true = List.keymember?(Application.started_applications(), :hexagon_tpu, 0)

@@ -126,6 +126,32 @@ if Code.ensure_loaded?(Nx) do
                HexagonTpu.Serving.new("/nonexistent/model.bin", runtime: ctx.runtime)
     end
 
+    test "distributed: a caller on another node is served by Nx.Serving's distribution", ctx do
+      {_, 0} = System.cmd("epmd", ["-daemon"])
+      unless Node.alive?(), do: {:ok, _} = Node.start(:"hexagon_tpu_test@127.0.0.1", :longnames)
+      # the serving runs on a peer node; this node runs none of its own
+      args = Enum.flat_map(:code.get_path(), &[~c"-pa", &1])
+
+      {:ok, peer, node} =
+        :peer.start(%{
+          name: :"serving_peer_#{System.unique_integer([:positive])}",
+          host: ~c"127.0.0.1",
+          longnames: true,
+          args: args
+        })
+
+      on_exit(fn -> :peer.stop(peer) end)
+      name = :"distributed_#{System.unique_integer([:positive])}"
+      path = ctx.row_path
+      :ok = :erpc.call(node, HexagonTpu.Test.ServingPeer, :start, [path, Support.sim_lib(), name])
+
+      input = Nx.tensor([[1.5, -2.0, 0.25, 8.0]])
+      assert [out] = Nx.Serving.batched_run({:distributed, name}, input)
+      assert out == input
+      # no serving of that name here: the answer came from the peer
+      assert Process.whereis(name) == nil
+    end
+
     # The README's image classifier, on a 2x2 RGB "image": a raw frame in, the top classes out.
     test "the README's classifier: raw RGB frames to the top-5 classes", ctx do
       labels = ~w(cat dog bird fish frog horse)
