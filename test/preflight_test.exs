@@ -121,6 +121,32 @@ defmodule HexagonTpu.PreflightTest do
     assert {:ok, %{device: nil}} = HexagonTpu.Runtime.info(ctx.runtime)
   end
 
+  test "a tensor this package cannot size or does not know is refused, whatever :preflight",
+       %{lib: lib} = ctx do
+    t = Models.t(:ufixed_point_8, [1, 4], {:per_tensor, 0.05, -128})
+    before = Support.qnn_sim_counters(lib).live_handles
+
+    for {kind, reason, fragments} <- [
+          {"sparse_data_format", :unsupported_tensor_format, ["(sparse)", ~s("x")]},
+          {"unknown_encoding", :unsupported_encoding, ["encoding 99", ~s("x")]}
+        ],
+        preflight <- [true, :strict, false] do
+      path =
+        Models.build!(
+          Models.identity(t, t, adversarial: [kind])
+          |> Map.put(:stamp, %{build_id: @runtime_build})
+        )
+
+      assert {:error, %Error{reason: ^reason, message: message}} =
+               HexagonTpu.load_model(path, runtime: ctx.runtime, preflight: preflight)
+
+      for fragment <- fragments, do: assert(message =~ fragment, message)
+    end
+
+    # refused before any QNN context was made
+    assert Support.qnn_sim_counters(lib).live_handles == before
+  end
+
   test "the :preflight option is checked", ctx do
     assert_raise ArgumentError, ~r/:preflight option/, fn ->
       HexagonTpu.load_model(model(%{}), runtime: ctx.runtime, preflight: :maybe)

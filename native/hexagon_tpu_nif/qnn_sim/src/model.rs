@@ -517,11 +517,13 @@ pub enum AdversarialKind {
     AbsurdNumOutputs,
     NullOutputs,
     BlockEncoding,
+    SparseDataFormat,
+    UnknownEncoding,
 }
 
 impl AdversarialKind {
     /// Every kind, with its JSON name.
-    pub const ALL: [(AdversarialKind, &'static str); 24] = [
+    pub const ALL: [(AdversarialKind, &'static str); 26] = [
         (AdversarialKind::NullGraphName, "null_graph_name"),
         (AdversarialKind::NullTensorName, "null_tensor_name"),
         (AdversarialKind::NonUtf8TensorName, "non_utf8_tensor_name"),
@@ -555,6 +557,8 @@ impl AdversarialKind {
         (AdversarialKind::AbsurdNumOutputs, "absurd_num_outputs"),
         (AdversarialKind::NullOutputs, "null_outputs"),
         (AdversarialKind::BlockEncoding, "block_encoding"),
+        (AdversarialKind::SparseDataFormat, "sparse_data_format"),
+        (AdversarialKind::UnknownEncoding, "unknown_encoding"),
     ];
 
     /// The JSON name (`"zero_dim"`, ...).

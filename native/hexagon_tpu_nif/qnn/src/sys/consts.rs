@@ -36,6 +36,7 @@ pub const QNN_TENSOR_TYPE_APP_READWRITE: u32 = 2;
 
 // Qnn_TensorDataFormat_t
 pub const QNN_TENSOR_DATA_FORMAT_DENSE: u32 = 0;
+pub const QNN_TENSOR_DATA_FORMAT_SPARSE: u32 = 1;
 
 // Qnn_TensorMemType_t
 pub const QNN_TENSORMEMTYPE_RAW: u32 = 0;

@@ -93,6 +93,8 @@ pub struct MetaParams {
 const ABSURD_COUNT: u32 = 1 << 30;
 const UNKNOWN_VERSION: u32 = 99;
 const UNKNOWN_DTYPE: u32 = 0x0999;
+/// A quantization encoding no QAIRT defines (adversarial `unknown_encoding`).
+const UNKNOWN_ENCODING: u32 = 99;
 
 fn zero_quant_union() -> Qnn_QuantizeParamsUnion_t {
     Qnn_QuantizeParamsUnion_t {
@@ -182,6 +184,9 @@ fn quant_params(
     }
     if has(AdversarialKind::NullScaleOffset) {
         return axis_so(arena, 0, Vec::new(), axis0, true);
+    }
+    if has(AdversarialKind::UnknownEncoding) {
+        return qp(UNKNOWN_ENCODING, zero_quant_union());
     }
     if has(AdversarialKind::BlockEncoding) {
         let block = arena.keep_u32(spec.dims.iter().map(|_| 1).collect());
@@ -321,7 +326,11 @@ fn tensor_struct(
         id: def.id,
         name,
         type_,
-        dataFormat: QNN_TENSOR_DATA_FORMAT_DENSE,
+        dataFormat: if has(AdversarialKind::SparseDataFormat) {
+            QNN_TENSOR_DATA_FORMAT_SPARSE
+        } else {
+            QNN_TENSOR_DATA_FORMAT_DENSE
+        },
         dataType: data_type,
         quantizeParams: quantize_params,
         rank,
