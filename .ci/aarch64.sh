@@ -536,7 +536,8 @@ JSON
 # checks each finding against DOCTOR_EXPECTED: the libraries pass; the overlay has no /dev,
 # /proc or /sys (not a running system); and the device creation, tried with Qualcomm's aarch64
 # libQnnHtp.so under qemu, fails as on a board without a DSP (no Snapdragon SoC), without a
-# crash or a hang.
+# crash or a hang. Then availability/1 on a backend that opens (the aarch64 qnn_sim named
+# libQnnHtp.so) without its stub answers the doctor's first error, reason :diagnosis.
 qemu_doctor() {
   local started=$SECONDS
   command -v mix >/dev/null 2>&1 || { echo "error: the doctor step needs Elixir on the host (mix)" >&2; exit 1; }
@@ -563,6 +564,12 @@ qemu_doctor() {
   mkdir -p "$work/lib/hexagon_tpu/priv/native"
   cp -R "$DOCTOR_BUILD_ROOT/prod/lib/hexagon_tpu/ebin" "$work/lib/hexagon_tpu/"
   cp "$nif" "$work/lib/hexagon_tpu/priv/native/"
+  # availability/1 on a backend that opens but whose stub is missing: the aarch64 qnn_sim under
+  # the HTP library's name, alone in its folder, so the doctor's cheap checks expect a DSP.
+  local sim="$TARGET_DIR/$TARGET/release/libqnn_sim.so"
+  [ -f "$sim" ] || { echo "error: $sim not found (the build step makes it)" >&2; exit 1; }
+  mkdir -p "$work/sim_as_htp"
+  cp "$sim" "$work/sim_as_htp/libQnnHtp.so"
   local elixir_lib
   elixir_lib=$(elixir -e 'IO.write(Path.dirname(:code.lib_dir(:elixir)))')
   write_doctor_script "$work/doctor.exs"
@@ -570,6 +577,7 @@ qemu_doctor() {
   log "the doctor in the arm64 BEAM (qemu-aarch64) on the overlay $work/overlay"
   local status=0
   ERL_LIBS="$elixir_lib:$work/lib" DOCTOR_ROOT="$work/overlay" DSP_LIBRARY_PATH=/usr/lib/dsp \
+    DOCTOR_SIM_AS_HTP="$work/sim_as_htp/libQnnHtp.so" \
     run_arm64_beam "$root" "$work" 300 -s elixir start_cli -extra "$work/doctor.exs" |
     tee "$work/report" || status=$?
   if [ "$status" -ne 0 ]; then
@@ -643,6 +651,19 @@ Logger.flush()
 errors = Enum.count(checks, &(&1.status == :error))
 IO.puts(HexagonTpu.Diagnosis.format(checks))
 IO.puts("#{errors} of #{length(checks)} checks failed (HexagonTpu.diagnose/1 took #{took} ms)")
+
+# availability/1 once the runtime opens: the first error of the doctor's cheap checks. The
+# aarch64 qnn_sim, named as the HTP library, opens; the stub beside it is missing.
+sim = System.fetch_env!("DOCTOR_SIM_AS_HTP")
+
+case HexagonTpu.availability(lib_path: sim, system_lib_path: sim) do
+  {:error, %HexagonTpu.Error{reason: :diagnosis, message: "stub_library: " <> _ = message}} ->
+    IO.puts("availability: {:error, :diagnosis} #{message}")
+
+  other ->
+    IO.puts("availability: expected the stub_library diagnosis, got #{inspect(other)}")
+    System.halt(1)
+end
 ELIXIR
 }
 
