@@ -446,7 +446,7 @@ predict(Mod) ->
         {ok, Graph} = Mod:graph_retrieve(Context, <<"smoke">>, Site),
         A = F32([1.0, 2.0, 3.5, 4.0]),
         B = F32([0.5, 0.5, 1.0, 10.0]),
-        Execute = fun(T) -> Mod:graph_execute(Graph, [A, B], [f32, f32], [f32], T) end,
+        Execute = fun(T) -> Mod:graph_execute(Graph, [A, B], [f32, f32], [f32], 64, false, T) end,
         {ok, {[Sum], Ns}} = Call(Execute),
         Expected = F32([1.5, 2.5, 4.5, 14.0]),
         io:format("smoke: predict -> ~w (graphExecute ~b ns)~n",

@@ -64,6 +64,7 @@ defmodule HexagonTpu do
   @type load_option ::
           {:graph, String.t()}
           | {:preflight, boolean() | :strict}
+          | {:max_queued, non_neg_integer()}
           | {:runtime, Runtime.t()}
           | {:lib_path, Path.t()}
           | {:system_lib_path, Path.t()}
@@ -84,6 +85,9 @@ defmodule HexagonTpu do
       `HexagonTpu.Context.from_file/3` and `docs/preflight.md`). A binary that the verdict
       refuses is answered with that error (`:binary_newer_than_runtime`, ...) before QNN is
       asked
+    * `:max_queued` - how many executes may wait for the model's turn when it is busy
+      (`HexagonTpu.Graph.retrieve/3`; default 64); beyond that an execute answers
+      `{:error, %HexagonTpu.Error{reason: :overloaded}}` at once
 
   Every option is checked before anything is opened or loaded (see "Arguments and errors").
 
@@ -100,7 +104,11 @@ defmodule HexagonTpu do
     # Every argument is checked before anything is opened or loaded.
     fun = "HexagonTpu.load_model/2"
     path = Args.path!(path, "`path`", fun)
-    opts = Args.keyword!(opts, [:graph, :runtime, :preflight | @runtime_opts], fun)
+    opts = Args.keyword!(opts, [:graph, :runtime, :preflight, :max_queued | @runtime_opts], fun)
+
+    graph_opts =
+      if opts[:max_queued], do: [max_queued: Graph.max_queued!(opts[:max_queued], fun)], else: []
+
     graph = if opts[:graph] != nil, do: Args.name!(opts[:graph], "the :graph option", fun)
     preflight = Keyword.get(opts, :preflight, true)
 
@@ -130,7 +138,7 @@ defmodule HexagonTpu do
     with :ok <- Args.check_path(path, "`path`"),
          {:ok, runtime} <- runtime(runtime, runtime_opts),
          {:ok, context} <- Context.from_file(runtime, path, preflight: preflight) do
-      case pick_graph(context, graph) do
+      case pick_graph(context, graph, graph_opts) do
         {:ok, graph} ->
           {:ok, graph}
 
@@ -365,10 +373,10 @@ defmodule HexagonTpu do
     end
   end
 
-  defp pick_graph(context, nil) do
+  defp pick_graph(context, nil, opts) do
     case Context.graphs(context) do
       [name] ->
-        Graph.retrieve(context, name)
+        Graph.retrieve(context, name, opts)
 
       [] ->
         {:error,
@@ -384,5 +392,5 @@ defmodule HexagonTpu do
     end
   end
 
-  defp pick_graph(context, name), do: Graph.retrieve(context, name)
+  defp pick_graph(context, name, opts), do: Graph.retrieve(context, name, opts)
 end

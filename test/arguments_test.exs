@@ -134,7 +134,9 @@ defmodule HexagonTpu.ArgumentsTest do
     end
 
     test "Graph", %{context: context, graph: graph} do
-      assert_type_error(fn -> Graph.retrieve(:x, "add") end, ["retrieve/2", "`context`"])
+      assert_type_error(fn -> Graph.retrieve(:x, "add") end, ["retrieve/3", "`context`"])
+      assert_type_error(fn -> Graph.retrieve(context, "add", max_queued: -1) end, [":max_queued"])
+      assert_type_error(fn -> Graph.retrieve(context, "add", bogus: 1) end, [":bogus"])
       assert_type_error(fn -> Graph.retrieve(context, :add) end, ["`name`", ":add"])
       assert_type_error(fn -> Graph.retrieve(context, ~c"add") end, ["`name`"])
       assert_type_error(fn -> Graph.retrieve(context, <<"add", 255>>) end, ["UTF-8", "255"])
@@ -145,6 +147,8 @@ defmodule HexagonTpu.ArgumentsTest do
       assert_type_error(fn -> Graph.execute(graph, [], bogus: 1) end, ["execute/3", ":bogus"])
       assert_type_error(fn -> Graph.execute(graph, [], output: :pixels) end, [":output"])
       assert_type_error(fn -> Graph.execute!(graph, [], dequantize: 1) end, [":dequantize"])
+      assert_type_error(fn -> Graph.execute(graph, [], timeout: -5) end, [":timeout", "-5"])
+      assert_type_error(fn -> Graph.execute(graph, [], timeout: :never) end, [":timeout"])
       assert_type_error(fn -> Graph.close(:x) end, ["Graph.close/1", "`graph`"])
     end
 
@@ -210,7 +214,7 @@ defmodule HexagonTpu.ArgumentsTest do
         Runtime => ~w(create/1 create!/1 htp/1 htp!/1 info/1 closed?/1 close/1),
         Context =>
           ~w(from_file/3 from_file!/3 from_binary/3 from_binary!/3 graphs/1 closed?/1 close/1),
-        Graph => ~w(retrieve/2 retrieve!/2 inputs/1 outputs/1 execute/3 execute!/3 close/1),
+        Graph => ~w(retrieve/3 retrieve!/3 inputs/1 outputs/1 execute/3 execute!/3 close/1),
         TensorInfo => ~w(size/1),
         # the functions of no arguments have no wrong types to be given
         Stats =>

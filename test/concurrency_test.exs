@@ -152,9 +152,11 @@ defmodule HexagonTpu.ConcurrencyTest do
     assert %{execute_count: 28, execute_overlaps: 0} = Support.qnn_sim_counters(lib)
   end
 
-  test "a caller that dies while queued does not stall the graph", %{lib: lib} do
+  test "a caller that dies while queued: its execute is skipped, the graph goes on",
+       %{lib: lib} do
     t = Models.t(:float_32, [4])
     graph = Support.load!(Models.identity(t, t, sleep_ms: 100), lib: lib)
+    skipped = HexagonTpu.Stats.native().executes_skipped
     first = Task.async(fn -> Graph.execute(graph, [f32([1, 2, 3, 4])], output: :binary) end)
     assert Support.await_executes_entered(lib, 0)
 
@@ -164,14 +166,17 @@ defmodule HexagonTpu.ConcurrencyTest do
     assert_receive {:DOWN, ^ref, :process, ^doomed, :killed}
 
     assert {:ok, _} = Task.await(first, 30_000)
-    # The dead caller's execute still runs (its answer is dropped); the graph moves on.
+    # The dead caller's execute is not run at its turn; the graph moves on.
     assert {:ok, [out]} = Graph.execute(graph, [f32([9, 9, 9, 9])], output: :binary)
     assert from_f32(out) == [9.0, 9.0, 9.0, 9.0]
-    assert %{execute_count: 3, execute_overlaps: 0} = Support.qnn_sim_counters(lib)
+    assert %{execute_count: 2, execute_overlaps: 0} = Support.qnn_sim_counters(lib)
+    assert HexagonTpu.Stats.native().executes_skipped == skipped + 1
   end
 
   defp waiting_in_receive?(pid), do: Support.wait_until(fn -> in_receive?(pid) end)
 
+  # Waiting for a queued answer in HexagonTpu.Native.call/2 (its receive is in await/3).
   defp in_receive?(pid),
-    do: Process.info(pid, :current_function) == {:current_function, {HexagonTpu.Native, :call, 1}}
+    do:
+      Process.info(pid, :current_function) == {:current_function, {HexagonTpu.Native, :await, 3}}
 end

@@ -86,7 +86,7 @@ defmodule HexagonTpu.Context do
   (`QNNExecutionProvider_QNNExecutionProvider_<hash>_1_0`), so `mix hexagon_tpu.compile` writes
   the names chosen for them (the model's file name, or `--graph-name`) beside the binary, in
   `MODEL.bin.names`: one graph a line, `name qnn_graph_name`; `#` starts a comment. A graph
-  named there is listed by `graphs/1` under that name, and `HexagonTpu.Graph.retrieve/2` finds it
+  named there is listed by `graphs/1` under that name, and `HexagonTpu.Graph.retrieve/3` finds it
   by either name. A names file that does not parse, or names a graph the binary does not hold,
   fails the load with `:invalid_model`.
 

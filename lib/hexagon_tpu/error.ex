@@ -39,6 +39,9 @@ defmodule HexagonTpu.Error do
       and the remedy (see `docs/preflight.md`)
     * `:unsupported_tensor_format`, `:unsupported_encoding` - a graph input or output has a
       layout (not dense) or a quantization encoding this package cannot size or does not know
+    * `:overloaded` - the graph is busy and its queue of waiting executes is at its limit
+      (`max_queued:` of `HexagonTpu.Graph.retrieve/3` and `HexagonTpu.load_model/2`)
+    * `:timeout` - no answer within the execute's `timeout:`; the answer never arrives later
     * `:exiting` - the VM is stopping: QNN is not called any more (see "Stopping the VM" in
       the README)
     * `:diagnosis` - from `HexagonTpu.availability/1`: a check of the doctor
@@ -63,6 +66,8 @@ defmodule HexagonTpu.Error do
           | :nif_not_loaded
           | :internal
           | :exiting
+          | :overloaded
+          | :timeout
           | :binary_newer_than_runtime
           | :wrong_backend
           | :wrong_soc

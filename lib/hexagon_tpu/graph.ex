@@ -48,18 +48,29 @@ defmodule HexagonTpu.Graph do
   in order, on the graph's own native thread, while its caller waits in `receive`. No scheduler
   ever waits for another caller's execute, so a slow model saturated by many callers does not
   hold up other models. Different graphs and different contexts run in parallel.
+
+  The queue is bounded: at most `max_queued` executes wait (default 64, an option of
+  `retrieve/3` and `HexagonTpu.load_model/2`); one more is answered
+  `{:error, %HexagonTpu.Error{reason: :overloaded}}` at once. A queued execute whose caller
+  has died, or has given up (`timeout:`), by its turn is skipped, not run. `Stats.native/0`
+  counts each: `executes_waiting` (now), `executes_overloaded`, `executes_timed_out`,
+  `executes_skipped`.
   """
 
   alias HexagonTpu.{Args, Context, Error, Native, Optional, Site, Telemetry, TensorInfo}
 
-  defstruct [:ref, :name, :context, inputs: [], outputs: []]
+  # Executes that may wait for a busy graph's turn, per caller's graph (see "Concurrency").
+  @default_max_queued 64
+
+  defstruct [:ref, :name, :context, inputs: [], outputs: [], max_queued: @default_max_queued]
 
   @type t :: %__MODULE__{
           ref: reference(),
           name: String.t(),
           context: Context.t(),
           inputs: [TensorInfo.t()],
-          outputs: [TensorInfo.t()]
+          outputs: [TensorInfo.t()],
+          max_queued: non_neg_integer()
         }
 
   @typedoc "An input value: an `Nx.Tensor` (where Nx is available), a binary, or a typed binary."
@@ -72,6 +83,7 @@ defmodule HexagonTpu.Graph do
           {:quantize, :auto | :none}
           | {:dequantize, :auto | :none}
           | {:output, :tensor | :binary}
+          | {:timeout, timeout()}
 
   @doc """
   Retrieves the graph called `name` from a context.
@@ -80,11 +92,21 @@ defmodule HexagonTpu.Graph do
   binary, or the name given to it in the binary's `.names` file (see
   `HexagonTpu.Context.from_file/3`); the graph is then called by the latter. Fails with
   `:graph_not_found` (the message lists the graphs there are) or `:closed`.
+
+  Options:
+
+    * `:max_queued` - how many executes may wait for this graph's turn when it is busy
+      (default #{@default_max_queued}); an execute beyond that returns
+      `{:error, %HexagonTpu.Error{reason: :overloaded}}` at once (see "Concurrency")
   """
-  @spec retrieve(Context.t(), String.t()) :: {:ok, t()} | {:error, Error.t()}
-  def retrieve(context, name) do
-    context = Args.handle!(context, Context, "`context`", "HexagonTpu.Graph.retrieve/2")
-    name = Args.name!(name, "`name`", "HexagonTpu.Graph.retrieve/2")
+  @spec retrieve(Context.t(), String.t(), [{:max_queued, non_neg_integer()}]) ::
+          {:ok, t()} | {:error, Error.t()}
+  def retrieve(context, name, opts \\ []) do
+    fun = "HexagonTpu.Graph.retrieve/3"
+    context = Args.handle!(context, Context, "`context`", fun)
+    name = Args.name!(name, "`name`", fun)
+    opts = Args.keyword!(opts, [max_queued: @default_max_queued], fun)
+    max_queued = max_queued!(opts[:max_queued], fun)
 
     # The metadata is the context's, read when it was loaded; the NIF returns only the handle.
     # A graph named in the binary's `.names` file is found by that name or by QNN's.
@@ -99,7 +121,8 @@ defmodule HexagonTpu.Graph do
            name: info.name,
            context: context,
            inputs: info.inputs,
-           outputs: info.outputs
+           outputs: info.outputs,
+           max_queued: max_queued
          }}
 
       {:error, %Error{reason: :graph_not_found}} = error ->
@@ -124,9 +147,18 @@ defmodule HexagonTpu.Graph do
     "graph #{Args.quote_input(name)} does not exist; the context has #{have}"
   end
 
-  @doc "Like `retrieve/2`, but raises `HexagonTpu.Error`."
-  @spec retrieve!(Context.t(), String.t()) :: t()
-  def retrieve!(context, name), do: context |> retrieve(name) |> Error.unwrap!()
+  @doc "Like `retrieve/3`, but raises `HexagonTpu.Error`."
+  @spec retrieve!(Context.t(), String.t(), [{:max_queued, non_neg_integer()}]) :: t()
+  def retrieve!(context, name, opts \\ []),
+    do: context |> retrieve(name, opts) |> Error.unwrap!()
+
+  @doc false
+  # The :max_queued option (Graph.retrieve/3, HexagonTpu.load_model/2).
+  @spec max_queued!(term(), String.t()) :: non_neg_integer()
+  def max_queued!(value, _fun) when is_integer(value) and value >= 0, do: value
+
+  def max_queued!(value, fun),
+    do: Args.type_error!(fun, "the :max_queued option", "a non-negative integer", value)
 
   @doc "The graph's inputs, in order (cached metadata; never calls QNN)."
   @spec inputs(t()) :: [TensorInfo.t()]
@@ -148,6 +180,12 @@ defmodule HexagonTpu.Graph do
     * `:dequantize` - `:auto` (default) returns quantized and f16 outputs as f32; `:none`
       returns the model's own type
     * `:output` - `:tensor` (the default where Nx is available) or `:binary`
+    * `:timeout` - the most milliseconds to wait for the answer (default `:infinity`). When it
+      passes, `{:error, %HexagonTpu.Error{reason: :timeout}}` is returned, and the answer never
+      reaches the caller: an execute still waiting for its turn is skipped, one already running
+      (QNN cannot stop it) finishes and its result is dropped. With a timeout the execute always
+      waits on the graph's own thread, never on the caller's scheduler, so the caller is free to
+      stop waiting
 
   Every input is checked (count, names, type, shape, byte size) before QNN is called; a
   mismatch returns `{:error, %HexagonTpu.Error{reason: :invalid_input}}` naming the tensor,
@@ -175,13 +213,15 @@ defmodule HexagonTpu.Graph do
   @spec execute(t(), term(), term(), String.t()) :: {:ok, [output()]} | {:error, Error.t()}
   def execute(graph, inputs, opts, fun) do
     graph = Args.handle!(graph, __MODULE__, "`graph`", fun)
-    %{quantize: quantize, dequantize: dequantize, output: output} = execute_options!(opts, fun)
+
+    %{quantize: quantize, dequantize: dequantize, output: output, timeout: timeout} =
+      execute_options!(opts, fun)
 
     Telemetry.span(
       [:hexagon_tpu, :graph, :execute],
       %{graph: graph.name, context: graph.context.source},
       fn ->
-        case run(graph, inputs, quantize, dequantize, output) do
+        case run(graph, inputs, {quantize, dequantize, output}, timeout) do
           {:ok, outputs, execute_ns} ->
             {{:ok, outputs}, %{execute_ns: execute_ns}, %{status: :ok}}
 
@@ -197,16 +237,22 @@ defmodule HexagonTpu.Graph do
   @spec execute_options!(term(), String.t()) :: %{
           quantize: :auto | :none,
           dequantize: :auto | :none,
-          output: :tensor | :binary
+          output: :tensor | :binary,
+          timeout: timeout()
         }
   def execute_options!(opts, fun) do
     opts =
-      Args.keyword!(opts, [quantize: :auto, dequantize: :auto, output: default_output()], fun)
+      Args.keyword!(
+        opts,
+        [quantize: :auto, dequantize: :auto, output: default_output(), timeout: :infinity],
+        fun
+      )
 
     %{
       quantize: option!(opts, :quantize, [:auto, :none], fun),
       dequantize: option!(opts, :dequantize, [:auto, :none], fun),
-      output: option!(opts, :output, output_kinds(), fun)
+      output: option!(opts, :output, output_kinds(), fun),
+      timeout: timeout!(opts[:timeout], fun)
     }
   end
 
@@ -229,12 +275,32 @@ defmodule HexagonTpu.Graph do
   defp not_a_graph!(other, fun),
     do: Args.type_error!("HexagonTpu.Graph.#{fun}", "`graph`", "a HexagonTpu.Graph", other)
 
-  defp run(graph, inputs, quantize, dequantize, output) do
+  defp timeout!(:infinity, _fun), do: :infinity
+  defp timeout!(ms, _fun) when is_integer(ms) and ms >= 0, do: ms
+
+  defp timeout!(other, fun),
+    do: Args.type_error!(fun, "the :timeout option", "a non-negative integer or :infinity", other)
+
+  defp run(graph, inputs, {quantize, dequantize, output}, timeout) do
     with {:ok, ordered} <- order_inputs(graph, inputs),
          {:ok, binaries, input_modes} <- prepare_inputs(graph.inputs, ordered, quantize) do
       output_modes = Enum.map(graph.outputs, &output_mode(&1, dequantize))
+      # With a deadline the execute always waits on the graph's thread, so the caller can leave.
+      always_queue = timeout != :infinity
 
-      case Native.call(&Native.graph_execute(graph.ref, binaries, input_modes, output_modes, &1)) do
+      execute = fn tag ->
+        Native.graph_execute(
+          graph.ref,
+          binaries,
+          input_modes,
+          output_modes,
+          graph.max_queued,
+          always_queue,
+          tag
+        )
+      end
+
+      case Native.call(execute, timeout) do
         {:ok, {binaries, execute_ns}} ->
           {:ok, build_outputs(binaries, graph.outputs, output_modes, output), execute_ns}
 

@@ -255,18 +255,42 @@ defmodule HexagonTpu.Native do
 
   # NIFs that take a `tag` answer directly, or `:queued` when the work finishes on another
   # thread (the runtime's own thread, or a busy graph's): the answer then arrives as
-  # `{:hexagon_tpu_reply, tag, result}`. `call/1` hides the difference; no scheduler waits.
-  def call(nif) when is_function(nif, 1) do
+  # `{:hexagon_tpu_reply, tag, result}`. `call/2` hides the difference; no scheduler waits.
+  # A queued execute answers `{:queued, ticket}`: after `timeout` ms its caller gives up with
+  # the ticket, and the answer is never sent (or, sent already, taken from the mailbox).
+  def call(nif, timeout \\ :infinity) when is_function(nif, 1) do
     tag = make_ref()
 
     case nif.(tag) do
-      :queued ->
-        receive do
-          {:hexagon_tpu_reply, ^tag, result} -> result
-        end
+      :queued -> receive_reply(tag)
+      {:queued, ticket} -> await(tag, ticket, timeout)
+      result -> result
+    end
+  end
 
-      result ->
-        result
+  defp await(tag, ticket, timeout) do
+    receive do
+      {:hexagon_tpu_reply, ^tag, result} -> result
+    after
+      timeout ->
+        case execute_give_up(ticket) do
+          :given_up ->
+            {:error,
+             Error.new(
+               :timeout,
+               "no answer within #{timeout} ms (the timeout: option): the execute is skipped " <>
+                 "if it had not started, its result dropped if it had"
+             )}
+
+          :sent ->
+            receive_reply(tag)
+        end
+    end
+  end
+
+  defp receive_reply(tag) do
+    receive do
+      {:hexagon_tpu_reply, ^tag, result} -> result
     end
   end
 
@@ -285,7 +309,11 @@ defmodule HexagonTpu.Native do
 
   # graph.rs
   def graph_retrieve(_context, _name, _site), do: not_loaded()
-  def graph_execute(_graph, _inputs, _input_modes, _output_modes, _tag), do: not_loaded()
+
+  def graph_execute(_graph, _inputs, _in_modes, _out_modes, _max_queued, _always_queue, _tag),
+    do: not_loaded()
+
+  def execute_give_up(_ticket), do: opaque(:given_up)
   def graph_close(_graph, _tag), do: not_loaded()
 
   # log.rs
@@ -294,7 +322,8 @@ defmodule HexagonTpu.Native do
   # stats.rs: the names of qnn::Counters's fields (native/hexagon_tpu_nif/qnn/src/counters.rs)
   @counters ~w(runtimes_alive contexts_alive graphs_alive runtimes_created contexts_created
                graphs_created executes execute_errors execute_ns_total execute_ns_last
-               release_errors runtime_jobs_pending log_lines log_dropped)a
+               release_errors executes_waiting executes_overloaded executes_timed_out
+               executes_skipped runtime_jobs_pending log_lines log_dropped)a
   def counters, do: opaque(Map.new(@counters, &{&1, 0}))
   def ledger_live, do: opaque([])
 

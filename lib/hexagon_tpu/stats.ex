@@ -74,6 +74,11 @@ defmodule HexagonTpu.Stats do
       nanoseconds (the whole call, conversions and scheduling included, is the telemetry
       `duration`)
     * `release_errors` - QNN free calls that reported an error (the handle is gone either way)
+    * `executes_waiting` - executes queued for a busy graph's turn now;
+      `executes_overloaded` - those refused because the queue was at its `max_queued`;
+      `executes_timed_out` - those whose caller gave up (`timeout:`) before the answer;
+      `executes_skipped` - queued ones not run because their caller had died or given up
+      (see `HexagonTpu.Graph`, "Concurrency")
     * `runtime_jobs_pending` - loads, closes and frees handed to runtimes' own threads (where
       QNN's handles are created and freed) and not yet done
     * `log_lines` / `log_dropped` - lines of QNN's log forwarded to `Logger`, and those dropped

@@ -13,6 +13,8 @@ rustler::atoms! {
     context,
     graph,
     queued,
+    given_up,
+    sent,
     none,
     per_tensor,
     per_axis,

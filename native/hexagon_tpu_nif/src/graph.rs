@@ -11,7 +11,7 @@ use rustler::{Binary, Encoder, Env, NifUnitEnum, OwnedBinary, ResourceArc, Term}
 use crate::atoms;
 use crate::error::{Failure, ok_or_error};
 use crate::quote;
-use crate::reply::{ReplyTo, answer, panicked};
+use crate::reply::{ReplyTo, Ticket, answer, panicked};
 use crate::resources::{ContextRes, GraphRes, Handle};
 use crate::runtime::encode_unit;
 
@@ -55,21 +55,31 @@ fn graph_close<'a>(env: Env<'a>, graph: Handle<GraphRes>, tag: Term<'a>) -> Term
 }
 
 /// `{:ok, {[output_binary], execute_ns}} | {:error, %HexagonTpu.Error{}}` when the graph was
-/// idle (the execute ran here), or `:queued` when it was busy: the execute then runs on the
-/// graph's own thread after the ones before it, and the result follows by message (see
-/// `crate::reply`). No scheduler ever waits for another caller's execute.
+/// idle (the execute ran here), or `{:queued, ticket}` when it was busy (or `always_queue`): the
+/// execute then runs on the graph's own thread after the ones before it, and the result follows
+/// by message (see `crate::reply`), unless the caller gives up first with the ticket
+/// (`execute_give_up`). No scheduler ever waits for another caller's execute. With
+/// `max_queued` executes waiting already it is refused: `{:error, %{reason: :overloaded}}`.
 ///
 /// `inputs` in model order; `input_modes` / `output_modes` say, per tensor, whether the bytes
 /// are in the model's dtype (`:model`) or f32 (`:f32`).
 #[rustler::nif(schedule = "DirtyCpu")]
+#[allow(clippy::too_many_arguments)]
 fn graph_execute<'a>(
     env: Env<'a>,
     graph: Handle<GraphRes>,
     inputs: Term<'a>,
     input_modes: Vec<Mode>,
     output_modes: Vec<Mode>,
+    max_queued: usize,
+    always_queue: bool,
     tag: Term<'a>,
 ) -> Term<'a> {
+    let mut ticket = None;
+    let policy = qnn::QueuePolicy {
+        max_waiting: max_queued,
+        always_queue,
+    };
     let started = graph.0.execute_or_queue(
         |turn| {
             catch_unwind(AssertUnwindSafe(|| {
@@ -79,19 +89,39 @@ fn graph_execute<'a>(
             .unwrap_or_else(|_| panicked(env, "the execute"))
         },
         || {
-            let (reply, inputs) = ReplyTo::keeping(env, tag, inputs);
+            let (mut reply, inputs) = ReplyTo::keeping(env, tag, inputs);
+            ticket = Some(reply.ticket());
             let (input_modes, output_modes) = (input_modes.clone(), output_modes.clone());
             Box::new(move |turn: qnn::Turn<'_>| {
+                // Its caller died or gave up while it waited: not run at all.
+                if !reply.wanted() {
+                    return reply.skip();
+                }
                 reply.send(|env| {
                     let result = execute(env, &turn, inputs.load(env), &input_modes, &output_modes);
                     ok_or_error(env, result)
                 })
             })
         },
+        policy,
     );
-    match started {
-        qnn::Started::Ran(result) => result,
-        qnn::Started::Queued => atoms::queued().encode(env),
+    match (started, ticket) {
+        (Ok(qnn::Started::Ran(result)), _) => result,
+        (Ok(qnn::Started::Queued), Some(ticket)) => (atoms::queued(), ticket).encode(env),
+        (Ok(qnn::Started::Queued), None) => panicked(env, "queueing the execute"),
+        (Err(error), _) => Failure::Qnn(error).encode_error(env),
+    }
+}
+
+/// The caller of a queued execute gives up waiting: `:given_up` when its answer had not been
+/// sent (it never will be; the execute is skipped if it has not started), `:sent` when it was
+/// (the caller takes it from its mailbox).
+#[rustler::nif]
+fn execute_give_up(ticket: ResourceArc<Ticket>) -> rustler::Atom {
+    if ticket.give_up() {
+        atoms::given_up()
+    } else {
+        atoms::sent()
     }
 }
 

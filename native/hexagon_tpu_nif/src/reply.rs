@@ -7,7 +7,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex};
 
 use rustler::env::{OwnedEnv, SavedTerm};
-use rustler::{Encoder, Env, LocalPid, Term};
+use rustler::{Encoder, Env, LocalPid, Resource, ResourceArc, Term};
 
 use crate::atoms;
 use crate::error::Failure;
@@ -18,6 +18,45 @@ use crate::error::Failure;
 pub struct ReplyTo {
     /// `None` once sent, or once the NIF answered directly ([`ReplyTo::disarm`]).
     inner: Option<Inner>,
+    /// Shared with a caller that may give up waiting ([`Ticket`]).
+    ticket: Option<ResourceArc<Ticket>>,
+}
+
+/// A queued execute's answer, as its caller may see it: the caller holds the ticket and may give
+/// up (`HexagonTpu.Native.call/2`'s timeout) until the answer is sent; an answer given up on is
+/// never sent, and work whose caller gave up before its turn is skipped.
+pub struct Ticket {
+    state: Mutex<TicketState>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TicketState {
+    Pending,
+    Sent,
+    GaveUp,
+}
+
+#[rustler::resource_impl]
+impl Resource for Ticket {}
+
+impl Ticket {
+    fn lock(&self) -> std::sync::MutexGuard<'_, TicketState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The caller gives up: `true` when the answer had not been sent (it never will be), `false`
+    /// when it was (it is in the caller's mailbox or on its way).
+    pub fn give_up(&self) -> bool {
+        let mut state = self.lock();
+        match *state {
+            TicketState::Pending => {
+                *state = TicketState::GaveUp;
+                qnn::counters::record_timed_out();
+                true
+            }
+            TicketState::Sent | TicketState::GaveUp => false,
+        }
+    }
 }
 
 struct Inner {
@@ -47,14 +86,63 @@ impl ReplyTo {
                 env: owned,
                 tag,
             }),
+            ticket: None,
         }
+    }
+
+    /// The ticket its caller holds to give up waiting (made here, for the NIF to return).
+    pub fn ticket(&mut self) -> ResourceArc<Ticket> {
+        let ticket = ResourceArc::new(Ticket {
+            state: Mutex::new(TicketState::Pending),
+        });
+        self.ticket = Some(ticket.clone());
+        ticket
+    }
+
+    /// Whether the answer is still wanted: its caller is alive and has not given up. Work that is
+    /// not wanted is skipped ([`ReplyTo::skip`]).
+    pub fn wanted(&mut self) -> bool {
+        if self
+            .ticket
+            .as_ref()
+            .is_some_and(|t| *t.lock() == TicketState::GaveUp)
+        {
+            return false;
+        }
+        match &mut self.inner {
+            Some(inner) => {
+                let pid = inner.pid;
+                inner.env.run(|env| pid.is_alive(env))
+            }
+            None => false,
+        }
+    }
+
+    /// Nothing will be sent: the work was skipped, its caller gone or given up.
+    pub fn skip(mut self) {
+        qnn::counters::record_skipped();
+        self.disarm();
     }
 
     /// Builds the result with `build` (which may load the term [`ReplyTo::keeping`] saved) and
     /// sends it. A caller that has exited is not an error: the answer is dropped.
     pub fn send(mut self, build: impl for<'a> FnOnce(Env<'a>) -> Term<'a>) {
-        if let Some(inner) = self.inner.take() {
-            inner.send(build);
+        let Some(inner) = self.inner.take() else {
+            return;
+        };
+        // Built first (for an execute, `build` runs it), then sent under the ticket's lock, so a
+        // caller giving up sees either "not sent, never will be" or "sent", and never waits for
+        // the work.
+        let message = inner.build(build);
+        match &self.ticket {
+            Some(ticket) => {
+                let mut state = ticket.lock();
+                if *state == TicketState::Pending {
+                    *state = TicketState::Sent;
+                    message.deliver();
+                }
+            }
+            None => message.deliver(),
         }
     }
 
@@ -85,8 +173,18 @@ pub fn panicked<'a>(env: Env<'a>, what: &str) -> Term<'a> {
     Failure::Qnn(error).encode_error(env)
 }
 
+/// An answer built and ready to be delivered.
+struct Built {
+    inner: Inner,
+    message: SavedTerm,
+}
+
 impl Inner {
     fn send(self, build: impl for<'a> FnOnce(Env<'a>) -> Term<'a>) {
+        self.build(build).deliver();
+    }
+
+    fn build(self, build: impl for<'a> FnOnce(Env<'a>) -> Term<'a>) -> Built {
         let message = self.env.run(|env| {
             // A panic while building the answer still answers, so the caller never waits
             // forever.
@@ -95,11 +193,21 @@ impl Inner {
             let message = (atoms::hexagon_tpu_reply(), self.tag.load(env), result).encode(env);
             self.env.save(message)
         });
+        Built {
+            inner: self,
+            message,
+        }
+    }
+}
+
+impl Built {
+    fn deliver(self) {
+        let Built { inner, message } = self;
         let deliver = move || {
-            let mut this = self;
-            let pid = this.pid;
+            let mut inner = inner;
+            let pid = inner.pid;
             let _ = catch_unwind(AssertUnwindSafe(|| {
-                this.env.send_and_clear(&pid, |env| message.load(env))
+                inner.env.send_and_clear(&pid, |env| message.load(env))
             }));
         };
         if rustler::thread::is_scheduler_thread() {

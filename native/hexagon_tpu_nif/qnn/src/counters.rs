@@ -74,6 +74,14 @@ counters! {
         execute_ns_last,
         /// QNN free calls that failed (in `close` or in a destructor).
         release_errors,
+        /// Executes waiting for their graph's turn now.
+        executes_waiting,
+        /// Executes refused because their graph's queue was at its limit.
+        executes_overloaded,
+        /// Executes whose caller gave up (`timeout:`) before the answer was sent.
+        executes_timed_out,
+        /// Queued executes not run: their caller had died or given up by their turn.
+        executes_skipped,
     }
     derived {
         /// Loads, frees and closes handed to runtimes' own threads and not yet done (a handle
@@ -103,6 +111,29 @@ pub(crate) fn record_execute(ns: u64, failed: bool) {
     }
     KEPT.execute_ns_total.fetch_add(ns, Relaxed);
     KEPT.execute_ns_last.store(ns, Relaxed);
+}
+
+pub(crate) fn record_waiting(delta: i64) {
+    if delta >= 0 {
+        KEPT.executes_waiting.fetch_add(delta as u64, Relaxed);
+    } else {
+        KEPT.executes_waiting
+            .fetch_sub(delta.unsigned_abs(), Relaxed);
+    }
+}
+
+pub(crate) fn record_overloaded() {
+    KEPT.executes_overloaded.fetch_add(1, Relaxed);
+}
+
+/// A caller gave up on an execute before its answer was sent.
+pub fn record_timed_out() {
+    KEPT.executes_timed_out.fetch_add(1, Relaxed);
+}
+
+/// A queued execute was not run: its caller had died or given up.
+pub fn record_skipped() {
+    KEPT.executes_skipped.fetch_add(1, Relaxed);
 }
 
 pub(crate) fn record_release_error() {

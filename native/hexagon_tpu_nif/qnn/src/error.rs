@@ -70,6 +70,16 @@ pub enum Error {
     Internal { message: String },
     #[error("the process is exiting: QNN is not called any more")]
     Exiting,
+    /// The graph's queue of waiting executes is at its limit.
+    #[error(
+        "graph {graph:?} has {waiting} executes waiting, its limit (max_queued: {limit}); \
+         try again later, or raise the limit"
+    )]
+    Overloaded {
+        graph: String,
+        waiting: usize,
+        limit: usize,
+    },
     /// The pre-flight verdict refused the binary before QNN was asked ([`crate::preflight`]).
     #[error("{message}")]
     Preflight {
@@ -106,6 +116,7 @@ impl Error {
             Error::InvalidInput { .. } => "invalid_input",
             Error::Internal { .. } => "internal",
             Error::Exiting => "exiting",
+            Error::Overloaded { .. } => "overloaded",
             Error::Preflight { reason, .. } => reason.as_str(),
         }
     }

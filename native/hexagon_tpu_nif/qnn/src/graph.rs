@@ -14,7 +14,8 @@ use crate::io;
 use crate::ledger::{Alive, Kind, Site};
 use crate::metadata::{GraphInfo, GraphMetadata};
 use crate::sys;
-use crate::turn::{Queued, TurnGuard, TurnSlot};
+pub use crate::turn::QueuePolicy;
+use crate::turn::{Queued, Taken, TurnGuard, TurnSlot};
 
 /// What one execute measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,26 +126,37 @@ impl Graph {
         &self.metadata.info.name
     }
 
-    /// Runs `now` with the graph's turn if the graph is idle. Otherwise queues `later()`: the
-    /// graph's worker thread runs it with the turn once the executes before it are done. Never
-    /// blocks. The turn is given back when `now` or the queued work returns.
+    /// Runs `now` with the graph's turn if the graph is idle (and `policy` lets the caller run
+    /// it). Otherwise queues `later()`: the graph's worker thread runs it with the turn once the
+    /// executes before it are done; or refuses it with [`Error::Overloaded`] when `policy`'s
+    /// limit of waiting executes is reached. Never blocks. The turn is given back when `now` or
+    /// the queued work returns.
     pub fn execute_or_queue<R>(
         self: &Arc<Self>,
         now: impl FnOnce(Turn<'_>) -> R,
         later: impl FnOnce() -> Box<dyn FnOnce(Turn<'_>) + Send>,
-    ) -> Started<R> {
+        policy: QueuePolicy,
+    ) -> Result<Started<R>> {
         let queued = || -> Queued {
             let graph = Arc::clone(self);
             let work = later();
             Box::new(move || work(Turn { graph: &graph }))
         };
-        match self.turn.take_or_queue(queued) {
-            Some(guard) => {
+        match self.turn.take_or_queue(queued, policy) {
+            Taken::Now(guard) => {
                 let result = now(Turn { graph: self });
                 drop(guard);
-                Started::Ran(result)
+                Ok(Started::Ran(result))
             }
-            None => Started::Queued,
+            Taken::Queued => Ok(Started::Queued),
+            Taken::Full { waiting } => {
+                counters::record_overloaded();
+                Err(Error::Overloaded {
+                    graph: self.name().to_string(),
+                    waiting,
+                    limit: policy.max_waiting,
+                })
+            }
         }
     }
 
@@ -177,7 +189,7 @@ impl Graph {
                 }
             })
         };
-        if let Some(guard) = self.turn.take_or_queue(queued) {
+        if let Taken::Now(guard) = self.turn.take_or_queue(queued, QueuePolicy::default()) {
             let result = self.take_state();
             drop(guard);
             if let Some(done) = done.take() {

@@ -37,7 +37,7 @@ pub use context::Context;
 pub use counters::{Counters, counters};
 pub use error::{Error, LibraryRole, Result};
 pub use exit::exiting;
-pub use graph::{ExecuteReport, Graph, Started, Turn};
+pub use graph::{ExecuteReport, Graph, QueuePolicy, Started, Turn};
 pub use ledger::{LiveEntry, Site};
 pub use loader::{MIN_CORE_API, MIN_SYSTEM_API};
 pub use log::{LogLevel, LogRecord};

@@ -2,11 +2,15 @@
 //! calls on one handle, so a graph runs one execute at a time, but nobody waits for a turn on a
 //! thread they do not own: an execute that finds the graph busy is queued, and the graph's own
 //! worker thread runs the queue in order once the running execute is done. The uncontended
-//! execute therefore stays a direct call on the caller's thread.
+//! execute therefore stays a direct call on the caller's thread, unless the caller asks for its
+//! work to be queued even then (a caller with a deadline must be free to stop waiting). The queue
+//! is bounded by each caller's limit: beyond it the work is refused, not queued.
 
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use crate::counters;
 
 /// Work that runs while holding the turn.
 pub(crate) type Queued = Box<dyn FnOnce() + Send>;
@@ -28,6 +32,34 @@ struct SlotState {
     draining: bool,
 }
 
+/// How a caller's work may wait for the turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueuePolicy {
+    /// Refuse the work when this many are waiting already.
+    pub max_waiting: usize,
+    /// Queue the work even when the graph is idle, so the caller does not run it itself.
+    pub always_queue: bool,
+}
+
+impl Default for QueuePolicy {
+    fn default() -> Self {
+        QueuePolicy {
+            max_waiting: usize::MAX,
+            always_queue: false,
+        }
+    }
+}
+
+/// What became of work offered to [`TurnSlot::take_or_queue`].
+pub(crate) enum Taken {
+    /// The graph was idle: the caller has the turn.
+    Now(TurnGuard),
+    /// Queued: the graph's worker runs it with the turn.
+    Queued,
+    /// Refused: this many were waiting, the caller's limit.
+    Full { waiting: usize },
+}
+
 /// Holding this is having the turn; dropping it passes the turn on.
 pub(crate) struct TurnGuard {
     slot: Arc<TurnSlot>,
@@ -38,21 +70,35 @@ impl TurnSlot {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The turn now if the graph is idle; otherwise `later()` is queued and `None` returned.
+    /// The turn now if the graph is idle (and the policy lets the caller run it); otherwise
+    /// `later()` is queued, or refused when the policy's limit of waiting work is reached.
     pub(crate) fn take_or_queue(
         self: &Arc<Self>,
         later: impl FnOnce() -> Queued,
-    ) -> Option<TurnGuard> {
+        policy: QueuePolicy,
+    ) -> Taken {
         let mut state = self.lock();
-        if state.busy {
-            state.queue.push_back(later());
-            None
-        } else {
+        if !state.busy && !policy.always_queue {
             state.busy = true;
-            Some(TurnGuard {
+            return Taken::Now(TurnGuard {
                 slot: Arc::clone(self),
-            })
+            });
         }
+        if state.queue.len() >= policy.max_waiting {
+            return Taken::Full {
+                waiting: state.queue.len(),
+            };
+        }
+        state.queue.push_back(later());
+        counters::record_waiting(1);
+        if !state.busy {
+            // Idle, but the caller asked not to run it: the worker takes the turn now.
+            state.busy = true;
+            state.draining = true;
+            drop(state);
+            Arc::clone(self).start_worker();
+        }
+        Taken::Queued
     }
 
     /// Waits for the turn (callers that own their thread, such as Rust users of this crate).
@@ -73,7 +119,10 @@ impl TurnSlot {
             let next = {
                 let mut state = self.lock();
                 match state.queue.pop_front() {
-                    Some(next) => next,
+                    Some(next) => {
+                        counters::record_waiting(-1);
+                        next
+                    }
                     None => {
                         state.busy = false;
                         state.draining = false;
@@ -103,13 +152,20 @@ impl Drop for TurnGuard {
         }
         state.draining = true;
         drop(state);
-        let slot = Arc::clone(&self.slot);
+        Arc::clone(&self.slot).start_worker();
+    }
+}
+
+impl TurnSlot {
+    /// Starts the worker that drains the queue (the turn is taken and `draining` set).
+    fn start_worker(self: Arc<Self>) {
+        let slot = Arc::clone(&self);
         let spawned = std::thread::Builder::new()
             .name("qnn-graph".into())
             .spawn(move || slot.drain());
         if spawned.is_err() {
             // No thread to be had: drain here rather than strand the queue.
-            Arc::clone(&self.slot).drain();
+            self.drain();
         }
     }
 }
