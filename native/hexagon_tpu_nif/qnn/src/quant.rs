@@ -58,6 +58,9 @@ use thiserror::Error;
 #[macro_use]
 mod kernels;
 use kernels::*;
+// The x86-64 paths chosen at run time (AVX-512, AVX2, F16C).
+#[cfg(target_arch = "x86_64")]
+mod x86;
 
 /// Element container of quantized data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -448,12 +451,13 @@ pub fn quantize_per_axis(
 fn quantize_axis_with<A: Acc>(
     src: &[[u8; 4]],
     dst: &mut [u8],
-    size: usize,
+    ty: QuantType,
     layout: AxisLayout,
     scales: &[f32],
     offsets: &[i32],
     range: (i64, i64),
 ) {
+    let size = ty.size();
     let inner = layout.inner;
     if inner >= SHORT_INNER {
         // Long contiguous runs: reuse the per-tensor loop for each run.
@@ -465,8 +469,11 @@ fn quantize_axis_with<A: Acc>(
         let runs = src
             .chunks_exact(inner)
             .zip(dst.chunks_exact_mut(inner * size));
-        for ((s, d), &p) in runs.zip(params.iter().cycle()) {
-            qrun_best(s, d, size, p);
+        let channels = params.iter().zip(scales.iter().zip(offsets)).cycle();
+        for ((s, d), (&p, (&scale, &offset))) in runs.zip(channels) {
+            if !quantize_fast(s, d, ty, scale, offset, range) {
+                qrun_best(s, d, size, p);
+            }
         }
     } else {
         // Channel-last (inner == 1) or short runs: one parameter per element
@@ -555,6 +562,9 @@ impl PerTensor {
     pub fn quantize(&self, src_f32: &[u8], dst: &mut [u8]) -> Result<(), QuantError> {
         pair(src_f32, 4, dst, self.ty.size(), "src_f32", "dst")?;
         let src = src_f32.as_chunks::<4>().0;
+        if quantize_fast(src, dst, self.ty, self.scale, self.offset, self.range) {
+            return Ok(());
+        }
         if use_f32_path(self.ty, &[self.offset]) {
             qrun_best(
                 src,
@@ -577,7 +587,7 @@ impl PerTensor {
     pub fn dequantize(&self, src: &[u8], dst_f32: &mut [u8]) -> Result<(), QuantError> {
         pair(src, self.ty.size(), dst_f32, 4, "src", "dst_f32")?;
         let dst = dst_f32.as_chunks_mut::<4>().0;
-        dq_run(self.ty, src, dst, self.scale, self.offset);
+        dq_run_best(self.ty, src, dst, self.scale, self.offset);
         Ok(())
     }
 }
@@ -625,9 +635,9 @@ impl<'p> PerAxis<'p> {
         }
         let src = src_f32.as_chunks::<4>().0;
         if use_f32_path(ty, offsets) {
-            quantize_axis_with::<f32>(src, dst, ty.size(), layout, scales, offsets, range);
+            quantize_axis_with::<f32>(src, dst, ty, layout, scales, offsets, range);
         } else {
-            quantize_axis_with::<f64>(src, dst, ty.size(), layout, scales, offsets, range);
+            quantize_axis_with::<f64>(src, dst, ty, layout, scales, offsets, range);
         }
         Ok(())
     }
@@ -650,7 +660,7 @@ impl<'p> PerAxis<'p> {
                 .zip(dst.chunks_exact_mut(inner));
             let params = scales.iter().zip(offsets).cycle();
             for ((s, d), (&scale, &offset)) in runs.zip(params) {
-                dq_run(ty, s, d, scale, offset);
+                dq_run_best(ty, s, d, scale, offset);
             }
         } else {
             let chans = row_channels(layout);
@@ -677,6 +687,11 @@ pub fn f32_to_f16(src_f32: &[u8], dst_f16: &mut [u8]) -> Result<(), QuantError> 
     pair(src_f32, 4, dst_f16, 2, "src_f32", "dst_f16")?;
     let src = src_f32.as_chunks::<4>().0;
     let dst = dst_f16.as_chunks_mut::<2>().0;
+    #[cfg(target_arch = "x86_64")]
+    let (src, dst) = {
+        let done = x86::f32_to_f16(src, dst, x86::Level::Avx512);
+        (&src[done..], &mut dst[done..])
+    };
     for (s, d) in src.iter().zip(dst.iter_mut()) {
         *d = f32_to_f16_bits(f32::from_le_bytes(*s)).to_le_bytes();
     }
@@ -688,6 +703,11 @@ pub fn f16_to_f32(src_f16: &[u8], dst_f32: &mut [u8]) -> Result<(), QuantError> 
     pair(src_f16, 2, dst_f32, 4, "src_f16", "dst_f32")?;
     let src = src_f16.as_chunks::<2>().0;
     let dst = dst_f32.as_chunks_mut::<4>().0;
+    #[cfg(target_arch = "x86_64")]
+    let (src, dst) = {
+        let done = x86::f16_to_f32(src, dst, x86::Level::Avx512);
+        (&src[done..], &mut dst[done..])
+    };
     for (s, d) in src.iter().zip(dst.iter_mut()) {
         *d = f16_bits_to_f32(u16::from_le_bytes(*s)).to_le_bytes();
     }
