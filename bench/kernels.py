@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """qnn's host kernels against memcpy and ONNX Runtime, interleaved in one run.
 
-    python bench/kernels.py PATH/TO/quant_bench [--rounds N]
+    python bench/kernels.py PATH/TO/quant_bench [--rounds N] [--only PREFIX]
 
 `bench/run.sh kernels` builds `quant_bench` (the `qnn` crate's example) and runs this with the
 QNN venv's Python (onnxruntime, onnx, numpy). `quant_bench --serve` times our kernels in Rust;
@@ -153,7 +153,10 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("quant_bench")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", default="", help="only the kernels whose name starts with this (q_, dq, f)")
     args = parser.parse_args()
+    global KERNELS
+    KERNELS = [k for k in KERNELS if k[0].startswith(args.only)]
     rng = np.random.default_rng(2026)
     ours = Ours(args.quant_bench)
     peers = {(k, s): ort_kernel(k, (1, *s), rng) for s in SIZES for k, _ in KERNELS}

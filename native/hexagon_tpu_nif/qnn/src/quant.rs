@@ -42,13 +42,17 @@
 //! # Errors and vectorization
 //!
 //! The slice kernels validate every argument before writing anything (on
-//! `Err` the destination is untouched) and never panic. Their loops are plain
-//! safe Rust written so LLVM vectorizes them (no `unsafe`, no intrinsics):
+//! `Err` the destination is untouched) and never panic. The portable loops
+//! (`quant/kernels.rs`) are plain safe Rust written so LLVM vectorizes them:
 //! the quantize body is `divps`/`fdiv.4s` + rounding + min/max + selects, the
 //! f32 -> int conversion uses an exact add-1.5*2^23-and-take-the-bits trick
 //! (see `Acc::to_le`) instead of a saturating `as` cast, and rounding uses
 //! `round_ties_even` where it is a single instruction (aarch64, x86 with
-//! SSE4.1) and an exact add/subtract-2^23 trick on baseline x86-64.
+//! SSE4.1) and an exact add/subtract-2^23 trick on baseline x86-64. aarch64
+//! runs them as NEON, its baseline. On x86-64, whose release build is
+//! baseline (SSE2), `quant/x86.rs` holds intrinsic paths chosen at run time
+//! (AVX-512 / AVX2 quantize, AVX-512F / F16C f16 conversions) that compute
+//! the same bits; the tests force each against the scalar forms.
 
 use std::borrow::Cow;
 

@@ -1,5 +1,6 @@
 //! The loops behind the public kernels in `quant.rs`: rounding, the quantize and dequantize
-//! bodies LLVM vectorizes, and the run-time choice of the AVX2 build on x86-64. See the module
+//! bodies LLVM vectorizes, and the run-time choice of their AVX2 / AVX-512 builds (and of the
+//! intrinsic paths in `quant/x86.rs`) on x86-64. See the module
 //! documentation of `quant` for the arithmetic and why it is exact.
 
 use super::*;

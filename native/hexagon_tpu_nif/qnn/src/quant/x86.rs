@@ -126,7 +126,28 @@ fn quantize_avx512(src: &[[u8; 4]], dst: &mut [u8], size: usize, p: FastQ) {
     };
     let n = src.len();
     let (s, d) = (src.as_ptr().cast::<f32>(), dst.as_mut_ptr());
+    let store = |i: usize, mask: __mmask16, q: __m512i| {
+        if size == 1 {
+            // SAFETY: the lanes under `mask` are bytes `i..` of `dst` below `n` (the callers
+            // below pass a mask covering only elements `< n`), and `dst` holds `n` one-byte
+            // elements; masked-off lanes are not written and cannot fault.
+            unsafe { _mm512_mask_cvtepi32_storeu_epi8(d.add(i).cast(), mask, q) };
+        } else {
+            // SAFETY: as above, for `n` two-byte elements; no alignment requirement.
+            unsafe { _mm512_mask_cvtepi32_storeu_epi16(d.add(2 * i).cast(), mask, q) };
+        }
+    };
+    // Two vectors an iteration, then what is left under a mask.
+    let whole = n / 32 * 32;
     let mut i = 0;
+    while i < whole {
+        // SAFETY: elements `i..i + 32` are inside `src` (`i + 32 <= whole <= n`).
+        let (a, b) = unsafe { (_mm512_loadu_ps(s.add(i)), _mm512_loadu_ps(s.add(i + 16))) };
+        let (a, b) = (core(a), core(b));
+        store(i, 0xffff, a);
+        store(i + 16, 0xffff, b);
+        i += 32;
+    }
     while i < n {
         let left = n - i;
         let mask: __mmask16 = if left >= 16 {
@@ -134,19 +155,10 @@ fn quantize_avx512(src: &[[u8; 4]], dst: &mut [u8], size: usize, p: FastQ) {
         } else {
             (1u16 << left) - 1
         };
-        // SAFETY: lanes `i..i + 16` under `mask` are inside `src` (`mask` covers only the
-        // `left` elements from `i` on); masked-off lanes are not read and cannot fault.
+        // SAFETY: the lanes under `mask` are elements `i..min(i + 16, n)` of `src`; masked-off
+        // lanes are not read and cannot fault.
         let x = unsafe { _mm512_maskz_loadu_ps(mask, s.add(i)) };
-        let q = core(x);
-        if size == 1 {
-            // SAFETY: as for the load: the lanes under `mask` are bytes `i..i + left` of `dst`,
-            // which holds `n` one-byte elements.
-            unsafe { _mm512_mask_cvtepi32_storeu_epi8(d.add(i).cast(), mask, q) };
-        } else {
-            // SAFETY: the lanes under `mask` are the two-byte elements `i..i + left` of `dst`,
-            // which holds `n` of them; the store has no alignment requirement.
-            unsafe { _mm512_mask_cvtepi32_storeu_epi16(d.add(2 * i).cast(), mask, q) };
-        }
+        store(i, mask, core(x));
         i += 16;
     }
 }
