@@ -1,17 +1,20 @@
 //! Throughput of the host quantization kernels against a plain memcpy of the
 //! same f32 buffer.
 //!
-//! `cargo run --release --example quant_bench -p qnn`
+//! `cargo run --release --example quant_bench -p qnn` prints this crate's kernels alone.
+//! `bench/run.sh kernels` prints them next to ONNX Runtime's in one interleaved run: its
+//! driver (`bench/kernels.py`) starts this program with `--serve` and sends one request a line,
+//! `KERNEL H W C MIN_MS BATCHES`, answered with the best seconds per call of `BATCHES` batches of
+//! at least `MIN_MS` ms each (or `error ...`). Kernels: see [`KERNELS`].
+//!
+//! Every kernel's GB/s counts the bytes of its f32 side only (its input for quantize and
+//! f32->f16, its output for dequantize and f16->f32); memcpy's counts the f32 buffer it copies.
 
 use std::hint::black_box;
+use std::io::{BufRead, Write};
 use std::time::{Duration, Instant};
 
-use qnn::quant::{self, AxisLayout, QuantType};
-
-/// Minimum wall time of one measurement batch.
-const MIN_BATCH: Duration = Duration::from_millis(50);
-/// Batches per kernel; the best (fastest) one is reported.
-const BATCHES: usize = 5;
+use qnn::quant::{self, AxisLayout, PerAxis, PerTensor, QuantType};
 
 #[path = "../src/quant/splitmix.rs"]
 mod splitmix;
@@ -23,9 +26,26 @@ impl Rng {
     }
 }
 
+/// The kernels, by the name the driver uses, with a description.
+const KERNELS: &[(&str, &str)] = &[
+    ("memcpy", "memcpy f32"),
+    ("q_u8", "quantize f32->u8"),
+    ("q_i8", "quantize f32->s8"),
+    ("q_u16", "quantize f32->u16"),
+    ("q_i16", "quantize f32->s16"),
+    ("qaxis_u8", "quantize f32->u8 per-axis (HWC, c=3)"),
+    ("dq_u8", "dequantize u8->f32"),
+    ("dq_i8", "dequantize s8->f32"),
+    ("dq_u16", "dequantize u16->f32"),
+    ("dq_i16", "dequantize s16->f32"),
+    ("dqaxis_u8", "dequantize u8->f32 per-axis (HWC, c=3)"),
+    ("f32_f16", "f32->f16"),
+    ("f16_f32", "f16->f32"),
+];
+
 /// Seconds per call: calibrate the repetition count so a batch takes at
-/// least `MIN_BATCH`, then report the best of `BATCHES` batches.
-fn time_per_call(mut f: impl FnMut()) -> f64 {
+/// least `min_batch`, then report the best of `batches` batches.
+fn time_per_call(min_batch: Duration, batches: usize, mut f: impl FnMut()) -> f64 {
     f(); // warm up (page faults, caches)
     let mut reps = 1usize;
     loop {
@@ -34,14 +54,14 @@ fn time_per_call(mut f: impl FnMut()) -> f64 {
             f();
         }
         let e = t.elapsed();
-        if e >= MIN_BATCH {
+        if e >= min_batch {
             break;
         }
-        let grow = (MIN_BATCH.as_secs_f64() / e.as_secs_f64().max(1e-9) * 1.2).ceil();
+        let grow = (min_batch.as_secs_f64() / e.as_secs_f64().max(1e-9) * 1.2).ceil();
         reps = (reps as f64 * grow.clamp(2.0, 100.0)) as usize;
     }
     let mut best = f64::INFINITY;
-    for _ in 0..BATCHES {
+    for _ in 0..batches.max(1) {
         let t = Instant::now();
         for _ in 0..reps {
             f();
@@ -51,136 +71,171 @@ fn time_per_call(mut f: impl FnMut()) -> f64 {
     best
 }
 
-struct Row {
-    kernel: &'static str,
-    elems: usize,
-    secs: f64,
-    bytes: usize,
+/// Per-tensor parameters of each container (the driver uses the same ones for ONNX Runtime).
+fn params(ty: QuantType) -> (f32, i32) {
+    match ty {
+        QuantType::U8 => (2.0 / 255.0, -128),
+        QuantType::I8 => (2.0 / 255.0, 0),
+        QuantType::U16 => (2.0 / 65535.0, -32768),
+        _ => (2.0 / 65535.0, 0),
+    }
 }
 
-fn bench_size(h: usize, w: usize, c: usize) -> Vec<Row> {
+/// Per-channel parameters of the per-axis kernels (u8, three channels).
+fn axis_params(c: usize) -> (Vec<f32>, Vec<i32>) {
+    let scales = (0..c)
+        .map(|i| 2.0 / 255.0 * (1.0 + i as f32 * 0.1))
+        .collect();
+    let offsets = (0..c).map(|i| -128 + i as i32).collect();
+    (scales, offsets)
+}
+
+/// Seconds per call of `kernel` on an `h x w x c` tensor, `None` for an unknown kernel.
+fn measure(
+    kernel: &str,
+    (h, w, c): (usize, usize, usize),
+    min: Duration,
+    batches: usize,
+) -> Option<f64> {
     let n = h * w * c;
     let mut rng = Rng(0x5eed ^ n as u64);
     // Roughly normalized image data in [-1, 1).
     let xs: Vec<f32> = (0..n).map(|_| rng.unit() * 2.0 - 1.0).collect();
     let src: Vec<u8> = xs.iter().flat_map(|x| x.to_le_bytes()).collect();
     let mut f32_dst = vec![0u8; n * 4];
-    let mut u8_buf = vec![0u8; n];
-    let mut u16_buf = vec![0u8; n * 2];
-    let mut f16_buf = vec![0u8; n * 2];
-    let (scale, offset) = (2.0f32 / 255.0, -128);
-    let u8r = QuantType::U8.full_range();
-    let u16r = QuantType::U16.full_range();
-    quant::quantize_per_tensor(&src, &mut u8_buf, QuantType::U8, scale, offset, u8r).unwrap();
-    quant::f32_to_f16(&src, &mut f16_buf).unwrap();
-    let layout = AxisLayout::from_dims(&[h, w, c], 2).unwrap();
-    let scales: Vec<f32> = (0..c).map(|i| scale * (1.0 + i as f32 * 0.1)).collect();
-    let offsets: Vec<i32> = (0..c).map(|i| -128 + i as i32).collect();
-
-    let mut rows = Vec::new();
-    let mut push = |kernel, secs, bytes| {
-        rows.push(Row {
-            kernel,
-            elems: n,
-            secs,
-            bytes,
-        })
+    let time = |f: &mut dyn FnMut()| time_per_call(min, batches, f);
+    let ty = |k: &str| match &k[k.len() - 2..] {
+        "u8" => QuantType::U8,
+        "i8" => QuantType::I8,
+        "16" if k.ends_with("u16") => QuantType::U16,
+        _ => QuantType::I16,
     };
+    let layout = AxisLayout::from_dims(&[h, w, c], 2).unwrap();
+    let (scales, offsets) = axis_params(c);
+    let secs = match kernel {
+        "memcpy" => time(&mut || {
+            f32_dst.copy_from_slice(black_box(&src));
+            black_box(&mut f32_dst);
+        }),
+        "q_u8" | "q_i8" | "q_u16" | "q_i16" => {
+            let ty = ty(kernel);
+            let (scale, offset) = params(ty);
+            let p = PerTensor::new(ty, scale, offset, ty.full_range()).unwrap();
+            let mut dst = vec![0u8; n * ty.size()];
+            time(&mut || {
+                p.quantize(black_box(&src), &mut dst).unwrap();
+                black_box(&mut dst);
+            })
+        }
+        "dq_u8" | "dq_i8" | "dq_u16" | "dq_i16" => {
+            let ty = ty(kernel);
+            let (scale, offset) = params(ty);
+            let p = PerTensor::new(ty, scale, offset, ty.full_range()).unwrap();
+            let mut q = vec![0u8; n * ty.size()];
+            p.quantize(&src, &mut q).unwrap();
+            time(&mut || {
+                p.dequantize(black_box(&q), &mut f32_dst).unwrap();
+                black_box(&mut f32_dst);
+            })
+        }
+        "qaxis_u8" | "dqaxis_u8" => {
+            let ty = QuantType::U8;
+            let p =
+                PerAxis::new(ty, layout, scales.into(), offsets.into(), ty.full_range()).unwrap();
+            let mut q = vec![0u8; n];
+            p.quantize(&src, &mut q).unwrap();
+            if kernel == "qaxis_u8" {
+                time(&mut || {
+                    p.quantize(black_box(&src), &mut q).unwrap();
+                    black_box(&mut q);
+                })
+            } else {
+                time(&mut || {
+                    p.dequantize(black_box(&q), &mut f32_dst).unwrap();
+                    black_box(&mut f32_dst);
+                })
+            }
+        }
+        "f32_f16" | "f16_f32" => {
+            let mut h16 = vec![0u8; n * 2];
+            quant::f32_to_f16(&src, &mut h16).unwrap();
+            if kernel == "f32_f16" {
+                time(&mut || {
+                    quant::f32_to_f16(black_box(&src), &mut h16).unwrap();
+                    black_box(&mut h16);
+                })
+            } else {
+                time(&mut || {
+                    quant::f16_to_f32(black_box(&h16), &mut f32_dst).unwrap();
+                    black_box(&mut f32_dst);
+                })
+            }
+        }
+        _ => return None,
+    };
+    Some(secs)
+}
 
-    let t = time_per_call(|| {
-        f32_dst.copy_from_slice(black_box(&src));
-        black_box(&mut f32_dst);
-    });
-    push("memcpy f32", t, 8 * n);
-
-    let t = time_per_call(|| {
-        quant::quantize_per_tensor(
-            black_box(&src),
-            &mut u8_buf,
-            QuantType::U8,
-            scale,
-            offset,
-            u8r,
-        )
-        .unwrap();
-        black_box(&mut u8_buf);
-    });
-    push("quantize f32->u8", t, 5 * n);
-
-    let t = time_per_call(|| {
-        quant::quantize_per_tensor(
-            black_box(&src),
-            &mut u16_buf,
-            QuantType::U16,
-            scale / 256.0,
-            -32768,
-            u16r,
-        )
-        .unwrap();
-        black_box(&mut u16_buf);
-    });
-    push("quantize f32->u16", t, 6 * n);
-
-    let t = time_per_call(|| {
-        quant::dequantize_per_tensor(
-            black_box(&u8_buf),
-            &mut f32_dst,
-            QuantType::U8,
-            scale,
-            offset,
-        )
-        .unwrap();
-        black_box(&mut f32_dst);
-    });
-    push("dequantize u8->f32", t, 5 * n);
-
-    let t = time_per_call(|| {
-        quant::quantize_per_axis(
-            black_box(&src),
-            &mut u8_buf,
-            QuantType::U8,
-            layout,
-            &scales,
-            &offsets,
-            u8r,
-        )
-        .unwrap();
-        black_box(&mut u8_buf);
-    });
-    push("per-axis f32->u8 (HWC, c=3)", t, 5 * n);
-
-    let t = time_per_call(|| {
-        quant::f32_to_f16(black_box(&src), &mut f16_buf).unwrap();
-        black_box(&mut f16_buf);
-    });
-    push("f32->f16", t, 6 * n);
-
-    let t = time_per_call(|| {
-        quant::f16_to_f32(black_box(&f16_buf), &mut f32_dst).unwrap();
-        black_box(&mut f32_dst);
-    });
-    push("f16->f32", t, 6 * n);
-
-    rows
+/// `--serve`: one request a line on stdin, one answer a line on stdout.
+fn serve() {
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout().lock();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let answer = match words.as_slice() {
+            [kernel, h, w, c, min_ms, batches] => {
+                let nums = (
+                    h.parse(),
+                    w.parse(),
+                    c.parse(),
+                    min_ms.parse(),
+                    batches.parse(),
+                );
+                match nums {
+                    (Ok(h), Ok(w), Ok(c), Ok(min_ms), Ok(batches)) => {
+                        let min = Duration::from_millis(min_ms);
+                        match measure(kernel, (h, w, c), min, batches) {
+                            Some(secs) => format!("{secs:e}"),
+                            None => format!("error unknown kernel {kernel}"),
+                        }
+                    }
+                    _ => "error bad numbers".to_string(),
+                }
+            }
+            _ => "error expected: KERNEL H W C MIN_MS BATCHES".to_string(),
+        };
+        if writeln!(out, "{answer}")
+            .and_then(|()| out.flush())
+            .is_err()
+        {
+            break;
+        }
+    }
 }
 
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some("--serve") {
+        return serve();
+    }
     println!(
-        "{:<30} {:>9} {:>11} {:>8} {:>9}",
+        "{:<40} {:>9} {:>11} {:>8} {:>9}",
         "kernel", "elements", "us/call", "GB/s", "x memcpy"
     );
     for (h, w, c) in [(224, 224, 3), (640, 640, 3)] {
+        let n = h * w * c;
         println!("--- {h}x{w}x{c} f32 ---");
-        let rows = bench_size(h, w, c);
-        let memcpy = rows[0].secs;
-        for r in &rows {
+        let min = Duration::from_millis(50);
+        let memcpy = measure("memcpy", (h, w, c), min, 5).unwrap();
+        for (kernel, what) in KERNELS {
+            let secs = measure(kernel, (h, w, c), min, 5).unwrap();
             println!(
-                "{:<30} {:>9} {:>11.1} {:>8.2} {:>9.2}",
-                r.kernel,
-                r.elems,
-                r.secs * 1e6,
-                r.bytes as f64 / r.secs / 1e9,
-                r.secs / memcpy
+                "{:<40} {:>9} {:>11.1} {:>8.2} {:>9.2}",
+                what,
+                n,
+                secs * 1e6,
+                (4 * n) as f64 / secs / 1e9,
+                secs / memcpy
             );
         }
     }

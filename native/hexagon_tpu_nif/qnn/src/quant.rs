@@ -42,13 +42,17 @@
 //! # Errors and vectorization
 //!
 //! The slice kernels validate every argument before writing anything (on
-//! `Err` the destination is untouched) and never panic. Their loops are plain
-//! safe Rust written so LLVM vectorizes them (no `unsafe`, no intrinsics):
+//! `Err` the destination is untouched) and never panic. The portable loops
+//! (`quant/kernels.rs`) are plain safe Rust written so LLVM vectorizes them:
 //! the quantize body is `divps`/`fdiv.4s` + rounding + min/max + selects, the
 //! f32 -> int conversion uses an exact add-1.5*2^23-and-take-the-bits trick
 //! (see `Acc::to_le`) instead of a saturating `as` cast, and rounding uses
 //! `round_ties_even` where it is a single instruction (aarch64, x86 with
-//! SSE4.1) and an exact add/subtract-2^23 trick on baseline x86-64.
+//! SSE4.1) and an exact add/subtract-2^23 trick on baseline x86-64. aarch64
+//! runs them as NEON, its baseline. On x86-64, whose release build is
+//! baseline (SSE2), `quant/x86.rs` holds intrinsic paths chosen at run time
+//! (AVX-512 / AVX2 quantize, AVX-512F / F16C f16 conversions) that compute
+//! the same bits; the tests force each against the scalar forms.
 
 use std::borrow::Cow;
 
@@ -58,6 +62,9 @@ use thiserror::Error;
 #[macro_use]
 mod kernels;
 use kernels::*;
+// The x86-64 paths chosen at run time (AVX-512, AVX2, F16C).
+#[cfg(target_arch = "x86_64")]
+mod x86;
 
 /// Element container of quantized data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -448,12 +455,13 @@ pub fn quantize_per_axis(
 fn quantize_axis_with<A: Acc>(
     src: &[[u8; 4]],
     dst: &mut [u8],
-    size: usize,
+    ty: QuantType,
     layout: AxisLayout,
     scales: &[f32],
     offsets: &[i32],
     range: (i64, i64),
 ) {
+    let size = ty.size();
     let inner = layout.inner;
     if inner >= SHORT_INNER {
         // Long contiguous runs: reuse the per-tensor loop for each run.
@@ -465,8 +473,11 @@ fn quantize_axis_with<A: Acc>(
         let runs = src
             .chunks_exact(inner)
             .zip(dst.chunks_exact_mut(inner * size));
-        for ((s, d), &p) in runs.zip(params.iter().cycle()) {
-            qrun_best(s, d, size, p);
+        let channels = params.iter().zip(scales.iter().zip(offsets)).cycle();
+        for ((s, d), (&p, (&scale, &offset))) in runs.zip(channels) {
+            if !quantize_fast(s, d, ty, scale, offset, range) {
+                qrun_best(s, d, size, p);
+            }
         }
     } else {
         // Channel-last (inner == 1) or short runs: one parameter per element
@@ -555,6 +566,9 @@ impl PerTensor {
     pub fn quantize(&self, src_f32: &[u8], dst: &mut [u8]) -> Result<(), QuantError> {
         pair(src_f32, 4, dst, self.ty.size(), "src_f32", "dst")?;
         let src = src_f32.as_chunks::<4>().0;
+        if quantize_fast(src, dst, self.ty, self.scale, self.offset, self.range) {
+            return Ok(());
+        }
         if use_f32_path(self.ty, &[self.offset]) {
             qrun_best(
                 src,
@@ -577,7 +591,7 @@ impl PerTensor {
     pub fn dequantize(&self, src: &[u8], dst_f32: &mut [u8]) -> Result<(), QuantError> {
         pair(src, self.ty.size(), dst_f32, 4, "src", "dst_f32")?;
         let dst = dst_f32.as_chunks_mut::<4>().0;
-        dq_run(self.ty, src, dst, self.scale, self.offset);
+        dq_run_best(self.ty, src, dst, self.scale, self.offset);
         Ok(())
     }
 }
@@ -625,9 +639,9 @@ impl<'p> PerAxis<'p> {
         }
         let src = src_f32.as_chunks::<4>().0;
         if use_f32_path(ty, offsets) {
-            quantize_axis_with::<f32>(src, dst, ty.size(), layout, scales, offsets, range);
+            quantize_axis_with::<f32>(src, dst, ty, layout, scales, offsets, range);
         } else {
-            quantize_axis_with::<f64>(src, dst, ty.size(), layout, scales, offsets, range);
+            quantize_axis_with::<f64>(src, dst, ty, layout, scales, offsets, range);
         }
         Ok(())
     }
@@ -650,7 +664,7 @@ impl<'p> PerAxis<'p> {
                 .zip(dst.chunks_exact_mut(inner));
             let params = scales.iter().zip(offsets).cycle();
             for ((s, d), (&scale, &offset)) in runs.zip(params) {
-                dq_run(ty, s, d, scale, offset);
+                dq_run_best(ty, s, d, scale, offset);
             }
         } else {
             let chans = row_channels(layout);
@@ -677,6 +691,11 @@ pub fn f32_to_f16(src_f32: &[u8], dst_f16: &mut [u8]) -> Result<(), QuantError> 
     pair(src_f32, 4, dst_f16, 2, "src_f32", "dst_f16")?;
     let src = src_f32.as_chunks::<4>().0;
     let dst = dst_f16.as_chunks_mut::<2>().0;
+    #[cfg(target_arch = "x86_64")]
+    let (src, dst) = {
+        let done = x86::f32_to_f16(src, dst, x86::Level::Avx512);
+        (&src[done..], &mut dst[done..])
+    };
     for (s, d) in src.iter().zip(dst.iter_mut()) {
         *d = f32_to_f16_bits(f32::from_le_bytes(*s)).to_le_bytes();
     }
@@ -688,6 +707,11 @@ pub fn f16_to_f32(src_f16: &[u8], dst_f32: &mut [u8]) -> Result<(), QuantError> 
     pair(src_f16, 2, dst_f32, 4, "src_f16", "dst_f32")?;
     let src = src_f16.as_chunks::<2>().0;
     let dst = dst_f32.as_chunks_mut::<4>().0;
+    #[cfg(target_arch = "x86_64")]
+    let (src, dst) = {
+        let done = x86::f16_to_f32(src, dst, x86::Level::Avx512);
+        (&src[done..], &mut dst[done..])
+    };
     for (s, d) in src.iter().zip(dst.iter_mut()) {
         *d = f16_bits_to_f32(u16::from_le_bytes(*s)).to_le_bytes();
     }

@@ -1,5 +1,6 @@
 //! The loops behind the public kernels in `quant.rs`: rounding, the quantize and dequantize
-//! bodies LLVM vectorizes, and the run-time choice of the AVX2 build on x86-64. See the module
+//! bodies LLVM vectorizes, and the run-time choice of their AVX2 / AVX-512 builds (and of the
+//! intrinsic paths in `quant/x86.rs`) on x86-64. See the module
 //! documentation of `quant` for the arithmetic and why it is exact.
 
 use super::*;
@@ -338,10 +339,72 @@ pub(super) fn use_i32_path(ty: QuantType, offsets: &[i32]) -> bool {
     ty.size() <= 2 && offsets.iter().all(|&o| o.unsigned_abs() <= 1 << 30)
 }
 
+#[inline(always)]
 pub(super) fn dq_run(ty: QuantType, src: &[u8], dst: &mut [[u8; 4]], scale: f32, offset: i32) {
     if use_i32_path(ty, &[offset]) {
         dispatch_load!(ty, i32, drun, src, dst, scale, offset);
     } else {
         dispatch_load!(ty, i64, drun, src, dst, scale, offset as i64);
     }
+}
+
+// The same loop compiled again for AVX-512 and for AVX2 (the baseline build has SSE2 only):
+// LLVM widens the loads, the int->f32 conversion and the multiply; the arithmetic per element
+// is the same, so the result does not depend on the path.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+pub(super) fn dq_run_avx512(
+    ty: QuantType,
+    src: &[u8],
+    dst: &mut [[u8; 4]],
+    scale: f32,
+    offset: i32,
+) {
+    dq_run(ty, src, dst, scale, offset)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+pub(super) fn dq_run_avx2(ty: QuantType, src: &[u8], dst: &mut [[u8; 4]], scale: f32, offset: i32) {
+    dq_run(ty, src, dst, scale, offset)
+}
+
+/// [`dq_run`] on the widest vectors this CPU has.
+pub(super) fn dq_run_best(ty: QuantType, src: &[u8], dst: &mut [[u8; 4]], scale: f32, offset: i32) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        if has!("avx512f") && has!("avx512bw") {
+            // SAFETY: the CPU has AVX-512F and AVX-512BW (checked just above), the target
+            // features of `dq_run_avx512`.
+            return unsafe { dq_run_avx512(ty, src, dst, scale, offset) };
+        }
+        if has!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked just above), the target feature of
+            // `dq_run_avx2`.
+            return unsafe { dq_run_avx2(ty, src, dst, scale, offset) };
+        }
+    }
+    dq_run(ty, src, dst, scale, offset)
+}
+
+/// Quantizes one run of elements sharing `scale` and `offset` on a vector path chosen at run
+/// time (x86-64: AVX-512 or AVX2, see `quant/x86.rs`); `false`, with nothing written, where
+/// none applies and the caller runs the portable loop. aarch64 has none: its baseline is NEON,
+/// which the portable loops are vectorized for.
+#[inline]
+pub(super) fn quantize_fast(
+    src: &[[u8; 4]],
+    dst: &mut [u8],
+    ty: QuantType,
+    scale: f32,
+    offset: i32,
+    range: (i64, i64),
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(p) = super::x86::FastQ::new(ty, scale, offset, range) {
+        return super::x86::quantize(src, dst, ty.size(), p, super::x86::Level::Avx512);
+    }
+    let _ = (src, dst, ty, scale, offset, range);
+    false
 }

@@ -755,6 +755,246 @@ fn f32_to_f16_sweep_and_random() {
     }
 }
 
+// ----- the x86-64 paths chosen at run time, each against the scalar forms ------------------
+
+/// Edge inputs for a quantize with `scale` (a power of two, so `k * scale` is exact) into
+/// `[lo, hi]` with zero point `zp`: ties at .5 and their f32 neighbours, both ends of the range
+/// and beyond, NaN (quiet, signalling, negative), ±Inf, ±0, denormals, huge values, random.
+#[cfg(target_arch = "x86_64")]
+fn x86_edge_inputs(scale: f32, (lo, hi): (i64, i64), zp: i64, rng: &mut Rng) -> Vec<f32> {
+    let mut xs = vec![
+        f32::NAN,
+        -f32::NAN,
+        f32::from_bits(0x7f80_0001),
+        f32::from_bits(0xffc1_2345),
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        0.0,
+        -0.0,
+        f32::from_bits(1),
+        f32::from_bits(0x8000_0001),
+        f32::from_bits(0x007f_ffff),
+        f32::MIN_POSITIVE,
+        f32::MAX,
+        -f32::MAX,
+        1e30,
+        -1e30,
+    ];
+    for k in [
+        lo - zp - 2,
+        lo - zp - 1,
+        lo - zp,
+        0,
+        1,
+        2,
+        3,
+        hi - zp - 1,
+        hi - zp,
+        hi - zp + 1,
+    ] {
+        for d in [-0.5f64, 0.5, -0.25, 0.0] {
+            let x = ((k as f64 + d) * scale as f64) as f32;
+            xs.extend([x, x.next_up(), x.next_down()]);
+        }
+    }
+    for _ in 0..200 {
+        let tie = (rng.below((hi - lo + 20) as u64) as i64 + lo - zp - 10) as f32 + 0.5;
+        xs.push(tie * scale);
+        xs.push(rng.uniform((lo - zp - 40) as f64, (hi - zp + 40) as f64) * scale);
+        xs.push(f32::from_bits(rng.next() as u32));
+    }
+    xs
+}
+
+#[cfg(target_arch = "x86_64")]
+fn x86_levels() -> Vec<x86::Level> {
+    use std::arch::is_x86_feature_detected as has;
+    let mut levels = vec![x86::Level::Portable];
+    if has!("avx2") {
+        levels.push(x86::Level::Avx2);
+    }
+    if has!("avx512f") && has!("avx512bw") {
+        levels.push(x86::Level::Avx512);
+    }
+    levels
+}
+
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn x86_quantize_paths_match_scalar() {
+    let mut rng = Rng(0x86);
+    let small = [QuantType::U8, QuantType::I8, QuantType::U16, QuantType::I16];
+    for ty in small {
+        let n = ty.size();
+        for (offset, range) in configs(ty) {
+            for scale in [1.0f32, 0.0625, 2.0 / 255.0, 3.0e-5, 1e-30, 7.0] {
+                let Some(p) = x86::FastQ::new(ty, scale, offset, range) else {
+                    continue;
+                };
+                let zp = -(offset as i64);
+                let xs = x86_edge_inputs(scale, range, zp, &mut rng);
+                let want: Vec<i64> = xs
+                    .iter()
+                    .map(|&x| quantize_scalar(x, scale, offset, range))
+                    .collect();
+                for &level in &x86_levels() {
+                    // Every length up to a few vectors, then all of it; slices at 1..=3 bytes
+                    // past an allocation's start.
+                    for len in (0..=40).chain([xs.len()]) {
+                        let len = len.min(xs.len());
+                        let skew = len % 3 + 1;
+                        let mut src = vec![0u8; skew];
+                        src.extend(f32_bytes(&xs[..len]));
+                        let src = src[skew..].as_chunks::<4>().0;
+                        let mut dst = vec![0xa5u8; len * n + skew];
+                        let done = x86::quantize(src, &mut dst[skew..], n, p, level);
+                        if level == x86::Level::Portable {
+                            assert!(!done, "the portable level has no x86 path");
+                            continue;
+                        }
+                        assert!(done, "{level:?} {ty:?}");
+                        assert!(dst[..skew].iter().all(|&b| b == 0xa5), "wrote before dst");
+                        let got = read_q(ty, &dst[skew..]);
+                        for (i, (&q, &w)) in got.iter().zip(&want[..len]).enumerate() {
+                            assert_eq!(
+                                q,
+                                w,
+                                "{level:?} {ty:?} offset {offset} {range:?} scale {scale:e}: \
+                                 x[{i}] = {:e} ({:#010x}), len {len}",
+                                xs[i],
+                                xs[i].to_bits()
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn x86_fast_quantize_declines_where_f32_is_not_exact() {
+    // lo/hi beyond 2^24 in f32, 32-bit containers: the portable loops serve them.
+    assert!(x86::FastQ::new(QuantType::U8, 1.0, 1 << 25, (0, 255)).is_none());
+    assert!(x86::FastQ::new(QuantType::I16, 1.0, i32::MIN, (-32768, 32767)).is_none());
+    assert!(x86::FastQ::new(QuantType::U32, 1.0, 0, (0, 255)).is_none());
+    assert!(x86::FastQ::new(QuantType::U8, 1.0, (1 << 24) - 255, (0, 255)).is_some());
+}
+
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn x86_f16_paths_match_scalar() {
+    // Every f16 pattern (signalling NaNs included) widened, and f32 edge values, ties and
+    // random bits narrowed, on each path, at lengths that are not a multiple of a vector and
+    // through unaligned slices.
+    let halves: Vec<u16> = (0..=u16::MAX).collect();
+    let mut rng = Rng(0xf16);
+    let mut singles: Vec<f32> = vec![
+        0.0,
+        -0.0,
+        f32::NAN,
+        -f32::NAN,
+        f32::from_bits(0x7f80_0001),
+        f32::from_bits(0xff80_0001),
+        f32::from_bits(0x7fff_ffff),
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::from_bits(1),
+        f32::MIN_POSITIVE,
+        65504.0,
+        65519.99,
+        65520.0,
+        -65520.0,
+        2f32.powi(-25),
+        3.0 * 2f32.powi(-25),
+        2f32.powi(-14) - 2f32.powi(-25),
+        1.0 + 2f32.powi(-11),
+    ];
+    for h in (0..0x7c00u16).step_by(7) {
+        let mid = ((ref_f16_to_f64(h) + ref_f16_to_f64(h + 1)) / 2.0) as f32;
+        singles.extend([mid, mid.next_up(), mid.next_down(), -mid]);
+    }
+    singles.extend((0..20_000).map(|_| f32::from_bits(rng.next() as u32)));
+    for &level in &x86_levels() {
+        for len in (0..=40).chain([halves.len()]) {
+            let skew = len % 2 + 1;
+            let mut src = vec![0u8; skew];
+            src.extend(halves[..len].iter().flat_map(|h| h.to_le_bytes()));
+            let src = src[skew..].as_chunks::<2>().0;
+            let mut dst = vec![[0u8; 4]; len];
+            let done = x86::f16_to_f32(src, &mut dst, level);
+            assert!(done <= len && (level != x86::Level::Portable || done == 0));
+            for (i, d) in dst[..done].iter().enumerate() {
+                let want = f16_bits_to_f32(halves[i]).to_bits();
+                assert_eq!(
+                    u32::from_le_bytes(*d),
+                    want,
+                    "{level:?} f16 {:#06x}",
+                    halves[i]
+                );
+            }
+        }
+        for len in (0..=40).chain([singles.len()]) {
+            let len = len.min(singles.len());
+            let skew = len % 3 + 1;
+            let mut src = vec![0u8; skew];
+            src.extend(f32_bytes(&singles[..len]));
+            let src = src[skew..].as_chunks::<4>().0;
+            let mut dst = vec![[0u8; 2]; len];
+            let done = x86::f32_to_f16(src, &mut dst, level);
+            assert!(done <= len && (level != x86::Level::Portable || done == 0));
+            for (i, d) in dst[..done].iter().enumerate() {
+                let x = singles[i];
+                let want = f32_to_f16_bits(x);
+                assert_eq!(
+                    u16::from_le_bytes(*d),
+                    want,
+                    "{level:?} x={x:e} ({:#010x})",
+                    x.to_bits()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn x86_dequantize_builds_match_baseline() {
+    use std::arch::is_x86_feature_detected as has;
+    let mut rng = Rng(0xde9);
+    let bytes: Vec<u8> = (0..4 * 1000 + 3).map(|_| rng.next() as u8).collect();
+    for ty in ALL {
+        for offset in [0, -128, 5, 1 << 30, i32::MIN, i32::MAX] {
+            for scale in [1.0f32, 2.0 / 255.0, 1e-30, f32::MAX] {
+                for len in [0, 1, 7, 15, 16, 17, 33, 1000] {
+                    let src = &bytes[3..3 + len * ty.size()];
+                    let mut base = vec![[0u8; 4]; len];
+                    dq_run(ty, src, &mut base, scale, offset);
+                    if has!("avx2") {
+                        let mut d = vec![[0u8; 4]; len];
+                        // SAFETY: the CPU has AVX2 (checked just above).
+                        unsafe { dq_run_avx2(ty, src, &mut d, scale, offset) };
+                        assert_eq!(
+                            d, base,
+                            "avx2 {ty:?} offset {offset} scale {scale:e} len {len}"
+                        );
+                    }
+                    if has!("avx512f") && has!("avx512bw") {
+                        let mut d = vec![[0u8; 4]; len];
+                        // SAFETY: the CPU has AVX-512F and AVX-512BW (checked just above).
+                        unsafe { dq_run_avx512(ty, src, &mut d, scale, offset) };
+                        assert_eq!(
+                            d, base,
+                            "avx512 {ty:?} offset {offset} scale {scale:e} len {len}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
 // ----- errors -------------------------------------------------------------
 
 #[test]
