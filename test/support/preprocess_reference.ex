@@ -90,4 +90,47 @@ defmodule HexagonTpu.Test.PreprocessReference do
   def frame(w, h, seed \\ 1) do
     for i <- 0..(w * h * 3 - 1), into: <<>>, do: <<rem(i * 97 + seed * 31 + div(i, 7) * 13, 256)>>
   end
+
+  @doc "The parameters `p` as test/support/preprocess_numpy.py reads them (JSON)."
+  def numpy_params(p) do
+    out =
+      case p.out do
+        out when out in [:f32, :f16] ->
+          out
+
+        {{kind, bits}, scale, zp, {qmin, qmax}} ->
+          %{type: "#{kind}#{bits}", scale: scale, zero_point: zp, qmin: qmin, qmax: qmax}
+      end
+
+    HexagonTpu.Test.JSON.encode(%{
+      p
+      | mean: Tuple.to_list(p.mean),
+        std: Tuple.to_list(p.std),
+        out: out
+    })
+  end
+
+  @doc "numpy's output (test/support/preprocess_numpy.py, `python` from the QNN venv)."
+  def numpy!(python, frame, p) do
+    dir =
+      Path.join(System.tmp_dir!(), "hexagon_tpu_preprocess_#{System.unique_integer([:positive])}")
+
+    File.mkdir_p!(dir)
+    frame_file = Path.join(dir, "frame")
+    out_file = Path.join(dir, "out")
+    File.write!(frame_file, frame)
+    script = Path.expand("preprocess_numpy.py", __DIR__)
+
+    try do
+      {output, status} =
+        System.cmd(python, [script, "run", numpy_params(p), frame_file, out_file],
+          stderr_to_stdout: true
+        )
+
+      if status != 0, do: raise("preprocess_numpy.py failed (#{status}): #{output}")
+      File.read!(out_file)
+    after
+      File.rm_rf!(dir)
+    end
+  end
 end
