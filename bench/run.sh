@@ -3,14 +3,36 @@
 # that print figures:
 #   bench/scheduling.exs        a fast model's latency while a slow one is saturated, and VM ping
 #   qnn_tests example load_rss  peak RSS a load adds, against the file's size
+#   bench/preprocess.exs        HexagonTpu.Preprocess against the same steps in numpy (and Nx)
 #
-# `bench/run.sh kernels` runs only the host kernels' table instead: each quantize, dequantize
-# and f16 conversion of the `qnn` crate next to memcpy and ONNX Runtime's QuantizeLinear /
-# DequantizeLinear / Cast (one thread, io_binding), interleaved in one run (bench/kernels.py).
-# Its Python is $HEXAGON_TPU_BENCH_PYTHON, else the pinned QNN venv's (scripts/setup.sh makes
-# it); it needs onnxruntime, onnx and numpy.
+#   bash bench/run.sh                 all of the above (offline: no Nx)
+#   bash bench/run.sh preprocess      the preprocessing pass only: ours and numpy (offline)
+#   bash bench/run.sh preprocess-nx   ours, numpy and Nx in one run, in the Debian 13 root of
+#                                     .ci/elixir-1.18.sh (Hex mode: Nx, Elixir 1.18; the NIF is
+#                                     Rustler's release build there)
+#   bash bench/run.sh kernels         the host kernels' table instead: each quantize,
+#                                     dequantize and f16 conversion of the `qnn` crate next to
+#                                     memcpy and ONNX Runtime's QuantizeLinear /
+#                                     DequantizeLinear / Cast (one thread, io_binding),
+#                                     interleaved in one run (bench/kernels.py). Its Python is
+#                                     $HEXAGON_TPU_BENCH_PYTHON, else the pinned QNN venv's
+#                                     (scripts/setup.sh makes it); it needs onnxruntime, onnx
+#                                     and numpy.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+what="${1:-all}"
+if [ "$what" = preprocess-nx ]; then
+  trixie_label=bench-preprocess
+  # shellcheck source=.ci/trixie.sh
+  source "$root/.ci/trixie.sh"
+  trixie_prepare
+  # shellcheck disable=SC2016 # expanded inside the chroot
+  trixie_run MIX_ENV=test HEXAGON_TPU_BUILD=1 MIX_BUILD_ROOT="$root/_build/elixir-1.18" -- '
+    mix hexagon_tpu.compile --setup >/dev/null
+    mix run bench/preprocess.exs
+  '
+  exit 0
+fi
 crate="$root/native/hexagon_tpu_nif"
 target="${CARGO_TARGET_DIR:-$crate/target}"
 if [ "${1:-}" = kernels ]; then
@@ -31,6 +53,9 @@ fi
 (cd "$crate" && cargo build --release -p hexagon_tpu_nif -p qnn_sim)
 "$root/scripts/install-native.sh" "$target/release"
 cd "$root"
+echo "==> preprocessing: a camera frame to a model input"
+HEXAGON_TPU_OFFLINE=1 mix run bench/preprocess.exs
+[ "$what" != preprocess ] || exit 0
 echo "==> scheduling"
 HEXAGON_TPU_OFFLINE=1 mix run bench/scheduling.exs "$root/priv/native/qnn-sim-build" "$root/priv/native/libqnn_sim.so"
 echo "==> peak RSS per load"

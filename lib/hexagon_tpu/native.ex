@@ -235,7 +235,7 @@ end
 defmodule HexagonTpu.Native do
   @moduledoc false
   # The only module that names NIFs. Rust side: native/hexagon_tpu_nif/src (runtime.rs,
-  # context.rs, graph.rs, log.rs, stats.rs).
+  # context.rs, graph.rs, preprocess.rs, log.rs, stats.rs).
   #
   # Until the NIF replaces them, the stubs answer as the NIF does when it fails, so no caller
   # needs a check of its own and nothing raises: {:error, %HexagonTpu.Error{reason:
@@ -315,6 +315,9 @@ defmodule HexagonTpu.Native do
 
   def execute_give_up(_ticket), do: opaque(:given_up)
   def graph_close(_graph, _tag), do: not_loaded()
+
+  # preprocess.rs: a camera frame to a model input's bytes (HexagonTpu.Preprocess builds `spec`)
+  def preprocess_image(_frame, _spec), do: not_loaded()
 
   # log.rs
   def log_forward_to(_pid), do: not_loaded()

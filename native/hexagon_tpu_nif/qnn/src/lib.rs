@@ -24,6 +24,7 @@ pub mod model_file;
 mod owner;
 mod platform;
 pub mod preflight;
+pub mod preprocess;
 pub mod quant;
 pub mod runtime;
 #[cfg(feature = "test-support")]
