@@ -1,6 +1,7 @@
 # Does a saturated slow model hold up a fast one? Prints the fast model's predict/3 latency
 # (p50/p99) alone and while a slow model (50 ms per execute) is saturated by 8 callers, and the
-# round trip of a message to a process on a normal scheduler in both phases. Runs on the host
+# round trip of a message to a process on a normal scheduler in both phases; and predict/3's own
+# time above QNN's graphExecute, direct and with a deadline (queued on the graph's thread). Runs on the host
 # QNN backend; timings are the runtime's and the VM's, not a device's.
 #
 #   bash bench/run.sh            (builds the release NIF and qnn_sim, then runs this)
@@ -99,6 +100,27 @@ IO.puts(
 
 _warm = measure.("warm-up")
 {_, idle_p99} = measure.("fast model alone")
+
+# predict/3's own time: the whole call less QNN's graphExecute (Stats' execute_ns_last), on the
+# direct path (an idle graph runs on the caller's dirty scheduler) and with a deadline (timeout:
+# always hands the execute to the graph's thread, and the answer comes by message).
+above = fn label, opts ->
+  samples =
+    for _ <- 1..2_000 do
+      total = time_us.(fn -> {:ok, _} = HexagonTpu.predict(fast, [input], opts) end)
+      total - HexagonTpu.Stats.native().execute_ns_last / 1000
+    end
+
+  {p50, p99} = percentiles.(samples)
+  us = &(:erlang.float_to_binary(&1 * 1.0, decimals: 1) |> String.pad_leading(8))
+
+  IO.puts(
+    String.pad_trailing(label, 36) <> "above graphExecute p50 #{us.(p50)} µs  p99 #{us.(p99)} µs"
+  )
+end
+
+above.("predict/3, idle graph", output: :binary)
+above.("predict/3 with timeout: (queued)", output: :binary, timeout: 60_000)
 
 callers =
   for _ <- 1..8 do
