@@ -383,7 +383,7 @@ pub(super) const FAULT_EXECUTE: u8 = 1;
 pub unsafe extern "C" fn QnnContext_createFromBinary(
     backend: Qnn_BackendHandle_t,
     device: Qnn_DeviceHandle_t,
-    _config: *const *const c_void,
+    _config: *const *const QnnContext_Config_t,
     binary: *const c_void,
     binary_size: u64,
     out: *mut Qnn_ContextHandle_t,
