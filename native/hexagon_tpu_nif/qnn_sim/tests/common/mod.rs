@@ -259,6 +259,15 @@ impl Sim {
     pub fn violations(&self) -> u64 {
         self.counter(b"QnnSim_lifetimeViolations")
     }
+    pub fn async_in_flight(&self) -> u64 {
+        self.counter(b"QnnSim_asyncInFlight")
+    }
+    pub fn peak_async_in_flight(&self) -> u64 {
+        self.counter(b"QnnSim_peakAsyncInFlight")
+    }
+    pub fn async_notifications(&self) -> u64 {
+        self.counter(b"QnnSim_asyncNotifications")
+    }
 
     /// All core providers, copied.
     pub fn providers(&self) -> Vec<QnnInterface_t> {
@@ -360,14 +369,33 @@ impl Sim {
     }
 
     pub fn create_context(&self, s: &Session, bytes: &[u8]) -> Result<*mut c_void, u32> {
+        self.create_context_with(s, bytes, &[])
+    }
+
+    /// Creates a context with these config options (none: a NULL config).
+    pub fn create_context_with(
+        &self,
+        s: &Session,
+        bytes: &[u8],
+        config: &[QnnContext_Config_t],
+    ) -> Result<*mut c_void, u32> {
         let t = self.core();
         let mut ctx = ptr::null_mut();
-        // SAFETY: `bytes` is readable for its length; valid out-pointer.
+        let mut list: Vec<*const QnnContext_Config_t> =
+            config.iter().map(|c| c as *const _).collect();
+        list.push(ptr::null());
+        let list = if config.is_empty() {
+            ptr::null()
+        } else {
+            list.as_ptr()
+        };
+        // SAFETY: `bytes` is readable for its length; valid out-pointer; the config list is
+        // NULL or NULL-terminated, its entries alive during the call.
         let rc = unsafe {
             t.contextCreateFromBinary.unwrap()(
                 s.backend,
                 s.device,
-                ptr::null(),
+                list,
                 bytes.as_ptr().cast(),
                 bytes.len() as u64,
                 &mut ctx,
