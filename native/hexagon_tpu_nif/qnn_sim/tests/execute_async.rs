@@ -390,31 +390,37 @@ fn pending_executes_are_answered_6039_when_the_context_is_freed() {
     for run in &mut runs {
         assert_eq!(execute_async(&f.sim, f.graph, run), 0);
     }
-    // A fourth caller waits for a slot of the full queue when the context goes.
+    // A fourth caller waits for a slot of the full queue when the context goes. Its own
+    // thread, not joined unless it returns: a broken free fails this test instead of hanging.
     let mut fourth = f.run(&recorder, 3);
     let graph = f.graph as usize;
-    std::thread::scope(|scope| {
-        let fourth_call = scope.spawn(|| execute_async(&f.sim, graph as *mut c_void, &mut fourth));
-        while f.sim.executes() < 4 {
-            std::thread::yield_now();
-        }
-        assert_eq!(f.sim.free_context(f.ctx), 0);
-        // By the time contextFree returned, every queued execute was answered, in order.
-        let notes = recorder.now();
-        assert_eq!(notes.iter().map(|n| n.tag).collect::<Vec<_>>(), [0, 1, 2]);
-        assert!(
-            notes
-                .iter()
-                .all(|n| n.code == QNN_GRAPH_ERROR_INVALID_CONTEXT),
-            "{notes:?}"
-        );
-        // Whether it was still waiting or not yet there, it is refused.
-        let rc = fourth_call.join().unwrap();
-        assert!(
-            rc == QNN_GRAPH_ERROR_INVALID_CONTEXT || rc == QNN_GRAPH_ERROR_INVALID_HANDLE,
-            "the waiting caller: {rc}"
-        );
+    let (done, answer) = std::sync::mpsc::channel();
+    let sim = f.sim.reopen();
+    std::thread::spawn(move || {
+        let rc = execute_async(&sim, graph as *mut c_void, &mut fourth);
+        let _ = done.send((rc, fourth));
     });
+    while f.sim.executes() < 4 {
+        std::thread::yield_now();
+    }
+    assert_eq!(f.sim.free_context(f.ctx), 0);
+    // By the time contextFree returned, every queued execute was answered, in order.
+    let notes = recorder.now();
+    assert_eq!(notes.iter().map(|n| n.tag).collect::<Vec<_>>(), [0, 1, 2]);
+    assert!(
+        notes
+            .iter()
+            .all(|n| n.code == QNN_GRAPH_ERROR_INVALID_CONTEXT),
+        "{notes:?}"
+    );
+    // Whether it was still waiting or not yet there, it is refused.
+    let (rc, _fourth) = answer
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the caller waiting on the full queue was not released by contextFree");
+    assert!(
+        rc == QNN_GRAPH_ERROR_INVALID_CONTEXT || rc == QNN_GRAPH_ERROR_INVALID_HANDLE,
+        "the waiting caller: {rc}"
+    );
     assert_eq!(recorder.now().len(), 3, "a refused call is not notified");
     assert_eq!(f.sim.configure("async_paused", "0"), 0);
     f.finish(true);

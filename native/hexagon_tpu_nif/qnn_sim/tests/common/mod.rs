@@ -226,6 +226,17 @@ impl Sim {
         Sim { path, lib }
     }
 
+    /// The same library instance again (same path: the loader hands back the loaded copy),
+    /// for a thread of its own.
+    pub fn reopen(&self) -> Sim {
+        // SAFETY: already loaded; this only takes another reference to it.
+        let lib = unsafe { libloading::Library::new(&self.path) }.expect("dlopen qnn_sim copy");
+        Sim {
+            path: self.path.clone(),
+            lib,
+        }
+    }
+
     fn sym<T: Copy>(&self, name: &[u8]) -> T {
         // SAFETY: each caller names an export with exactly the function type `T`.
         unsafe { *self.lib.get::<T>(name).expect("symbol") }
