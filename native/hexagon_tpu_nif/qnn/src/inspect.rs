@@ -29,6 +29,9 @@ pub struct BackendLibraryInfo {
     pub backend_api: Version,
     /// `backendGetBuildId`, `""` when the library has none.
     pub build_id: String,
+    /// Whether the provider's table has a `graphExecuteAsync` entry (non-NULL). Whether the
+    /// backend accepts the calls is another matter: only calling it tells.
+    pub has_execute_async: bool,
 }
 
 /// What a System library's chosen provider reports.
@@ -51,6 +54,7 @@ pub fn backend_library(path: &Path) -> Result<BackendLibraryInfo> {
         core_api: lib.core_api,
         backend_api: runtime::backend_api(&lib),
         build_id: runtime::build_id(&lib),
+        has_execute_async: lib.fns.graph_execute_async.is_some(),
     })
 }
 

@@ -42,6 +42,9 @@ pub(crate) struct CoreFns {
     pub context_free: sys::QnnContext_FreeFn,
     pub graph_retrieve: sys::QnnGraph_RetrieveFn,
     pub graph_execute: sys::QnnGraph_ExecuteFn,
+    /// Optional: a backend without asynchronous execution leaves the entry NULL. It sits at
+    /// index 22, in every table a supported core minor guarantees.
+    pub graph_execute_async: Option<sys::QnnGraph_ExecuteAsyncFn>,
     pub error_get_message: Option<sys::QnnError_GetMessageFn>,
     pub error_get_verbose_message: Option<sys::QnnError_GetVerboseMessageFn>,
     pub error_free_verbose_message: Option<sys::QnnError_FreeVerboseMessageFn>,
@@ -337,6 +340,7 @@ fn open_backend(path: &Path) -> Result<BackendLibrary> {
         context_free: entry!(contextFree).ok_or_else(|| missing("contextFree"))?,
         graph_retrieve: entry!(graphRetrieve).ok_or_else(|| missing("graphRetrieve"))?,
         graph_execute: entry!(graphExecute).ok_or_else(|| missing("graphExecute"))?,
+        graph_execute_async: entry!(graphExecuteAsync),
         error_get_message: entry!(errorGetMessage),
         error_get_verbose_message: entry!(errorGetVerboseMessage),
         error_free_verbose_message: entry!(errorFreeVerboseMessage),

@@ -66,9 +66,25 @@ pub fn peak_concurrent_executes(lib_path: &Path) -> Result<u64> {
     read_counter(lib_path, "QnnSim_peakConcurrentExecutes")
 }
 
-/// `graphExecute` calls that reached a valid graph (counted on entry, failures included).
+/// `graphExecute` and `graphExecuteAsync` calls that reached a valid graph (counted on entry,
+/// failures included).
 pub fn execute_count(lib_path: &Path) -> Result<u64> {
     read_counter(lib_path, "QnnSim_executeCount")
+}
+
+/// Asynchronous executes (`graphExecuteAsync`) qnn_sim has accepted and not yet answered.
+pub fn async_in_flight(lib_path: &Path) -> Result<u64> {
+    read_counter(lib_path, "QnnSim_asyncInFlight")
+}
+
+/// The most asynchronous executes qnn_sim has had in flight at once.
+pub fn peak_async_in_flight(lib_path: &Path) -> Result<u64> {
+    read_counter(lib_path, "QnnSim_peakAsyncInFlight")
+}
+
+/// Notify callbacks qnn_sim's asynchronous workers have called.
+pub fn async_notifications(lib_path: &Path) -> Result<u64> {
+    read_counter(lib_path, "QnnSim_asyncNotifications")
 }
 
 /// qnn_sim's counters at one moment.

@@ -81,6 +81,34 @@ pub const QNN_LOG_LEVEL_DEBUG: u32 = 5;
 pub const QNN_BACKEND_ID_NULL: u32 = 0;
 pub const QNN_BACKEND_ID_HTP: u32 = 6;
 
+// QnnContext_ConfigOption_t
+pub const QNN_CONTEXT_CONFIG_OPTION_CUSTOM: u32 = 0;
+pub const QNN_CONTEXT_CONFIG_OPTION_PRIORITY: u32 = 1;
+pub const QNN_CONTEXT_CONFIG_OPTION_ERROR_REPORTING: u32 = 2;
+pub const QNN_CONTEXT_CONFIG_OPTION_OEM_STRING: u32 = 3;
+/// The depth of the context's asynchronous execution queue (`QnnGraph_executeAsync`), set only
+/// at context creation. The HTP's documented maximum is 300.
+pub const QNN_CONTEXT_CONFIG_ASYNC_EXECUTION_QUEUE_DEPTH: u32 = 4;
+pub const QNN_CONTEXT_CONFIG_ENABLE_GRAPHS: u32 = 5;
+pub const QNN_CONTEXT_CONFIG_MEMORY_LIMIT_HINT: u32 = 6;
+pub const QNN_CONTEXT_CONFIG_PERSISTENT_BINARY: u32 = 7;
+pub const QNN_CONTEXT_CONFIG_BINARY_COMPATIBILITY: u32 = 8;
+pub const QNN_CONTEXT_CONFIG_OPTION_DEFER_GRAPH_INIT: u32 = 9;
+pub const QNN_CONTEXT_CONFIG_GRAPH_RETENTION_ORDER: u32 = 10;
+pub const QNN_CONTEXT_CONFIG_UNDEFINED: u32 = 0x7FFF_FFFF;
+
+// QnnContext_AsyncExecutionQueueDepthType_t (its UNDEFINED has seven Fs in the header)
+pub const QNN_CONTEXT_ASYNC_EXECUTION_QUEUE_DEPTH_TYPE_NUMERIC: u32 = 0;
+pub const QNN_CONTEXT_ASYNC_EXECUTION_QUEUE_DEPTH_TYPE_UNDEFINED: u32 = 0x7FF_FFFF;
+
+// QnnProperty.h: capability keys for `propertyHasCapability` (0 = supported, 1000 = not)
+pub const QNN_PROPERTY_GROUP_CORE: u32 = 1;
+pub const QNN_PROPERTY_GROUP_GRAPH: u32 = QNN_PROPERTY_GROUP_CORE + 300;
+/// Whether the backend supports `QnnGraph_executeAsync`.
+pub const QNN_PROPERTY_GRAPH_SUPPORT_ASYNC_EXECUTION: u32 = QNN_PROPERTY_GROUP_GRAPH + 3;
+/// Whether the backend supports a signal on `QnnGraph_executeAsync`.
+pub const QNN_PROPERTY_GRAPH_SUPPORT_EXECUTE_ASYNC_SIGNAL: u32 = QNN_PROPERTY_GROUP_GRAPH + 8;
+
 // Error codes (values of `error_code(handle)`), as the QAIRT 2.43 headers define them.
 //
 // QNN gives each API family a range (QnnCommon.h): common 1000, property 2000, op package 3000,

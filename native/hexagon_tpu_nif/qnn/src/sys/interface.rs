@@ -45,7 +45,7 @@ pub type QnnDevice_FreeFn = unsafe extern "C" fn(device: Qnn_DeviceHandle_t) -> 
 pub type QnnContext_CreateFromBinaryFn = unsafe extern "C" fn(
     backend: Qnn_BackendHandle_t,
     device: Qnn_DeviceHandle_t,
-    config: *const *const c_void,
+    config: *const *const QnnContext_Config_t,
     binary: *const c_void,
     binary_size: u64,
     out: *mut Qnn_ContextHandle_t,
@@ -68,6 +68,33 @@ pub type QnnGraph_ExecuteFn = unsafe extern "C" fn(
     num_outputs: u32,
     profile: Qnn_ProfileHandle_t,
     signal: Qnn_SignalHandle_t,
+) -> Qnn_ErrorHandle_t;
+/// `Qnn_NotifyStatus_t`: how one `QnnGraph_executeAsync` ended, as its notify callback is told.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Qnn_NotifyStatus_t {
+    pub error: Qnn_ErrorHandle_t,
+}
+
+/// `Qnn_NotifyFn_t`: the callback `QnnGraph_executeAsync` calls when an execute it queued has
+/// finished, on a thread of the backend's, with the `notifyParam` the execute was given. Not
+/// called for a `QnnGraph_executeAsync` call that itself failed.
+pub type Qnn_NotifyFn_t =
+    unsafe extern "C" fn(notify_param: *mut c_void, notify_status: Qnn_NotifyStatus_t);
+
+/// `QnnGraph_executeAsync`: queues an execute (FIFO, on the context's queue, shared with
+/// `QnnGraph_execute`) and returns; blocks while the queue is full. The tensors' client buffers
+/// must stay valid until the notify callback ran.
+pub type QnnGraph_ExecuteAsyncFn = unsafe extern "C" fn(
+    graph: Qnn_GraphHandle_t,
+    inputs: *const Qnn_Tensor_t,
+    num_inputs: u32,
+    outputs: *mut Qnn_Tensor_t,
+    num_outputs: u32,
+    profile: Qnn_ProfileHandle_t,
+    signal: Qnn_SignalHandle_t,
+    notify_fn: Option<Qnn_NotifyFn_t>,
+    notify_param: *mut c_void,
 ) -> Qnn_ErrorHandle_t;
 pub type QnnDevice_GetPlatformInfoFn = unsafe extern "C" fn(
     log: Qnn_LogHandle_t,
@@ -113,7 +140,7 @@ pub struct QnnInterface_ImplementationV2_32_t {
     pub graphFinalize: OpaqueFn,
     pub graphRetrieve: Option<QnnGraph_RetrieveFn>,
     pub graphExecute: Option<QnnGraph_ExecuteFn>,
-    pub graphExecuteAsync: OpaqueFn,
+    pub graphExecuteAsync: Option<QnnGraph_ExecuteAsyncFn>,
     pub tensorCreateContextTensor: OpaqueFn,
     pub tensorCreateGraphTensor: OpaqueFn,
     pub logCreate: Option<QnnLog_CreateFn>,

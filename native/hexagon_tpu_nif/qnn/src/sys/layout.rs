@@ -158,6 +158,19 @@ layouts! {
         backendId @ 0, providerName @ 8, systemApiVersion @ 16, table as "__bindgen_anon_1" @ 32,
     }
 
+    struct Qnn_NotifyStatus_t, size 8, align 8 { error @ 0 }
+    struct Qnn_ErrorReportingConfig_t, size 8, align 4 { reportingLevel @ 0, storageLimit @ 4 }
+    // C: `union { uint32_t depth; }`, its only member held directly.
+    struct QnnContext_AsyncExecutionQueueDepth_t, size 8, align 4 {
+        type_ as "type" @ 0, depth as "__bindgen_anon_1.depth" @ 4,
+    }
+    union QnnContext_ConfigUnion_t as "QnnContext_Config_t.__bindgen_anon_1", size 8, align 8 {
+        customConfig @ 0, priority @ 0, errorConfig @ 0, oemString @ 0, asyncExeQueueDepth @ 0,
+        enableGraphs @ 0, memoryLimitHint @ 0, isPersistentBinary @ 0,
+        binaryCompatibilityType @ 0, isGraphInitDeferred @ 0, graphRetentionOrder @ 0,
+    }
+    struct QnnContext_Config_t, size 16, align 8 { option @ 0, value as "__bindgen_anon_1" @ 8 }
+
     struct Qnn_ScaleOffset_t, size 8, align 4 { scale @ 0, offset @ 4 }
     struct Qnn_AxisScaleOffset_t, size 16, align 8 {
         axis @ 0, numScaleOffsets @ 4, scaleOffset @ 8,
@@ -293,6 +306,11 @@ mod tests {
         ("QnnInterface_t", 4),
         ("QnnSystemInterface_ImplementationV1_7_t", 16),
         ("QnnSystemInterface_t", 4),
+        ("Qnn_NotifyStatus_t", 1),
+        ("Qnn_ErrorReportingConfig_t", 2),
+        ("QnnContext_AsyncExecutionQueueDepth_t", 2),
+        ("QnnContext_ConfigUnion_t", 11),
+        ("QnnContext_Config_t", 2),
         ("Qnn_ScaleOffset_t", 2),
         ("Qnn_AxisScaleOffset_t", 3),
         ("Qnn_BwScaleOffset_t", 3),

@@ -15,6 +15,7 @@
 #![allow(non_camel_case_types, non_snake_case)]
 
 mod consts;
+mod context;
 mod device;
 mod interface;
 pub mod layout;
@@ -22,6 +23,7 @@ mod system;
 mod tensor;
 
 pub use consts::*;
+pub use context::*;
 pub use device::*;
 pub use interface::*;
 pub use layout::{DECLARED, FieldLayout, StructLayout};

@@ -46,13 +46,25 @@ pub unsafe extern "C" fn QnnInterface_getProviders(
     })
 }
 
-/// `QnnProperty_hasCapability`: every capability is reported as not supported.
+/// `QnnProperty_hasCapability`: `QNN_PROPERTY_GRAPH_SUPPORT_ASYNC_EXECUTION` is supported (0)
+/// unless the `graphExecuteAsync` entry is made NULL; every other capability is reported as not
+/// supported.
 ///
 /// # Safety
 /// None (takes a value); `unsafe` only to match the table's function type.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn QnnProperty_hasCapability(_key: u32) -> Qnn_ErrorHandle_t {
-    guard(|| err(QNN_COMMON_ERROR_NOT_SUPPORTED))
+pub unsafe extern "C" fn QnnProperty_hasCapability(key: u32) -> Qnn_ErrorHandle_t {
+    guard(|| {
+        let async_on = !knobs()
+            .null_entries
+            .iter()
+            .any(|n| n == "graphExecuteAsync");
+        if key == QNN_PROPERTY_GRAPH_SUPPORT_ASYNC_EXECUTION && async_on {
+            0
+        } else {
+            err(QNN_COMMON_ERROR_NOT_SUPPORTED)
+        }
+    })
 }
 
 /// `QnnLog_create`. The callback gets an ERROR line when a context cannot be created and
@@ -383,20 +395,21 @@ pub(super) const FAULT_EXECUTE: u8 = 1;
 pub unsafe extern "C" fn QnnContext_createFromBinary(
     backend: Qnn_BackendHandle_t,
     device: Qnn_DeviceHandle_t,
-    _config: *const *const c_void,
+    config: *const *const QnnContext_Config_t,
     binary: *const c_void,
     binary_size: u64,
     out: *mut Qnn_ContextHandle_t,
     _profile: Qnn_ProfileHandle_t,
 ) -> Qnn_ErrorHandle_t {
     // SAFETY: forwarded caller contract.
-    let status = unsafe { create_from_binary(backend, device, binary, binary_size, out) };
+    let status = unsafe { create_from_binary(backend, device, config, binary, binary_size, out) };
     if status != 0 {
         // Like a real backend, explain the failure in the log.
         let code = status & 0xFFFF;
         let why = match code as u32 {
             QNN_CONTEXT_ERROR_CREATE_FROM_BINARY => "the binary is not a qnn_sim context binary",
             QNN_CONTEXT_ERROR_BINARY_VERSION => "unknown context-binary format version",
+            QNN_CONTEXT_ERROR_INVALID_CONFIG => "an invalid context config",
             _ => "injected fault",
         };
         let line = CString::new(format!("contextCreateFromBinary failed with {code}: {why}"))
@@ -413,6 +426,7 @@ pub unsafe extern "C" fn QnnContext_createFromBinary(
 unsafe fn create_from_binary(
     backend: Qnn_BackendHandle_t,
     device: Qnn_DeviceHandle_t,
+    config: *const *const QnnContext_Config_t,
     binary: *const c_void,
     binary_size: u64,
     out: *mut Qnn_ContextHandle_t,
@@ -435,6 +449,12 @@ unsafe fn create_from_binary(
         if let Some(code) = knobs().fail_context_create {
             return err(code);
         }
+        // SAFETY: the caller passes NULL or a NULL-terminated array of readable configs.
+        let depth = match unsafe { super::execute_async::queue_depth(config) } {
+            Ok(depth) => depth,
+            Err(code) => return err(code),
+        };
+        let queue = Arc::new(super::execute_async::AsyncQueue::new(depth));
         // SAFETY: non-NULL, and the caller guarantees `binary_size` readable bytes that stay
         // unchanged for the duration of the call; nothing keeps the slice after it.
         let bytes =
@@ -470,6 +490,8 @@ unsafe fn create_from_binary(
                     index,
                     checksum,
                     running: AtomicU32::new(0),
+                    async_running: AtomicU32::new(0),
+                    queue: Arc::clone(&queue),
                     calls: AtomicU64::new(0),
                 };
                 (
@@ -484,6 +506,7 @@ unsafe fn create_from_binary(
                 backend: b,
                 device: d,
                 graphs,
+                queue,
             })),
         );
         // SAFETY: checked non-NULL; caller's out-parameter.
@@ -492,8 +515,10 @@ unsafe fn create_from_binary(
     })
 }
 
-/// `QnnContext_free`: frees the context and its graph handles. Refused (1005) while an
-/// execute on one of its graphs is running.
+/// `QnnContext_free`: frees the context and its graph handles. Refused (1005) while a
+/// `graphExecute` on one of its graphs is running. Asynchronous executes still queued are
+/// answered `QNN_GRAPH_ERROR_INVALID_CONTEXT` (6039) through their notify callbacks, one already
+/// running finishes, and the worker thread is joined before this returns.
 ///
 /// # Safety
 /// None beyond passing a handle value.
@@ -520,6 +545,9 @@ pub unsafe extern "C" fn QnnContext_free(
             reg.objects.remove(g);
         }
         reg.objects.remove(&h);
+        // The worker may need the registry (to log) before it can end.
+        drop(reg);
+        ctx.queue.close();
         0
     })
 }

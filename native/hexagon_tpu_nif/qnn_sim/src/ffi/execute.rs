@@ -3,7 +3,7 @@
 
 use std::ffi::{CStr, CString, c_char, c_void};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use qnn::sys::*;
@@ -13,21 +13,23 @@ use super::state::*;
 use crate::model::{FaultScope, GraphDef};
 use crate::numerics;
 
-/// Marks one execute in flight (for the peak counter) until dropped.
-struct InFlight<'a>(&'a GraphObj);
+/// Marks one execute in flight (for the peak counter) until dropped; then also leaves the
+/// graph's counter it was counted in (`running` for `graphExecute`, `async_running` for the
+/// asynchronous worker), which the caller incremented.
+pub(super) struct InFlight<'a>(&'a AtomicU32);
 
 impl<'a> InFlight<'a> {
-    fn enter(g: &'a GraphObj) -> InFlight<'a> {
+    pub(super) fn enter(graph_counter: &'a AtomicU32) -> InFlight<'a> {
         let now = EXECUTES_IN_FLIGHT.fetch_add(1, Ordering::SeqCst) + 1;
         PEAK_CONCURRENT_EXECUTES.fetch_max(now, Ordering::SeqCst);
-        InFlight(g)
+        InFlight(graph_counter)
     }
 }
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         EXECUTES_IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
-        self.0.running.fetch_sub(1, Ordering::SeqCst);
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -140,9 +142,108 @@ unsafe fn match_tensors(
     found.into_iter().collect()
 }
 
+/// A graph handle's object, or `QNN_GRAPH_ERROR_INVALID_HANDLE`.
+pub(super) fn lookup_graph(graph: Qnn_GraphHandle_t) -> Result<Arc<GraphObj>, Qnn_ErrorHandle_t> {
+    match registry().get(handle_id(graph), Kind::Graph) {
+        Some(Obj::Graph(g)) => Ok(Arc::clone(g)),
+        _ => Err(err(QNN_GRAPH_ERROR_INVALID_HANDLE)),
+    }
+}
+
+/// A checked execute: the graph and, in graph order, the caller's (buffer, byte size) of each
+/// input and output.
+pub(super) struct Prepared {
+    pub graph: Arc<GraphObj>,
+    ins: Vec<(*mut c_void, usize)>,
+    outs: Vec<(*mut c_void, usize)>,
+}
+
+// SAFETY: the pointers are the caller's client buffers, which QNN's contract keeps valid (and
+// unused by the caller) until the execute is answered, whichever thread runs it.
+unsafe impl Send for Prepared {}
+
+/// Matches the caller's tensors with the graph's (`QNN_GRAPH_ERROR_INVALID_TENSOR` for any
+/// mismatch).
+///
+/// # Safety
+/// As for `QnnGraph_execute`'s tensors.
+pub(super) unsafe fn prepare(
+    g: &Arc<GraphObj>,
+    inputs: *const Qnn_Tensor_t,
+    num_inputs: u32,
+    outputs: *mut Qnn_Tensor_t,
+    num_outputs: u32,
+) -> Result<Prepared, Qnn_ErrorHandle_t> {
+    let def = &g.model.graphs[g.index];
+    // SAFETY: forwarded caller contract for `inputs`.
+    let Some(ins) = (unsafe { match_tensors(def, &def.inputs, inputs, num_inputs) }) else {
+        return Err(err(QNN_GRAPH_ERROR_INVALID_TENSOR));
+    };
+    // SAFETY: forwarded caller contract for `outputs`.
+    let Some(outs) = (unsafe { match_tensors(def, &def.outputs, outputs, num_outputs) }) else {
+        return Err(err(QNN_GRAPH_ERROR_INVALID_TENSOR));
+    };
+    Ok(Prepared {
+        graph: Arc::clone(g),
+        ins,
+        outs,
+    })
+}
+
+/// Runs a checked execute: the `log_per_execute` lines, the model's `sleep_ms` and
+/// `fail_execute`, the numerics, and the outputs written into the caller's buffers.
+pub(super) fn run(g: &GraphObj, p: &Prepared) -> Qnn_ErrorHandle_t {
+    let def = &g.model.graphs[g.index];
+    let lines = knobs().log_per_execute;
+    if lines > 0 {
+        let reg = registry();
+        if let Some(Obj::Context(c)) = reg.get(g.context, Kind::Context) {
+            for n in 0..lines {
+                let line = CString::new(format!("execute line {n} of graph {}", def.name))
+                    .unwrap_or_default();
+                reg.log(c.backend, QNN_LOG_LEVEL_WARN, &line);
+            }
+        }
+    }
+    let b = &g.model.behaviour;
+    if b.sleep_ms > 0 {
+        std::thread::sleep(Duration::from_millis(u64::from(b.sleep_ms)));
+    }
+    if let Some(f) = &b.fail_execute
+        && f.graph.as_ref().is_none_or(|name| *name == def.name)
+    {
+        let n = match f.scope {
+            FaultScope::Library => next_fault_call(g.checksum, FAULT_EXECUTE, &def.name),
+            FaultScope::Context => g.calls.fetch_add(1, Ordering::SeqCst),
+        };
+        if f.fires(n) {
+            return err(f.code);
+        }
+    }
+    // Inputs are copied before outputs are written, so overlapping caller buffers cannot
+    // alias a live Rust reference.
+    let in_bytes: Vec<Vec<u8>> = p
+        .ins
+        .iter()
+        // SAFETY: each pointer is non-NULL with exactly `len` readable bytes (checked against
+        // the caller's dataSize), valid until the execute is answered.
+        .map(|&(ptr, len)| unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }.to_vec())
+        .collect();
+    let refs: Vec<&[u8]> = in_bytes.iter().map(Vec::as_slice).collect();
+    let results = numerics::run_graph(def, &refs);
+    for ((ptr, len), r) in p.outs.iter().zip(&results) {
+        let n = (*len).min(r.len());
+        // SAFETY: the caller's output buffer is writable for `len` bytes; `r` is our own
+        // vector, so the ranges cannot overlap.
+        unsafe { std::ptr::copy_nonoverlapping(r.as_ptr(), ptr.cast::<u8>(), n) };
+    }
+    0
+}
+
 /// `QnnGraph_execute`. Validates the tensors (6004), detects a concurrent execute on the same
-/// graph (6000, counted by `QnnSim_executeOverlaps`), sleeps and fails as the model's behaviour
-/// says, computes, and writes outputs into the caller's buffers.
+/// graph (6000, counted by `QnnSim_executeOverlaps`; the asynchronous worker's execute counts),
+/// sleeps and fails as the model's behaviour says, computes, and writes outputs into the
+/// caller's buffers.
 ///
 /// # Safety
 /// `inputs`/`outputs` must be NULL or point to `num_inputs`/`num_outputs` tensors whose RAW
@@ -158,74 +259,28 @@ pub unsafe extern "C" fn QnnGraph_execute(
     signal: Qnn_SignalHandle_t,
 ) -> Qnn_ErrorHandle_t {
     guard(|| {
-        let g = {
-            let reg = registry();
-            match reg.get(handle_id(graph), Kind::Graph) {
-                Some(Obj::Graph(g)) => Arc::clone(g),
-                _ => return err(QNN_GRAPH_ERROR_INVALID_HANDLE),
-            }
+        let g = match lookup_graph(graph) {
+            Ok(g) => g,
+            Err(e) => return e,
         };
         EXECUTE_COUNT.fetch_add(1, Ordering::SeqCst);
-        if g.running.fetch_add(1, Ordering::SeqCst) > 0 {
+        // Each side raises its own counter before it reads the other's, so of two executes
+        // that overlap at least one sees the other.
+        if g.running.fetch_add(1, Ordering::SeqCst) > 0
+            || g.async_running.load(Ordering::SeqCst) > 0
+        {
             g.running.fetch_sub(1, Ordering::SeqCst);
             EXECUTE_OVERLAPS.fetch_add(1, Ordering::SeqCst);
             return err(QNN_GRAPH_ERROR_INVALID_ARGUMENT);
         }
-        let _in_flight = InFlight::enter(&g);
+        let _in_flight = InFlight::enter(&g.running);
         if !signal.is_null() {
             return err(QNN_COMMON_ERROR_NOT_SUPPORTED);
         }
-        let def = &g.model.graphs[g.index];
-        // SAFETY: forwarded caller contract for `inputs`.
-        let Some(ins) = (unsafe { match_tensors(def, &def.inputs, inputs, num_inputs) }) else {
-            return err(QNN_GRAPH_ERROR_INVALID_TENSOR);
-        };
-        // SAFETY: forwarded caller contract for `outputs`.
-        let Some(outs) = (unsafe { match_tensors(def, &def.outputs, outputs, num_outputs) }) else {
-            return err(QNN_GRAPH_ERROR_INVALID_TENSOR);
-        };
-        let lines = knobs().log_per_execute;
-        if lines > 0 {
-            let reg = registry();
-            if let Some(Obj::Context(c)) = reg.get(g.context, Kind::Context) {
-                for n in 0..lines {
-                    let line = CString::new(format!("execute line {n} of graph {}", def.name))
-                        .unwrap_or_default();
-                    reg.log(c.backend, QNN_LOG_LEVEL_WARN, &line);
-                }
-            }
+        // SAFETY: forwarded caller contract for the tensors.
+        match unsafe { prepare(&g, inputs, num_inputs, outputs, num_outputs) } {
+            Ok(p) => run(&g, &p),
+            Err(e) => e,
         }
-        let b = &g.model.behaviour;
-        if b.sleep_ms > 0 {
-            std::thread::sleep(Duration::from_millis(u64::from(b.sleep_ms)));
-        }
-        if let Some(f) = &b.fail_execute
-            && f.graph.as_ref().is_none_or(|name| *name == def.name)
-        {
-            let n = match f.scope {
-                FaultScope::Library => next_fault_call(g.checksum, FAULT_EXECUTE, &def.name),
-                FaultScope::Context => g.calls.fetch_add(1, Ordering::SeqCst),
-            };
-            if f.fires(n) {
-                return err(f.code);
-            }
-        }
-        // Inputs are copied before outputs are written, so overlapping caller buffers cannot
-        // alias a live Rust reference.
-        let in_bytes: Vec<Vec<u8>> = ins
-            .iter()
-            // SAFETY: each pointer is non-NULL with exactly `len` readable bytes (checked
-            // against the caller's dataSize).
-            .map(|&(p, len)| unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) }.to_vec())
-            .collect();
-        let refs: Vec<&[u8]> = in_bytes.iter().map(Vec::as_slice).collect();
-        let results = numerics::run_graph(def, &refs);
-        for ((p, len), r) in outs.iter().zip(&results) {
-            let n = (*len).min(r.len());
-            // SAFETY: the caller's output buffer is writable for `len` bytes; `r` is our own
-            // vector, so the ranges cannot overlap.
-            unsafe { std::ptr::copy_nonoverlapping(r.as_ptr(), p.cast::<u8>(), n) };
-        }
-        0
     })
 }

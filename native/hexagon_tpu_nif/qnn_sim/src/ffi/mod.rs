@@ -8,6 +8,7 @@
 
 pub mod core;
 pub mod execute;
+pub mod execute_async;
 mod metadata;
 pub mod providers;
 pub mod state;
@@ -50,11 +51,34 @@ fn counter(f: impl FnOnce() -> u64) -> u64 {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or(u64::MAX)
 }
 
-/// Log, backend, device, context and System-context handles currently alive, and platform
-/// infos (`deviceGetPlatformInfo`) not yet freed.
+/// Log, backend, device, context and System-context handles currently alive, platform infos
+/// (`deviceGetPlatformInfo`) not yet freed, and asynchronous worker threads not yet ended.
 #[unsafe(no_mangle)]
 pub extern "C" fn QnnSim_liveHandles() -> u64 {
-    counter(|| registry().live_handles() + self::core::platform_infos_out())
+    counter(|| {
+        registry().live_handles()
+            + self::core::platform_infos_out()
+            + execute_async::ASYNC_WORKERS.load(Ordering::SeqCst)
+    })
+}
+
+/// Asynchronous executes accepted and not yet answered (queued, or running on a worker), all
+/// contexts.
+#[unsafe(no_mangle)]
+pub extern "C" fn QnnSim_asyncInFlight() -> u64 {
+    counter(|| execute_async::ASYNC_IN_FLIGHT.load(Ordering::SeqCst))
+}
+
+/// The most asynchronous executes ever in flight at once, all contexts.
+#[unsafe(no_mangle)]
+pub extern "C" fn QnnSim_peakAsyncInFlight() -> u64 {
+    counter(|| execute_async::ASYNC_PEAK_IN_FLIGHT.load(Ordering::SeqCst))
+}
+
+/// Notify callbacks called by asynchronous workers, whatever the status.
+#[unsafe(no_mangle)]
+pub extern "C" fn QnnSim_asyncNotifications() -> u64 {
+    counter(|| execute_async::ASYNC_NOTIFICATIONS.load(Ordering::SeqCst))
 }
 
 /// Times `graphExecute` was entered on a graph while another execute on the same graph
@@ -70,7 +94,7 @@ pub extern "C" fn QnnSim_peakConcurrentExecutes() -> u64 {
     counter(|| PEAK_CONCURRENT_EXECUTES.load(Ordering::SeqCst))
 }
 
-/// `graphExecute` calls on a valid graph handle (successful or not).
+/// `graphExecute` and `graphExecuteAsync` calls on a valid graph handle (successful or not).
 #[unsafe(no_mangle)]
 pub extern "C" fn QnnSim_executeCount() -> u64 {
     counter(|| EXECUTE_COUNT.load(Ordering::SeqCst))

@@ -15,11 +15,12 @@ use qnn::sys::*;
 
 use super::core::*;
 use super::execute::*;
+use super::execute_async::*;
 use super::state::*;
 use super::system::*;
 
 /// Table entries that `null_entries` may name (the ones this backend implements).
-const ENTRY_NAMES: [&str; 21] = [
+const ENTRY_NAMES: [&str; 22] = [
     "propertyHasCapability",
     "backendCreate",
     "backendGetApiVersion",
@@ -29,6 +30,7 @@ const ENTRY_NAMES: [&str; 21] = [
     "contextFree",
     "graphRetrieve",
     "graphExecute",
+    "graphExecuteAsync",
     "logCreate",
     "logSetLogLevel",
     "logFree",
@@ -142,6 +144,7 @@ fn core_table(nulls: &[String]) -> QnnInterface_ImplementationV2_32_t {
     set!(contextFree, QnnContext_free);
     set!(graphRetrieve, QnnGraph_retrieve);
     set!(graphExecute, QnnGraph_execute);
+    set!(graphExecuteAsync, QnnGraph_executeAsync);
     set!(logCreate, QnnLog_create);
     set!(logSetLogLevel, QnnLog_setLogLevel);
     set!(logFree, QnnLog_free);

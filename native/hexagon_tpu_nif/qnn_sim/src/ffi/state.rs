@@ -10,6 +10,7 @@ use qnn::sys::*;
 
 use crate::model::Model;
 
+use super::execute_async::AsyncQueue;
 use super::metadata::MetaArena;
 
 /// Bits OR-ed into every error handle while `error_high_bits` is on (the default), so a
@@ -72,6 +73,13 @@ pub struct Knobs {
     /// What `deviceGetPlatformInfo` reports; `None` answers NOT_SUPPORTED, as the x86
     /// emulator's backend does.
     pub device_platform: Option<DevicePlatformKnob>,
+    /// Milliseconds the asynchronous worker waits before running each queued execute.
+    pub async_delay_ms: u32,
+    /// While set, asynchronous workers start no queued execute (they stay queued).
+    pub async_paused: bool,
+    /// A full asynchronous queue answers `QNN_GRAPH_ERROR_EXECUTION_ASYNC_FIFO_FULL` instead
+    /// of blocking the caller (QNN documents blocking).
+    pub async_refuse_when_full: bool,
 }
 
 /// The device `deviceGetPlatformInfo` describes: an on-chip HTP.
@@ -129,6 +137,9 @@ impl Default for Knobs {
             build_id: concat!("qnn_sim v", env!("CARGO_PKG_VERSION"), " (format 1)").into(),
             log_per_execute: 0,
             device_platform: None,
+            async_delay_ms: 0,
+            async_paused: false,
+            async_refuse_when_full: false,
         }
     }
 }
@@ -180,6 +191,14 @@ fn parse_code(s: &str) -> Option<Option<u32>> {
     match s.trim() {
         "" | "none" | "0" => Some(None),
         t => t.parse::<u32>().ok().filter(|&c| c <= 0xFFFF).map(Some),
+    }
+}
+
+fn parse_bool(s: &str) -> Option<bool> {
+    match s.trim() {
+        "1" | "true" | "on" => Some(true),
+        "0" | "false" | "off" => Some(false),
+        _ => None,
     }
 }
 
@@ -254,6 +273,23 @@ pub fn configure(key: &str, value: &str) -> i32 {
             .parse::<u32>()
             .map(|x| k.log_per_execute = x)
             .is_ok(),
+        "async_delay_ms" => value
+            .trim()
+            .parse::<u32>()
+            .map(|x| k.async_delay_ms = x)
+            .is_ok(),
+        "async_paused" => parse_bool(value).map(|x| k.async_paused = x).is_some(),
+        "async_queue_full" => match value.trim() {
+            "block" => {
+                k.async_refuse_when_full = false;
+                true
+            }
+            "refuse" => {
+                k.async_refuse_when_full = true;
+                true
+            }
+            _ => false,
+        },
         "error_high_bits" => match value.trim() {
             "1" | "true" | "on" => {
                 HIGH_BITS.store(true, Ordering::Relaxed);
@@ -296,6 +332,8 @@ fn reset_counters() {
         &EXECUTE_OVERLAPS,
         &PEAK_CONCURRENT_EXECUTES,
         &LIFETIME_VIOLATIONS,
+        &super::execute_async::ASYNC_PEAK_IN_FLIGHT,
+        &super::execute_async::ASYNC_NOTIFICATIONS,
     ] {
         c.store(0, Ordering::SeqCst);
     }
@@ -319,6 +357,8 @@ pub struct ContextObj {
     pub backend: u64,
     pub device: u64,
     pub graphs: Vec<(String, u64)>,
+    /// The asynchronous execution queue its graphs share.
+    pub queue: Arc<AsyncQueue>,
 }
 
 /// A graph of a loaded context.
@@ -327,8 +367,13 @@ pub struct GraphObj {
     pub model: Arc<Model>,
     pub index: usize,
     pub checksum: u64,
-    /// Executes currently inside this graph (more than one is a caller bug).
+    /// `graphExecute`s currently inside this graph (more than one, or one while
+    /// `async_running`, is a caller bug).
     pub running: AtomicU32,
+    /// Asynchronous executes the context's worker is running on this graph (0 or 1).
+    pub async_running: AtomicU32,
+    /// The context's asynchronous execution queue.
+    pub queue: Arc<AsyncQueue>,
     /// Executes counted for a context-scoped fault.
     pub calls: AtomicU64,
 }

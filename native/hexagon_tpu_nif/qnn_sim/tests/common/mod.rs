@@ -226,6 +226,17 @@ impl Sim {
         Sim { path, lib }
     }
 
+    /// The same library instance again (same path: the loader hands back the loaded copy),
+    /// for a thread of its own.
+    pub fn reopen(&self) -> Sim {
+        // SAFETY: already loaded; this only takes another reference to it.
+        let lib = unsafe { libloading::Library::new(&self.path) }.expect("dlopen qnn_sim copy");
+        Sim {
+            path: self.path.clone(),
+            lib,
+        }
+    }
+
     fn sym<T: Copy>(&self, name: &[u8]) -> T {
         // SAFETY: each caller names an export with exactly the function type `T`.
         unsafe { *self.lib.get::<T>(name).expect("symbol") }
@@ -258,6 +269,15 @@ impl Sim {
     }
     pub fn violations(&self) -> u64 {
         self.counter(b"QnnSim_lifetimeViolations")
+    }
+    pub fn async_in_flight(&self) -> u64 {
+        self.counter(b"QnnSim_asyncInFlight")
+    }
+    pub fn peak_async_in_flight(&self) -> u64 {
+        self.counter(b"QnnSim_peakAsyncInFlight")
+    }
+    pub fn async_notifications(&self) -> u64 {
+        self.counter(b"QnnSim_asyncNotifications")
     }
 
     /// All core providers, copied.
@@ -360,14 +380,33 @@ impl Sim {
     }
 
     pub fn create_context(&self, s: &Session, bytes: &[u8]) -> Result<*mut c_void, u32> {
+        self.create_context_with(s, bytes, &[])
+    }
+
+    /// Creates a context with these config options (none: a NULL config).
+    pub fn create_context_with(
+        &self,
+        s: &Session,
+        bytes: &[u8],
+        config: &[QnnContext_Config_t],
+    ) -> Result<*mut c_void, u32> {
         let t = self.core();
         let mut ctx = ptr::null_mut();
-        // SAFETY: `bytes` is readable for its length; valid out-pointer.
+        let mut list: Vec<*const QnnContext_Config_t> =
+            config.iter().map(|c| c as *const _).collect();
+        list.push(ptr::null());
+        let list = if config.is_empty() {
+            ptr::null()
+        } else {
+            list.as_ptr()
+        };
+        // SAFETY: `bytes` is readable for its length; valid out-pointer; the config list is
+        // NULL or NULL-terminated, its entries alive during the call.
         let rc = unsafe {
             t.contextCreateFromBinary.unwrap()(
                 s.backend,
                 s.device,
-                ptr::null(),
+                list,
                 bytes.as_ptr().cast(),
                 bytes.len() as u64,
                 &mut ctx,
