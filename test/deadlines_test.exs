@@ -89,7 +89,8 @@ defmodule HexagonTpu.DeadlinesTest do
     assert {:ok, _} = Task.await(holder, 30_000)
 
     # the graph is idle again: the given-up execute was skipped at its turn, never run
-    assert Support.wait_until(fn -> counters().executes_skipped == before.executes_skipped + 1 end)
+    skipped? = fn -> counters().executes_skipped == before.executes_skipped + 1 end
+    assert Support.wait_until(skipped?)
 
     assert Support.qnn_sim_counters(ctx.lib).execute_count == 1
     refute_received {:hexagon_tpu_reply, _, _}
