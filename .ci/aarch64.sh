@@ -442,7 +442,7 @@ predict(Mod) ->
                end,
         {ok, {Runtime, _}} = Call(fun(T) -> Mod:runtime_create(Sim, Sim, error, Site, T) end),
         {ok, {Context, _Graphs, _Warnings}} =
-            Call(fun(T) -> Mod:context_from_file(Runtime, Model, 1 bsl 31, on, Site, T) end),
+            Call(fun(T) -> Mod:context_from_file(Runtime, Model, 1 bsl 31, on, default, Site, T) end),
         {ok, Graph} = Mod:graph_retrieve(Context, <<"smoke">>, Site),
         A = F32([1.0, 2.0, 3.5, 4.0]),
         B = F32([0.5, 0.5, 1.0, 10.0]),

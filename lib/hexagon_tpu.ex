@@ -65,6 +65,7 @@ defmodule HexagonTpu do
           {:graph, String.t()}
           | {:preflight, boolean() | :strict}
           | {:max_queued, non_neg_integer()}
+          | {:priority, :default | :low | :normal | :normal_high | :high}
           | {:runtime, Runtime.t()}
           | {:lib_path, Path.t()}
           | {:system_lib_path, Path.t()}
@@ -85,6 +86,8 @@ defmodule HexagonTpu do
       `HexagonTpu.Context.from_file/3` and `docs/preflight.md`). A binary that the verdict
       refuses is answered with that error (`:binary_newer_than_runtime`, ...) before QNN is
       asked
+    * `:priority` - the context's priority on the accelerator (`:low`, `:normal`,
+      `:normal_high`, `:high`, or `:default`; see `HexagonTpu.Context.from_file/3`)
     * `:max_queued` - how many executes may wait for the model's turn when it is busy
       (`HexagonTpu.Graph.retrieve/3`; default 64); beyond that an execute answers
       `{:error, %HexagonTpu.Error{reason: :overloaded}}` at once
@@ -104,7 +107,15 @@ defmodule HexagonTpu do
     # Every argument is checked before anything is opened or loaded.
     fun = "HexagonTpu.load_model/2"
     path = Args.path!(path, "`path`", fun)
-    opts = Args.keyword!(opts, [:graph, :runtime, :preflight, :max_queued | @runtime_opts], fun)
+
+    opts =
+      Args.keyword!(
+        opts,
+        [:graph, :runtime, :preflight, :max_queued, :priority | @runtime_opts],
+        fun
+      )
+
+    priority = Context.priority!(Keyword.get(opts, :priority, :default), fun)
 
     graph_opts =
       if opts[:max_queued], do: [max_queued: Graph.max_queued!(opts[:max_queued], fun)], else: []
@@ -137,7 +148,8 @@ defmodule HexagonTpu do
 
     with :ok <- Args.check_path(path, "`path`"),
          {:ok, runtime} <- runtime(runtime, runtime_opts),
-         {:ok, context} <- Context.from_file(runtime, path, preflight: preflight) do
+         {:ok, context} <-
+           Context.from_file(runtime, path, preflight: preflight, priority: priority) do
       case pick_graph(context, graph, graph_opts) do
         {:ok, graph} ->
           {:ok, graph}

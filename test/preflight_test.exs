@@ -147,6 +147,31 @@ defmodule HexagonTpu.PreflightTest do
     assert Support.qnn_sim_counters(lib).live_handles == before
   end
 
+  test "context priority: the level reaches contextCreateFromBinary", %{lib: lib} = ctx do
+    path = model(%{build_id: @runtime_build})
+
+    for {priority, raw} <- [low: 0, normal: 100, normal_high: 150, high: 200, default: nil] do
+      assert {:ok, context} = Context.from_file(ctx.runtime, path, priority: priority)
+      assert Support.qnn_sim_counters(lib).last_context_priority == raw, inspect(priority)
+      Context.close(context)
+
+      assert {:ok, model} = HexagonTpu.load_model(path, runtime: ctx.runtime, priority: priority)
+      assert Support.qnn_sim_counters(lib).last_context_priority == raw
+      Context.close(model.context)
+    end
+
+    assert {:ok, _} = Context.from_binary(ctx.runtime, File.read!(path), priority: :high)
+    assert Support.qnn_sim_counters(lib).last_context_priority == 200
+
+    assert_raise ArgumentError, ~r/:priority.*:normal_high/, fn ->
+      Context.from_file(ctx.runtime, path, priority: :urgent)
+    end
+
+    assert_raise ArgumentError, ~r/:priority/, fn ->
+      HexagonTpu.load_model(path, runtime: ctx.runtime, priority: 200)
+    end
+  end
+
   test "the :preflight option is checked", ctx do
     assert_raise ArgumentError, ~r/:preflight option/, fn ->
       HexagonTpu.load_model(model(%{}), runtime: ctx.runtime, preflight: :maybe)

@@ -32,6 +32,15 @@ defmodule HexagonTpu.QnnHostPreflightTest do
     refute log =~ "pre-flight"
   end
 
+  test "context priority: the emulator takes every level", %{bin: bin} do
+    runtime = QnnHost.runtime!()
+
+    for priority <- [:low, :normal, :normal_high, :high, :default] do
+      assert {:ok, context} = Context.from_file(runtime, bin, priority: priority)
+      Context.close(context)
+    end
+  end
+
   test "inspect_model reads what the binary says with QnnSystem alone", %{bin: bin} do
     system = Path.join(QnnHost.lib_dir(), "libQnnSystem.so")
     assert {:ok, %ModelInfo{} = info} = HexagonTpu.inspect_model(bin, system_lib_path: system)

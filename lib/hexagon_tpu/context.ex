@@ -79,6 +79,10 @@ defmodule HexagonTpu.Context do
     * `:graph_names` - names for the binary's graphs: `:auto` (the default) reads them from
       the file `<path>.names` when there is one, `false` ignores it, and a map
       `%{"qnn graph name" => "name"}` gives them
+    * `:priority` - the default priority of the context's graphs on the accelerator
+      (`QNN_CONTEXT_CONFIG_OPTION_PRIORITY`): `:low`, `:normal`, `:normal_high`, `:high`, or
+      `:default` (the default: no config, QNN's own). QNN documents every level above `:low`
+      as possibly restricted; a level the backend refuses fails the load with its code
 
   ## Graph names
 
@@ -106,12 +110,13 @@ defmodule HexagonTpu.Context do
     opts =
       Args.keyword!(
         opts,
-        [max_bytes: @default_max_bytes, preflight: true, graph_names: :auto],
+        [max_bytes: @default_max_bytes, preflight: true, graph_names: :auto, priority: :default],
         fun
       )
 
     max_bytes = opts[:max_bytes]
     preflight = preflight!(opts[:preflight], fun)
+    priority = priority!(opts[:priority], fun)
 
     unless is_integer(max_bytes) and max_bytes > 0,
       do: Args.type_error!(fun, "the :max_bytes option", "a positive integer", max_bytes)
@@ -123,7 +128,9 @@ defmodule HexagonTpu.Context do
       site = Site.caller()
 
       load(runtime, path, names, fn ->
-        Native.call(&Native.context_from_file(runtime.ref, path, max_bytes, preflight, site, &1))
+        Native.call(
+          &Native.context_from_file(runtime.ref, path, max_bytes, preflight, priority, site, &1)
+        )
       end)
     end
   end
@@ -131,7 +138,7 @@ defmodule HexagonTpu.Context do
   @doc """
   Loads a context binary already in memory. It is copied once, for the runtime's own thread
   (where QNN creates every context), and that copy is freed after the load. Takes the
-  `:preflight` option of `from_file/3`, and `:graph_names`, a map
+  `:preflight` and `:priority` options of `from_file/3`, and `:graph_names`, a map
   `%{"qnn graph name" => "name"}` (see `from_file/3`).
   """
   @spec from_binary(Runtime.t(), binary(), keyword()) :: {:ok, t()} | {:error, Error.t()}
@@ -139,8 +146,9 @@ defmodule HexagonTpu.Context do
     fun = "HexagonTpu.Context.from_binary/3"
     runtime = Args.handle!(runtime, Runtime, "`runtime`", fun)
     unless is_binary(binary), do: Args.type_error!(fun, "`binary`", "a binary", binary)
-    opts = Args.keyword!(opts, [preflight: true, graph_names: %{}], fun)
+    opts = Args.keyword!(opts, [preflight: true, graph_names: %{}, priority: :default], fun)
     preflight = preflight!(opts[:preflight], fun)
+    priority = priority!(opts[:priority], fun)
     names = opts[:graph_names]
     check_names_option!(names, fun)
 
@@ -150,7 +158,7 @@ defmodule HexagonTpu.Context do
     site = Site.caller()
 
     load(runtime, {:binary, byte_size(binary)}, names, fn ->
-      Native.call(&Native.context_from_binary(runtime.ref, binary, preflight, site, &1))
+      Native.call(&Native.context_from_binary(runtime.ref, binary, preflight, priority, site, &1))
     end)
   end
 
@@ -170,6 +178,22 @@ defmodule HexagonTpu.Context do
 
   defp preflight!(other, fun),
     do: Args.type_error!(fun, "the :preflight option", "true, false or :strict", other)
+
+  @priorities [:default, :low, :normal, :normal_high, :high]
+
+  @doc false
+  # The :priority option (from_file/3, from_binary/3, HexagonTpu.load_model/2).
+  @spec priority!(term(), String.t()) :: atom()
+  def priority!(priority, _fun) when priority in @priorities, do: priority
+
+  def priority!(other, fun) do
+    Args.type_error!(
+      fun,
+      "the :priority option",
+      "one of #{Enum.map_join(@priorities, ", ", &inspect/1)}",
+      other
+    )
+  end
 
   defp load(runtime, source, names, load_fun) do
     Telemetry.span(

@@ -301,8 +301,10 @@ defmodule HexagonTpu.Native do
   def runtime_close(_runtime, _tag), do: not_loaded()
 
   # context.rs
-  def context_from_file(_runtime, _path, _max_bytes, _preflight, _site, _tag), do: not_loaded()
-  def context_from_binary(_runtime, _binary, _preflight, _site, _tag), do: not_loaded()
+  def context_from_file(_runtime, _path, _max_bytes, _preflight, _priority, _site, _tag),
+    do: not_loaded()
+
+  def context_from_binary(_runtime, _binary, _preflight, _priority, _site, _tag), do: not_loaded()
   def inspect_model(_system_lib, _path, _max_bytes), do: not_loaded()
   def context_closed(_context), do: opaque(true)
   def context_close(_context, _tag), do: not_loaded()

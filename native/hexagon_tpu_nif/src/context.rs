@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use rustler::{Binary, Encoder, Env, ResourceArc, Term};
+use rustler::{Binary, Encoder, Env, NifUnitEnum, ResourceArc, Term};
 
 use crate::error::ok_or_error;
 use crate::quote;
@@ -36,6 +36,37 @@ pub enum PreflightArg {
     Off,
 }
 
+/// `:default | :low | :normal | :normal_high | :high`: the context priority (`:default` passes
+/// no config).
+#[derive(NifUnitEnum, Clone, Copy)]
+pub enum PriorityArg {
+    Default,
+    Low,
+    Normal,
+    NormalHigh,
+    High,
+}
+
+impl From<PriorityArg> for Option<qnn::context::Priority> {
+    fn from(priority: PriorityArg) -> Self {
+        use qnn::context::Priority as P;
+        match priority {
+            PriorityArg::Default => None,
+            PriorityArg::Low => Some(P::Low),
+            PriorityArg::Normal => Some(P::Normal),
+            PriorityArg::NormalHigh => Some(P::NormalHigh),
+            PriorityArg::High => Some(P::High),
+        }
+    }
+}
+
+fn load_options(preflight: PreflightArg, priority: PriorityArg) -> qnn::context::LoadOptions {
+    qnn::context::LoadOptions {
+        preflight: preflight.into(),
+        priority: priority.into(),
+    }
+}
+
 impl From<PreflightArg> for qnn::preflight::Mode {
     fn from(mode: PreflightArg) -> Self {
         match mode {
@@ -50,12 +81,14 @@ impl From<PreflightArg> for qnn::preflight::Mode {
 /// message. Only a regular file of at most `max_bytes` is read. `site` is the Elixir caller,
 /// for the ledger of live objects. `path` is a binary, any bytes (Linux paths need not be UTF-8).
 #[rustler::nif(schedule = "DirtyIo")]
+#[allow(clippy::too_many_arguments)] // a NIF's arguments are its Elixir call's
 fn context_from_file<'a>(
     env: Env<'a>,
     runtime: Handle<RuntimeRes>,
     path: Binary<'a>,
     max_bytes: u64,
     preflight: PreflightArg,
+    priority: PriorityArg,
     site: String,
     tag: Term<'a>,
 ) -> Term<'a> {
@@ -70,7 +103,7 @@ fn context_from_file<'a>(
                 bytes,
                 Some(&path),
                 &qnn::Site::named(site),
-                preflight.into(),
+                load_options(preflight, priority),
                 done,
             ),
             Err(error) => done(Err(error)),
@@ -86,6 +119,7 @@ fn context_from_binary<'a>(
     runtime: Handle<RuntimeRes>,
     bytes: Binary<'a>,
     preflight: PreflightArg,
+    priority: PriorityArg,
     site: String,
     tag: Term<'a>,
 ) -> Term<'a> {
@@ -96,7 +130,7 @@ fn context_from_binary<'a>(
             binary,
             None,
             &qnn::Site::named(site),
-            preflight.into(),
+            load_options(preflight, priority),
             done,
         )
     })

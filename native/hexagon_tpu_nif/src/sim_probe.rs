@@ -16,6 +16,7 @@ struct SimCountersTerm {
     execute_overlaps: u64,
     peak_concurrent_executes: u64,
     execute_count: u64,
+    last_context_priority: Option<u64>,
 }
 
 /// Counters of the qnn_sim library at `path` (Qualcomm's libraries have no such exports): live
@@ -29,6 +30,7 @@ fn qnn_sim_counters<'a>(env: Env<'a>, path: String) -> Term<'a> {
             execute_overlaps: c.execute_overlaps,
             peak_concurrent_executes: c.peak_concurrent_executes,
             execute_count: c.execute_count,
+            last_context_priority: c.last_context_priority,
         })
         .map_err(Failure::from);
     ok_or_error(env, result)

@@ -173,6 +173,36 @@ pub struct Context {
     core: Closable<ContextCore>,
 }
 
+/// The default priority of a context's graphs (`QNN_CONTEXT_CONFIG_OPTION_PRIORITY`, the
+/// levels of `Qnn_Priority_t`). QNN documents every level but low as possibly restricted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Priority {
+    Low,
+    Normal,
+    NormalHigh,
+    High,
+}
+
+impl Priority {
+    /// The `Qnn_Priority_t` value.
+    pub const fn raw(self) -> u32 {
+        match self {
+            Priority::Low => sys::QNN_PRIORITY_LOW,
+            Priority::Normal => sys::QNN_PRIORITY_NORMAL,
+            Priority::NormalHigh => sys::QNN_PRIORITY_NORMAL_HIGH,
+            Priority::High => sys::QNN_PRIORITY_HIGH,
+        }
+    }
+}
+
+/// How [`Context::load_with`] loads: the pre-flight verdict's mode, and the context priority
+/// (`None`: QNN's default, no config passed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoadOptions {
+    pub preflight: Mode,
+    pub priority: Option<Priority>,
+}
+
 /// A callback that receives the result of an operation handed to another thread.
 pub type Done<T> = Box<dyn FnOnce(Result<T>) + Send>;
 
@@ -200,11 +230,12 @@ impl Context {
         site: &Site,
         done: Done<Arc<Context>>,
     ) {
-        Self::load_with(runtime, binary, source, site, Mode::On, done)
+        Self::load_with(runtime, binary, source, site, LoadOptions::default(), done)
     }
 
     /// Loads `binary` without waiting: its metadata is read here and judged against the runtime
-    /// ([`preflight::check`] in `mode`: a refusal is the load's error, and QNN is not asked),
+    /// ([`preflight::check`] in `options.preflight`: a refusal is the load's error, and QNN is
+    /// not asked), the context created with `options.priority` if given,
     /// the QNN context is created on the runtime's owner thread, and `done` gets the result
     /// there. `site` is its entry in the [ledger](crate::ledger); `source` the path it came
     /// from, if any.
@@ -213,7 +244,7 @@ impl Context {
         binary: Vec<u8>,
         source: Option<&Path>,
         site: &Site,
-        mode: Mode,
+        options: LoadOptions,
         done: Done<Arc<Context>>,
     ) {
         let prepared = runtime.core().and_then(|core| {
@@ -222,7 +253,8 @@ impl Context {
                 return Err(Error::invalid_model("the context binary is empty"));
             }
             let read = metadata::read_binary(&core.system_lib, bytes)?;
-            let verdict = preflight::check(&read.info, &RuntimeSide::from(runtime.info()), mode);
+            let runtime_side = RuntimeSide::from(runtime.info());
+            let verdict = preflight::check(&read.info, &runtime_side, options.preflight);
             if let Some(refusal) = verdict.refusals.into_iter().next() {
                 return Err(refusal.into());
             }
@@ -236,7 +268,15 @@ impl Context {
         let site = site.clone();
         let owner = Arc::clone(&core);
         owner.owner.run(Box::new(move |handles| {
-            let created = create(handles, core, graphs, &binary, source, site.as_str());
+            let created = create(
+                handles,
+                core,
+                graphs,
+                &binary,
+                options.priority,
+                source,
+                site.as_str(),
+            );
             // QNN keeps its own copy: the bytes go before the answer.
             drop(binary);
             done(created.map(|mut context| {
@@ -298,20 +338,34 @@ fn create(
     runtime: Arc<RuntimeCore>,
     graphs: Vec<Arc<GraphMetadata>>,
     bytes: &[u8],
+    priority: Option<Priority>,
     source: Option<PathBuf>,
     site: &str,
 ) -> Result<Arc<Context>> {
     let lib = &handles.lib;
     let in_qnn = crate::exit::enter()?;
     let mut handle: sys::Qnn_ContextHandle_t = std::ptr::null_mut();
+    // A NULL-terminated list of configs, or NULL for QNN's defaults.
+    let priority = priority.map(|p| sys::QnnContext_Config_t::priority(p.raw()));
+    let configs: [*const sys::QnnContext_Config_t; 2] = [
+        priority
+            .as_ref()
+            .map_or(std::ptr::null(), |config| config as *const _),
+        std::ptr::null(),
+    ];
+    let config = if priority.is_some() {
+        configs.as_ptr()
+    } else {
+        std::ptr::null()
+    };
     // SAFETY: backend/device are live handles of this library, created on this thread; the
-    // binary is valid for `len` bytes during the call (QNN copies what it keeps); `handle` is
-    // writable.
+    // config list is NULL or NULL-terminated and outlives the call; the binary is valid for
+    // `len` bytes during the call (QNN copies what it keeps); `handle` is writable.
     let status = sys::Status(unsafe {
         (lib.fns.context_create_from_binary)(
             handles.backend,
             handles.device,
-            std::ptr::null(),
+            config,
             bytes.as_ptr().cast(),
             bytes.len() as u64,
             &mut handle,

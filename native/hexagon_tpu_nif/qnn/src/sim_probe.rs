@@ -94,6 +94,8 @@ pub struct SimCounters {
     pub execute_overlaps: u64,
     pub peak_concurrent_executes: u64,
     pub execute_count: u64,
+    /// The `Qnn_Priority_t` the latest context was created with; `None` when it was given none.
+    pub last_context_priority: Option<u64>,
 }
 
 /// Reads every counter qnn_sim exports.
@@ -103,6 +105,8 @@ pub fn counters(lib_path: &Path) -> Result<SimCounters> {
         execute_overlaps: execute_overlaps(lib_path)?,
         peak_concurrent_executes: peak_concurrent_executes(lib_path)?,
         execute_count: execute_count(lib_path)?,
+        last_context_priority: Some(read_counter(lib_path, "QnnSim_lastContextPriority")?)
+            .filter(|&p| p != u64::MAX),
     })
 }
 

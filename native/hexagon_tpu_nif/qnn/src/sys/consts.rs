@@ -84,6 +84,12 @@ pub const QNN_BACKEND_ID_HTP: u32 = 6;
 // QnnContext_ConfigOption_t
 pub const QNN_CONTEXT_CONFIG_OPTION_CUSTOM: u32 = 0;
 pub const QNN_CONTEXT_CONFIG_OPTION_PRIORITY: u32 = 1;
+
+// Qnn_Priority_t
+pub const QNN_PRIORITY_LOW: u32 = 0;
+pub const QNN_PRIORITY_NORMAL: u32 = 100;
+pub const QNN_PRIORITY_NORMAL_HIGH: u32 = 150;
+pub const QNN_PRIORITY_HIGH: u32 = 200;
 pub const QNN_CONTEXT_CONFIG_OPTION_ERROR_REPORTING: u32 = 2;
 pub const QNN_CONTEXT_CONFIG_OPTION_OEM_STRING: u32 = 3;
 /// The depth of the context's asynchronous execution queue (`QnnGraph_executeAsync`), set only

@@ -60,6 +60,15 @@ pub struct QnnContext_Config_t {
 }
 
 impl QnnContext_Config_t {
+    /// The option that sets the default priority of the context's graphs
+    /// (`QNN_CONTEXT_CONFIG_OPTION_PRIORITY`, a `Qnn_Priority_t`).
+    pub const fn priority(priority: u32) -> QnnContext_Config_t {
+        QnnContext_Config_t {
+            option: super::QNN_CONTEXT_CONFIG_OPTION_PRIORITY,
+            value: QnnContext_ConfigUnion_t { priority },
+        }
+    }
+
     /// The option that sets the asynchronous execution queue depth of every graph of the
     /// context (`QNN_CONTEXT_CONFIG_ASYNC_EXECUTION_QUEUE_DEPTH`, numeric).
     pub const fn async_execution_queue_depth(depth: u32) -> QnnContext_Config_t {

@@ -422,6 +422,47 @@ pub unsafe extern "C" fn QnnContext_createFromBinary(
 /// The body of `QnnContext_createFromBinary`.
 ///
 /// # Safety
+/// The priority of the latest context created (`u64::MAX`: none given), for the tests.
+pub static LAST_CONTEXT_PRIORITY: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// The `QNN_CONTEXT_CONFIG_OPTION_PRIORITY` of a context's configs (the last one given wins), or
+/// INVALID_CONFIG (5010) for a value that is not a `Qnn_Priority_t` level.
+///
+/// # Safety
+/// `config` must be NULL or a NULL-terminated array of readable configs.
+unsafe fn context_priority(config: *const *const QnnContext_Config_t) -> Result<Option<u32>, u32> {
+    let mut priority = None;
+    if !config.is_null() {
+        for k in 0.. {
+            // SAFETY: the array is NULL-terminated and readable up to its terminator.
+            let item = unsafe { *config.add(k) };
+            if item.is_null() {
+                break;
+            }
+            // SAFETY: a non-NULL entry points to a readable config.
+            let item = unsafe { *item };
+            if item.option == QNN_CONTEXT_CONFIG_OPTION_PRIORITY {
+                // SAFETY: the option says which union member is meant; any bits are a u32.
+                priority = Some(unsafe { item.value.priority });
+            }
+        }
+    }
+    match priority {
+        Some(p)
+            if ![
+                QNN_PRIORITY_LOW,
+                QNN_PRIORITY_NORMAL,
+                QNN_PRIORITY_NORMAL_HIGH,
+                QNN_PRIORITY_HIGH,
+            ]
+            .contains(&p) =>
+        {
+            Err(QNN_CONTEXT_ERROR_INVALID_CONFIG)
+        }
+        other => Ok(other),
+    }
+}
+
 /// As for `QnnContext_createFromBinary`.
 unsafe fn create_from_binary(
     backend: Qnn_BackendHandle_t,
@@ -450,6 +491,12 @@ unsafe fn create_from_binary(
             return err(code);
         }
         // SAFETY: the caller passes NULL or a NULL-terminated array of readable configs.
+        let priority = match unsafe { context_priority(config) } {
+            Ok(priority) => priority,
+            Err(code) => return err(code),
+        };
+        LAST_CONTEXT_PRIORITY.store(priority.map_or(u64::MAX, u64::from), Ordering::SeqCst);
+        // SAFETY: as above.
         let depth = match unsafe { super::execute_async::queue_depth(config) } {
             Ok(depth) => depth,
             Err(code) => return err(code),

@@ -75,6 +75,13 @@ pub extern "C" fn QnnSim_peakAsyncInFlight() -> u64 {
     counter(|| execute_async::ASYNC_PEAK_IN_FLIGHT.load(Ordering::SeqCst))
 }
 
+/// The priority (`Qnn_Priority_t`) the latest context was created with, `u64::MAX` when it was
+/// given none.
+#[unsafe(no_mangle)]
+pub extern "C" fn QnnSim_lastContextPriority() -> u64 {
+    counter(|| self::core::LAST_CONTEXT_PRIORITY.load(Ordering::SeqCst))
+}
+
 /// Notify callbacks called by asynchronous workers, whatever the status.
 #[unsafe(no_mangle)]
 pub extern "C" fn QnnSim_asyncNotifications() -> u64 {
