@@ -422,6 +422,34 @@ pub unsafe extern "C" fn QnnContext_createFromBinary(
 /// The body of `QnnContext_createFromBinary`.
 ///
 /// # Safety
+/// The last config of a `contextCreateFromBinary` config array with option `option` (QNN: the
+/// last of a repeated option wins).
+///
+/// # Safety
+/// `config` must be NULL or a NULL-terminated array of pointers to readable configs.
+pub unsafe fn last_config(
+    config: *const *const QnnContext_Config_t,
+    option: u32,
+) -> Option<QnnContext_Config_t> {
+    if config.is_null() {
+        return None;
+    }
+    let mut last = None;
+    for k in 0.. {
+        // SAFETY: the array is NULL-terminated and readable up to its terminator.
+        let item = unsafe { *config.add(k) };
+        if item.is_null() {
+            break;
+        }
+        // SAFETY: a non-NULL entry points to a readable config.
+        let item = unsafe { *item };
+        if item.option == option {
+            last = Some(item);
+        }
+    }
+    last
+}
+
 /// The priority of the latest context created (`u64::MAX`: none given), for the tests.
 pub static LAST_CONTEXT_PRIORITY: AtomicU64 = AtomicU64::new(u64::MAX);
 
@@ -431,22 +459,10 @@ pub static LAST_CONTEXT_PRIORITY: AtomicU64 = AtomicU64::new(u64::MAX);
 /// # Safety
 /// `config` must be NULL or a NULL-terminated array of readable configs.
 unsafe fn context_priority(config: *const *const QnnContext_Config_t) -> Result<Option<u32>, u32> {
-    let mut priority = None;
-    if !config.is_null() {
-        for k in 0.. {
-            // SAFETY: the array is NULL-terminated and readable up to its terminator.
-            let item = unsafe { *config.add(k) };
-            if item.is_null() {
-                break;
-            }
-            // SAFETY: a non-NULL entry points to a readable config.
-            let item = unsafe { *item };
-            if item.option == QNN_CONTEXT_CONFIG_OPTION_PRIORITY {
-                // SAFETY: the option says which union member is meant; any bits are a u32.
-                priority = Some(unsafe { item.value.priority });
-            }
-        }
-    }
+    // SAFETY: the caller's contract.
+    let priority = unsafe { last_config(config, QNN_CONTEXT_CONFIG_OPTION_PRIORITY) }
+        // SAFETY: the option says which union member is meant; any bits are a u32.
+        .map(|item| unsafe { item.value.priority });
     match priority {
         Some(p)
             if ![

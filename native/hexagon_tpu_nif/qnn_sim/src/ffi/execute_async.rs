@@ -41,23 +41,11 @@ pub static ASYNC_NOTIFICATIONS: AtomicU64 = AtomicU64::new(0);
 /// # Safety
 /// `config` must be NULL or a NULL-terminated array of pointers to readable configs.
 pub unsafe fn queue_depth(config: *const *const QnnContext_Config_t) -> Result<u32, u32> {
-    let mut asked: Option<QnnContext_AsyncExecutionQueueDepth_t> = None;
-    if !config.is_null() {
-        for k in 0.. {
-            // SAFETY: the array is NULL-terminated and readable up to its terminator.
-            let item = unsafe { *config.add(k) };
-            if item.is_null() {
-                break;
-            }
-            // SAFETY: a non-NULL entry points to a readable config.
-            let item = unsafe { *item };
-            if item.option == QNN_CONTEXT_CONFIG_ASYNC_EXECUTION_QUEUE_DEPTH {
-                // SAFETY: the option says which union member is meant; any bits are valid
-                // for two u32.
-                asked = Some(unsafe { item.value.asyncExeQueueDepth });
-            }
-        }
-    }
+    // SAFETY: the caller's contract.
+    let asked =
+        unsafe { super::core::last_config(config, QNN_CONTEXT_CONFIG_ASYNC_EXECUTION_QUEUE_DEPTH) }
+            // SAFETY: the option says which union member is meant; any bits are valid for two u32.
+            .map(|item| unsafe { item.value.asyncExeQueueDepth });
     match asked {
         None => Ok(DEFAULT_QUEUE_DEPTH),
         Some(asked)
