@@ -258,19 +258,19 @@ defmodule HexagonTpu do
   # first, so a wrong one raises here, not inside a batch's tasks.
   defp predict(model, inputs, opts, fun) do
     model = Args.handle!(model, Graph, "`graph`", fun)
-    _ = Graph.execute_options!(opts, fun)
+    options = Graph.execute_options!(opts, fun)
 
     case Graph.order_inputs(model, inputs) do
       {:ok, ordered} ->
         case Batch.plan(model, ordered) do
-          :single -> Graph.execute(model, ordered, opts, fun)
-          {:ok, plan} -> Batch.run(model, plan, ordered, opts, fun)
+          :single -> Graph.execute_checked(model, ordered, options)
+          {:ok, plan} -> Batch.run(model, plan, ordered, options)
           {:error, %Error{}} = error -> error
         end
 
       # Refused as any execute refuses it (and reported to telemetry the same way).
       {:error, %Error{}} ->
-        Graph.execute(model, inputs, opts, fun)
+        Graph.execute_checked(model, inputs, options)
     end
   end
 

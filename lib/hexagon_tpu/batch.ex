@@ -30,16 +30,18 @@ defmodule HexagonTpu.Batch do
     end
   end
 
-  # Another count of inputs: Graph.execute/4 names what is missing.
+  # Another count of inputs: the execute names what is missing.
   def plan(_graph, _ordered), do: :single
 
-  @doc "Runs `plan` on `graph` with the execute options `opts`; outputs as predict/3 gives them."
-  @spec run(Graph.t(), %__MODULE__{}, list(), keyword(), String.t()) ::
-          {:ok, list()} | {:error, Error.t()}
-  def run(graph, %__MODULE__{} = plan, ordered, opts, fun) do
+  @doc """
+  Runs `plan` on `graph` with the checked execute options (`Graph.execute_options!/2`); outputs
+  as predict/3 gives them.
+  """
+  @spec run(Graph.t(), %__MODULE__{}, list(), map()) :: {:ok, list()} | {:error, Error.t()}
+  def run(graph, %__MODULE__{} = plan, ordered, options) do
     0..(plan.chunks - 1)
     |> Task.async_stream(
-      fn chunk -> Graph.execute(graph, chunk_inputs(plan, ordered, chunk), opts, fun) end,
+      fn chunk -> Graph.execute_checked(graph, chunk_inputs(plan, ordered, chunk), options) end,
       max_concurrency: @in_flight,
       ordered: true,
       timeout: :infinity

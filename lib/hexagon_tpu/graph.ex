@@ -213,9 +213,15 @@ defmodule HexagonTpu.Graph do
   @spec execute(t(), term(), term(), String.t()) :: {:ok, [output()]} | {:error, Error.t()}
   def execute(graph, inputs, opts, fun) do
     graph = Args.handle!(graph, __MODULE__, "`graph`", fun)
+    execute_checked(graph, inputs, execute_options!(opts, fun))
+  end
 
-    %{quantize: quantize, dequantize: dequantize, output: output, timeout: timeout} =
-      execute_options!(opts, fun)
+  @doc false
+  # execute/4 once its graph and options were checked (execute_options!/2): predict/3 checks
+  # them once for a whole batch.
+  @spec execute_checked(t(), term(), map()) :: {:ok, [output()]} | {:error, Error.t()}
+  def execute_checked(graph, inputs, options) do
+    %{quantize: quantize, dequantize: dequantize, output: output, timeout: timeout} = options
 
     Telemetry.span(
       [:hexagon_tpu, :graph, :execute],

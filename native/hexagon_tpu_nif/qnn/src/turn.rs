@@ -113,6 +113,18 @@ impl TurnSlot {
         }
     }
 
+    /// Starts the worker that drains the queue (the turn is taken and `draining` set).
+    fn start_worker(self: Arc<Self>) {
+        let slot = Arc::clone(&self);
+        let spawned = std::thread::Builder::new()
+            .name("qnn-graph".into())
+            .spawn(move || slot.drain());
+        if spawned.is_err() {
+            // No thread to be had: drain here rather than strand the queue.
+            self.drain();
+        }
+    }
+
     /// The worker: runs queued work in order, then lets the slot go idle and ends.
     fn drain(self: Arc<Self>) {
         loop {
@@ -153,19 +165,5 @@ impl Drop for TurnGuard {
         state.draining = true;
         drop(state);
         Arc::clone(&self.slot).start_worker();
-    }
-}
-
-impl TurnSlot {
-    /// Starts the worker that drains the queue (the turn is taken and `draining` set).
-    fn start_worker(self: Arc<Self>) {
-        let slot = Arc::clone(&self);
-        let spawned = std::thread::Builder::new()
-            .name("qnn-graph".into())
-            .spawn(move || slot.drain());
-        if spawned.is_err() {
-            // No thread to be had: drain here rather than strand the queue.
-            self.drain();
-        }
     }
 }
