@@ -79,6 +79,10 @@ defmodule HexagonTpu.Stats do
       `executes_timed_out` - those whose caller gave up (`timeout:`) before the answer;
       `executes_skipped` - queued ones not run because their caller had died or given up
       (see `HexagonTpu.Graph`, "Concurrency")
+    * `tensors_converted` / `convert_ns_total` - tensors converted on the host for executes
+      (inputs quantized or narrowed from f32, outputs dequantized or widened to f32), and the
+      nanoseconds those conversions took: the host's share of an inference beside
+      `execute_ns_total`
     * `runtime_jobs_pending` - loads, closes and frees handed to runtimes' own threads (where
       QNN's handles are created and freed) and not yet done
     * `log_lines` / `log_dropped` - lines of QNN's log forwarded to `Logger`, and those dropped

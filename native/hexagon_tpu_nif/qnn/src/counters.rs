@@ -82,6 +82,10 @@ counters! {
         executes_timed_out,
         /// Queued executes not run: their caller had died or given up by their turn.
         executes_skipped,
+        /// Tensors converted on the host for an execute: inputs from f32, outputs to f32.
+        tensors_converted,
+        /// Sum of the time those conversions took (quantize, dequantize, f16).
+        convert_ns_total,
     }
     derived {
         /// Loads, frees and closes handed to runtimes' own threads and not yet done (a handle
@@ -134,6 +138,12 @@ pub fn record_timed_out() {
 /// A queued execute was not run: its caller had died or given up.
 pub fn record_skipped() {
     KEPT.executes_skipped.fetch_add(1, Relaxed);
+}
+
+/// One tensor converted on the host, taking `ns`.
+pub(crate) fn record_conversion(ns: u64) {
+    KEPT.tensors_converted.fetch_add(1, Relaxed);
+    KEPT.convert_ns_total.fetch_add(ns, Relaxed);
 }
 
 pub(crate) fn record_release_error() {
