@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::closable::Closable;
 use crate::counters;
 use crate::error::{Error, Result};
-use crate::ledger::{Alive, Kind, Site};
+use crate::ledger::{Alive, Held, Kind, Part, Site};
 use crate::loader::BackendLibrary;
 use crate::metadata::{self, GraphInfo, GraphMetadata};
 use crate::model_file;
@@ -258,9 +258,11 @@ impl Context {
             if let Some(refusal) = verdict.refusals.into_iter().next() {
                 return Err(refusal.into());
             }
-            Ok((core, read.graphs, verdict.warnings))
+            let mut held = vec![(Part::Binary, bytes.len() as u64)];
+            held.extend(read.spill_fill_size.map(|n| (Part::SpillFill, n)));
+            Ok((core, read.graphs, verdict.warnings, Held(held)))
         });
-        let (core, graphs, warnings) = match prepared {
+        let (core, graphs, warnings, held) = match prepared {
             Ok(prepared) => prepared,
             Err(error) => return done(Err(error)),
         };
@@ -274,8 +276,11 @@ impl Context {
                 graphs,
                 &binary,
                 options.priority,
-                source,
-                site.as_str(),
+                Origin {
+                    source,
+                    site: site.as_str(),
+                    held,
+                },
             );
             // QNN keeps its own copy: the bytes go before the answer.
             drop(binary);
@@ -332,6 +337,15 @@ impl Context {
     }
 }
 
+/// Where a context comes from, as the context and its ledger entry record it.
+struct Origin<'a> {
+    /// The file it was loaded from, if any.
+    source: Option<PathBuf>,
+    site: &'a str,
+    /// What it holds on the host.
+    held: Held,
+}
+
 /// Creates the QNN context, on the owner thread.
 fn create(
     handles: &mut Handles,
@@ -339,9 +353,9 @@ fn create(
     graphs: Vec<Arc<GraphMetadata>>,
     bytes: &[u8],
     priority: Option<Priority>,
-    source: Option<PathBuf>,
-    site: &str,
+    origin: Origin<'_>,
 ) -> Result<Arc<Context>> {
+    let Origin { source, site, held } = origin;
     let lib = &handles.lib;
     let in_qnn = crate::exit::enter()?;
     let mut handle: sys::Qnn_ContextHandle_t = std::ptr::null_mut();
@@ -394,7 +408,7 @@ fn create(
             raw: Some(RawContext(handle)),
             users: 0,
             closing: None,
-            alive: Alive::new(Kind::Context, site, detail),
+            alive: Alive::holding(Kind::Context, site, detail, held),
         }),
         turns: graphs.iter().map(|_| Arc::default()).collect(),
         graphs,

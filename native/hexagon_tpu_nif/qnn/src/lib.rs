@@ -39,7 +39,7 @@ pub use counters::{Counters, counters};
 pub use error::{Error, LibraryRole, Result};
 pub use exit::exiting;
 pub use graph::{ExecuteReport, Graph, QueuePolicy, Started, Turn};
-pub use ledger::{LiveEntry, Site};
+pub use ledger::{Held, LiveEntry, Part, Site};
 pub use loader::{MIN_CORE_API, MIN_SYSTEM_API};
 pub use log::{LogLevel, LogRecord};
 pub use metadata::{BinaryInfo, GraphInfo};
