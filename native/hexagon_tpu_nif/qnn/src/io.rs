@@ -20,6 +20,7 @@ use crate::graph::{ExecuteReport, Turn};
 use crate::metadata::GraphInfo;
 use crate::quant::{self, AxisLayout, QuantType};
 use crate::tensor::{DataType, Quantization, TensorInfo};
+use crate::trace::{self, Phase};
 
 /// Largest buffer [`execute`] asks its caller to allocate. The caller's allocation may abort
 /// the process when it fails (an Erlang binary's does), so absurd sizes are refused up front.
@@ -279,6 +280,7 @@ pub fn execute<B: DerefMut<Target = [u8]>>(
     mut alloc: impl FnMut(usize) -> B,
 ) -> Result<(Vec<B>, ExecuteReport)> {
     let graph = turn.graph().info();
+    let _span = trace::span(Phase::Execute, &graph.name);
     check_count("input", graph, &graph.inputs, inputs.len())?;
     if input_modes.len() != graph.inputs.len() || output_modes.len() != graph.outputs.len() {
         return Err(Error::invalid_input(format!(
@@ -297,6 +299,7 @@ pub fn execute<B: DerefMut<Target = [u8]>>(
         .map(|(tensor, &mode)| conversion("output", tensor, mode))
         .collect::<Result<Vec<_>>>()?;
 
+    let quantize = trace::span(Phase::Quantize, &graph.name);
     let mut prepared = Vec::with_capacity(inputs.len());
     for ((tensor, &bytes), &mode) in graph.inputs.iter().zip(inputs).zip(input_modes) {
         let form = conversion("input", tensor, mode)?;
@@ -312,6 +315,7 @@ pub fn execute<B: DerefMut<Target = [u8]>>(
         });
     }
 
+    drop(quantize);
     let mut raw = Vec::with_capacity(graph.outputs.len());
     for tensor in &graph.outputs {
         let mut buffer = allocate(&mut alloc, "output", tensor, tensor.byte_size)?;
@@ -327,6 +331,7 @@ pub fn execute<B: DerefMut<Target = [u8]>>(
     };
     drop(prepared);
 
+    let _dequantize = trace::span(Phase::Dequantize, &graph.name);
     let mut outputs = Vec::with_capacity(raw.len());
     for ((buffer, tensor), form) in raw.into_iter().zip(&graph.outputs).zip(output_forms) {
         match form {

@@ -31,6 +31,7 @@ pub mod runtime;
 pub mod sim_probe;
 pub mod sys;
 pub mod tensor;
+pub mod trace;
 mod turn;
 pub mod version;
 
