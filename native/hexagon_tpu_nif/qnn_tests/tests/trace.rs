@@ -121,31 +121,62 @@ fn the_ring_keeps_the_newest_events_counts_the_rest_and_costs_nothing_when_off()
 
     let recording = trace::recording();
     assert_eq!(recording.stats.dropped, 0);
-    let labels: Vec<&str> = recording.events.iter().map(|e| e.phase.label()).collect();
-    // In the order they ended: runtime creation (its handles first, on the runtime's thread),
-    // the load (from memory: no read), the retrieve, three executes, the op, the frees.
-    let execute = [
-        "execute.quantize",
-        "QnnGraph_execute",
-        "execute.dequantize",
-        "execute",
-    ];
+    // On each thread, in the order the phases ended (the two threads run concurrently, so only
+    // each one's order is fixed): the caller's creation, load (from memory: no read), retrieve,
+    // three executes and the profiled op; the runtime thread's handles, context and frees.
+    let on = |tid: u64| -> Vec<&str> {
+        recording
+            .events
+            .iter()
+            .filter(|e| e.tid == tid)
+            .map(|e| e.phase.label())
+            .collect()
+    };
+    let tid_of = |phase: Phase| {
+        recording
+            .events
+            .iter()
+            .find(|e| e.phase == phase)
+            .map(|e| e.tid)
+            .unwrap()
+    };
+    let (caller, owner) = (tid_of(Phase::RuntimeCreate), tid_of(Phase::RuntimeHandles));
+    assert_ne!(caller, owner);
     let mut expected = vec![
-        "QnnLog_create",
-        "QnnBackend_create",
-        "QnnDevice_create",
-        "runtime.handles",
         "runtime.create",
         "QnnSystemContext_getMetadata",
         "context.load",
-        "QnnContext_createFromBinary",
         "QnnGraph_retrieve",
     ];
     for _ in 0..3 {
-        expected.extend(execute);
+        expected.extend([
+            "execute.quantize",
+            "QnnGraph_execute",
+            "execute.dequantize",
+            "execute",
+        ]);
     }
-    expected.extend(["op", "QnnContext_free", "runtime.free"]);
-    assert_eq!(labels, expected, "{recording:?}");
+    expected.push("op");
+    assert_eq!(on(caller), expected, "{recording:?}");
+    assert_eq!(
+        on(owner),
+        [
+            "QnnLog_create",
+            "QnnBackend_create",
+            "QnnDevice_create",
+            "runtime.handles",
+            "QnnContext_createFromBinary",
+            "QnnContext_free",
+            "runtime.free"
+        ],
+        "{recording:?}"
+    );
+    assert_eq!(recording.events.len(), expected.len() + 7);
+    let thread_names: Vec<&str> = recording.threads.iter().map(|(_, n)| &**n).collect();
+    assert!(
+        thread_names.iter().any(|n| n.starts_with("qnn-runtime #")),
+        "{thread_names:?}"
+    );
 
     // Each execute's children lie within it, on its thread.
     for e in recording
