@@ -60,4 +60,42 @@ defmodule HexagonTpu.QnnLogTest do
     assert Stats.native().log_lines == before + 1
     assert [_one] = Regex.scan(~r/QNN: qnn_sim: contextCreateFromBinary failed/, log)
   end
+
+  @chatter [
+    "Initializing HtpProvider",
+    "No op packages found for architecture 68; falling back to no-arch bucket",
+    "m_CFBCallbackInfoObj is not initialized, return emptyList",
+    "Sanitizing the value for hvx_threads and setting to default"
+  ]
+
+  test "a backend's known start-up chatter is logged at :debug; any other warning at :warning",
+       %{lib: lib} do
+    # qnn_sim logs these lines at WARN on every load, word for word as Qualcomm's emulator does,
+    # and one that is not chatter.
+    lines = @chatter ++ ["Sanitizing the value for hmx_threads and setting to default"]
+    :ok = HexagonTpu.Native.qnn_sim_configure(lib, "log_on_load", Enum.join(lines, "\n"))
+    t = Models.t(:float_32, [4])
+    path = Models.build!(Models.identity(t, t))
+    runtime = Support.runtime!(lib)
+
+    # At the test's Logger level (:warning) only the line that is not chatter shows.
+    log = logged(5, fn -> Context.close(Context.from_file!(runtime, path)) end)
+    assert log =~ "[warning] QNN: Sanitizing the value for hmx_threads and setting to default"
+    assert [_one] = Regex.scan(~r/\[warning\]/, log)
+    for line <- @chatter, do: refute(log =~ line)
+
+    # At :debug the chatter is there, at :debug.
+    level = Logger.level()
+    Logger.configure(level: :debug)
+
+    log =
+      try do
+        logged(5, fn -> Context.close(Context.from_file!(runtime, path)) end)
+      after
+        Logger.configure(level: level)
+      end
+
+    for line <- @chatter, do: assert(log =~ "[debug] QNN: " <> line)
+    assert [_one] = Regex.scan(~r/\[warning\]/, log)
+  end
 end

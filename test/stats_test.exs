@@ -347,6 +347,126 @@ defmodule HexagonTpu.StatsTest do
     end
   end
 
+  describe "the ledger's bytes" do
+    test "a context holds its binary's bytes and the spill-fill QnnSystem reports; live_report/1 adds them up by site and file",
+         %{lib: lib, path: path} do
+      t = Models.t(:float_32, [4])
+      # qnn_sim reports a spill-fill buffer in the graph blob info of each graph; QNN allocates
+      # one for the context, the largest.
+      spilled = Models.two_graphs(t) |> Map.put(:stamp, %{spill_fill: 123_456}) |> Models.build!()
+
+      plain_size = File.stat!(path).size
+      spilled_size = File.stat!(spilled).size
+      runtime = Support.runtime!(lib)
+      line = __ENV__.line + 1
+      plain = for _ <- 1..2, do: Context.from_file!(runtime, path)
+      from_memory = Context.from_binary!(runtime, File.read!(spilled))
+      graph = Graph.retrieve!(from_memory, "first")
+
+      here = &(&1.site =~ "(test/stats_test.exs:")
+      mine = Enum.filter(Stats.live(), here)
+
+      at = fn l ->
+        Enum.filter(mine, &String.ends_with?(&1.site, "(test/stats_test.exs:#{l})"))
+      end
+
+      assert [%{held: [binary: ^plain_size], bytes: ^plain_size}, _] = at.(line)
+      spilled_bytes = spilled_size + 123_456
+
+      assert [%{kind: :context, held: [binary: ^spilled_size, spill_fill: 123_456]} = c] =
+               at.(line + 1)
+
+      assert c.bytes == spilled_bytes
+      assert [%{kind: :graph, held: [], bytes: 0}] = at.(line + 2)
+      assert [%{kind: :runtime, held: [], bytes: 0}] = at.(line - 2)
+
+      # The report of these objects alone: exact figures, largest site first, the rest folded.
+      report = Stats.format_report(mine, 2)
+      lines = String.split(report, "\n")
+      total = 2 * plain_size + spilled_bytes
+      k = &(&1 |> Integer.to_string() |> String.replace(~r/(\d)(?=(\d{3})+$)/, "\\1,"))
+
+      assert hd(lines) ==
+               "hexagon_tpu: 1 runtime, 3 contexts, 1 graph alive; #{k.(total)} bytes held"
+
+      assert Enum.at(lines, 1) == "by creation site, largest first:"
+      # the two plain contexts (about 2 × 1.3 KB) against one binary with 123,456 bytes of
+      # spill-fill: the latter is larger
+      assert spilled_bytes > 2 * plain_size
+      assert Enum.at(lines, 2) =~ ~r/^ +#{k.(spilled_bytes)} bytes  1 context  /
+      assert Enum.at(lines, 2) =~ "[binary #{k.(spilled_size)}, spill_fill 123,456]"
+
+      assert Enum.at(lines, 3) =~
+               ~r/^ +#{k.(2 * plain_size)} bytes  2 contexts  .*:#{line}\)  \[binary #{k.(2 * plain_size)}\]$/
+
+      assert Enum.at(lines, 4) =~ ~r/^ +0 bytes  1 runtime, 1 graph in 2 more sites$/
+      assert Enum.at(lines, 5) == "by file:"
+
+      assert Enum.at(lines, 6) =~
+               ~r/^ +#{k.(total)} bytes  test\/stats_test.exs \(5 objects\)$/
+
+      assert length(lines) == 7
+
+      # Closed, a context's bytes leave the ledger.
+      close(graph)
+      :ok = Context.close(from_memory)
+      refute Enum.any?(Stats.live(), &(&1.held[:spill_fill] == 123_456 and here.(&1)))
+      Enum.each(plain, &close/1)
+      :ok = Runtime.close(runtime)
+      assert Support.eventually(fn -> not Enum.any?(Stats.live(), here) end)
+    end
+
+    test "live_report/1 folds the sites beyond top: and checks its options" do
+      assert Stats.live_report(top: 0) =~ ~r/^hexagon_tpu: /
+
+      assert_raise ArgumentError, ~r/:top option/, fn -> Stats.live_report(top: -1) end
+      assert_raise ArgumentError, ~r/unknown option/, fn -> Stats.live_report(tops: 1) end
+
+      assert Stats.site_file("MyApp.Vision.init/1 (lib/my_app/vision.ex:42)") ==
+               "lib/my_app/vision.ex"
+
+      assert Stats.site_file("MyApp.Vision.init/1 (lib/my_app/vision.ex)") ==
+               "lib/my_app/vision.ex"
+
+      assert Stats.site_file("qnn/src/context.rs:12") == "qnn/src/context.rs"
+      assert Stats.site_file("somewhere") == "somewhere"
+    end
+
+    test "format_report/2 prints the example of live_report/1's docs" do
+      e = fn id, kind, site, held ->
+        bytes = held |> Keyword.values() |> Enum.sum()
+        %{id: id, kind: kind, site: site, age_ms: 1, detail: "", held: held, bytes: bytes}
+      end
+
+      vision = "MyApp.Vision.init/1 (lib/my_app/vision.ex:42)"
+      extra = "MyApp.Vision.extra/0 (lib/my_app/vision.ex:60)"
+
+      entries = [
+        e.(1, :runtime, "MyApp.Application.start/2 (lib/my_app/application.ex:12)", []),
+        e.(2, :context, vision, binary: 3_702_784, spill_fill: 524_288),
+        e.(3, :graph, vision, []),
+        e.(4, :context, "MyApp.Faces.init/1 (lib/my_app/faces.ex:17)", binary: 4_194_304),
+        e.(5, :context, extra, binary: 53_248),
+        e.(6, :graph, extra, []),
+        e.(7, :graph, extra, [])
+      ]
+
+      {:docs_v1, _, _, _, _, _, docs} = Code.fetch_docs(Stats)
+
+      [doc] = for {{:function, :live_report, 1}, _, _, %{"en" => doc}, _} <- docs, do: doc
+
+      [_, example] = Regex.run(~r/iex> IO.puts\(.*\)\n((?:    .*\n)+)/, doc)
+
+      expected =
+        example
+        |> String.split("\n", trim: true)
+        |> Enum.map_join("\n", &String.slice(&1, 4..-1//1))
+
+      assert Stats.format_report(entries, 2) == expected
+      assert Stats.format_report([], 2) == "hexagon_tpu: no objects alive; 0 bytes held"
+    end
+  end
+
   describe "load_model/2's shared runtime" do
     test "is not a leak for with_leak_check/1, and the ledger says what it is",
          %{lib: lib, path: path} do

@@ -47,6 +47,27 @@ defmodule HexagonTpu.TelemetryTest do
     assert stop.execute_ns >= 1_000_000
     assert System.convert_time_unit(stop.duration, :native, :nanosecond) >= stop.execute_ns
     refute_received {:event, [:hexagon_tpu, :graph, :execute, :exception], _, _}
+
+    # :telemetry.span/3 links the two events of one call, and no other
+    assert is_reference(start_meta.telemetry_span_context)
+    assert meta.telemetry_span_context == start_meta.telemetry_span_context
+    # an execute with neither a performance vote nor a profile carries neither key
+    refute Map.has_key?(meta, :performance)
+    refute Map.has_key?(meta, :profile)
+
+    {:ok, _} = HexagonTpu.predict(graph, [f32([0.1, 0.2, 0.3, 0.4])])
+    assert_received {:event, [:hexagon_tpu, :graph, :execute, :start], _, second_start}
+    assert_received {:event, [:hexagon_tpu, :graph, :execute, :stop], _, second_stop}
+    assert second_stop.telemetry_span_context == second_start.telemetry_span_context
+    assert second_start.telemetry_span_context != start_meta.telemetry_span_context
+  end
+
+  test "stop metadata: optional keys only when present" do
+    assert HexagonTpu.Telemetry.put_present(%{status: :ok}, performance: nil, profile: nil) ==
+             %{status: :ok}
+
+    assert HexagonTpu.Telemetry.put_present(%{status: :ok}, performance: :burst, profile: nil) ==
+             %{status: :ok, performance: :burst}
   end
 
   test "execute: an error is a stop event with status :error", %{path: path, runtime: runtime} do
@@ -71,8 +92,9 @@ defmodule HexagonTpu.TelemetryTest do
     broken = %Graph{graph | ref: make_ref()}
     assert_raise ArgumentError, fn -> Graph.execute(broken, [f32([0.1, 0.2, 0.3, 0.4])]) end
 
-    assert_received {:event, [:hexagon_tpu, :graph, :execute, :start], _, _}
+    assert_received {:event, [:hexagon_tpu, :graph, :execute, :start], _, start_meta}
     assert_received {:event, [:hexagon_tpu, :graph, :execute, :exception], measurements, meta}
+    assert meta.telemetry_span_context == start_meta.telemetry_span_context
     assert is_integer(measurements.duration)
     assert meta.kind == :error
     assert meta.graph == "identity"
@@ -90,7 +112,10 @@ defmodule HexagonTpu.TelemetryTest do
     assert_received {:event, [:hexagon_tpu, :context, :load, :start], %{system_time: _}, meta}
     assert meta.source == path
     assert meta.backend == Support.sim_lib()
+    span = meta.telemetry_span_context
     assert_received {:event, [:hexagon_tpu, :context, :load, :stop], %{duration: duration}, meta}
+    assert meta.telemetry_span_context == span
+    assert meta.source == path
     assert duration > 0
     assert meta.status == :ok
     assert meta.graphs == ["identity"]

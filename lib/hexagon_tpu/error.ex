@@ -27,7 +27,7 @@ defmodule HexagonTpu.Error do
     * `:missing_entry` - the library's function table lacks a function the runtime needs
     * `:qnn_error` - a QNN call failed; see `qnn_code`
     * `:invalid_model` - the context binary or its metadata is empty, truncated or corrupt
-    * `:io` - a file could not be read
+    * `:io` - a file could not be read (or written: `HexagonTpu.Trace.export/1`)
     * `:graph_not_found` - no graph of that name (the message lists the names)
     * `:ambiguous_graph` - the context holds several graphs and no `graph:` was given
     * `:nif_not_loaded` - the native library is missing or did not load; the message names the

@@ -229,7 +229,8 @@ defmodule HexagonTpu.Graph do
       fn ->
         case run(graph, inputs, {quantize, dequantize, output}, timeout) do
           {:ok, outputs, execute_ns} ->
-            {{:ok, outputs}, %{execute_ns: execute_ns}, %{status: :ok}}
+            stop = Telemetry.put_present(%{status: :ok}, performance: options[:performance])
+            {{:ok, outputs}, %{execute_ns: execute_ns}, stop}
 
           {:error, %Error{reason: reason}} = error ->
             {error, %{execute_ns: 0}, %{status: :error, error: reason}}

@@ -235,7 +235,7 @@ end
 defmodule HexagonTpu.Native do
   @moduledoc false
   # The only module that names NIFs. Rust side: native/hexagon_tpu_nif/src (runtime.rs,
-  # context.rs, graph.rs, preprocess.rs, log.rs, stats.rs).
+  # context.rs, graph.rs, preprocess.rs, log.rs, stats.rs, trace.rs).
   #
   # Until the NIF replaces them, the stubs answer as the NIF does when it fails, so no caller
   # needs a check of its own and nothing raises: {:error, %HexagonTpu.Error{reason:
@@ -341,6 +341,12 @@ defmodule HexagonTpu.Native do
                log_lines log_dropped)a
   def counters, do: opaque(Map.new(@counters, &{&1, 0}))
   def ledger_live, do: opaque([])
+
+  # trace.rs
+  def trace_start(_capacity), do: not_loaded()
+  def trace_stop, do: opaque(:ok)
+  def trace_info, do: opaque(%{recording: false, capacity: 0, emitted: 0, dropped: 0, held: 0})
+  def trace_export, do: not_loaded()
 
   # sim_probe.rs: test support, in the NIF only with the cargo feature `test-support` (the test
   # builds: scripts/test.sh, and the forced build below in MIX_ENV=test). A release NIF lacks it,

@@ -10,7 +10,17 @@ defmodule HexagonTpu.QnnLog do
 
   Lines are logged with the Logger level that matches QNN's (`:error`, `:warning`, `:info`;
   QNN's verbose and debug become `:debug`), the prefix `QNN:` and the metadata `qnn_backend:`
-  (the backend library's path). At most #{50} lines a second are forwarded on average, in
+  (the backend library's path). One exception, so that at the default level a `[warning]`
+  means something is wrong: the start-up chatter Qualcomm's HTP libraries log at WARN on every
+  runtime and load when nothing is wrong is logged at `:debug`. Those are exactly these lines
+  (matched whole; `N` is the HTP architecture's number):
+
+    * `Initializing HtpProvider`
+    * `No op packages found for architecture N; falling back to no-arch bucket`
+    * `m_CFBCallbackInfoObj is not initialized, return emptyList`
+    * `Sanitizing the value for hvx_threads and setting to default`
+
+  Errors are never demoted: QNN's explanation of a failure arrives at `:error`. At most #{50} lines a second are forwarded on average, in
   bursts of up to #{200}; beyond that they are dropped, counted in
   `HexagonTpu.Stats.native/0` as `log_dropped`, and a warning says how many.
 

@@ -97,7 +97,8 @@ defmodule HexagonTpu.Runtime do
     * `:system_lib_path` - the QnnSystem library
     * `:log_level` - the most verbose level of QNN's own log forwarded to `Logger`, one of
       #{inspect(@log_levels)} or `:none`; default `:warn`, so a failure's explanation from
-      QNN is logged. QNN's lines are rate-limited (`HexagonTpu.QnnLog`); none go to stdout
+      QNN is logged (QNN's known start-up chatter is logged at `:debug`, see
+      `HexagonTpu.QnnLog`). QNN's lines are rate-limited (`HexagonTpu.QnnLog`); none go to stdout
 
   ## Examples
 

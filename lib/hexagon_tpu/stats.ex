@@ -18,7 +18,9 @@ defmodule HexagonTpu.Stats do
   creation site (the first caller outside this package, e.g.
   `"MyApp.Vision.init/1 (lib/my_app/vision.ex:42)"`), age and what it holds. The ledger and
   the alive counters are kept by the same code under one lock, so they always agree; it is
-  touched when an object is created or freed, never by an execute.
+  touched when an object is created or freed, never by an execute. Each entry also records
+  the bytes the object holds, and `live_report/1` prints them by creation site, largest first,
+  and by source file.
 
   `HexagonTpu.Monitor` samples all of them periodically, emits `[:hexagon_tpu, :monitor, :stats]` and
   logs warnings that name the top creation sites of a growing kind.
@@ -55,7 +57,9 @@ defmodule HexagonTpu.Stats do
           kind: kind(),
           site: String.t(),
           age_ms: non_neg_integer(),
-          detail: String.t()
+          detail: String.t(),
+          bytes: non_neg_integer(),
+          held: [{:binary | :spill_fill, non_neg_integer()}]
         }
 
   @typedoc "Live objects of one kind created at one site, and how many there are."
@@ -116,6 +120,13 @@ defmodule HexagonTpu.Stats do
       or `<binary N bytes>`, and its graph names; graph: the graph name
     * `:id` - issued in creation order across all kinds, starting at 1: the n-th object
       created in this VM has id n (`leaked/2` relies on it)
+    * `:bytes` - the host memory the object accounts for, the sum of `:held`
+    * `:held` - that memory by part, a keyword list: a context's `binary:` (the size of the
+      context binary QNN was given: QNN deserializes it and keeps its copy on the host until
+      the context is freed; this package keeps none) and, where QnnSystem reports it,
+      `spill_fill:` (the spill-fill buffer the HTP backend allocates for the context's graphs,
+      the largest of them, as their graph blob info says). `[]` for runtimes and graphs (a
+      graph's memory is its context's)
 
   An object is listed from its creation until its QNN handles are freed: by `close/1`, or
   by the garbage collector once no process references it (see `sweep/0`). A closed runtime
@@ -128,9 +139,10 @@ defmodule HexagonTpu.Stats do
       iex> HexagonTpu.Stats.live()
       [
         %{id: 1, kind: :runtime, site: "MyApp.Application.start/2 (lib/my_app/application.ex:12)",
-          age_ms: 3_600_512, detail: "/usr/lib/libQnnHtp.so"},
+          age_ms: 3_600_512, detail: "/usr/lib/libQnnHtp.so", bytes: 0, held: []},
         %{id: 7, kind: :context, site: "MyApp.Vision.init/1 (lib/my_app/vision.ex:42)",
-          age_ms: 1_203, detail: "/data/mobilenet_v2.bin (graphs: mobilenet_v2)"}
+          age_ms: 1_203, detail: "/data/mobilenet_v2.bin (graphs: mobilenet_v2)",
+          bytes: 4_227_072, held: [binary: 3_702_784, spill_fill: 524_288]}
       ]
   """
   @spec live() :: [live_entry()]
@@ -151,6 +163,160 @@ defmodule HexagonTpu.Stats do
   """
   @spec live_by_site() :: [site_count()]
   def live_by_site, do: by_site(live())
+
+  @doc """
+  A report of the live objects and the memory they hold, as text (`IO.puts/1` it): the total;
+  the creation sites by bytes held, largest first (ties: more objects first, then the site),
+  the first `top` of them one a line with their objects and the parts of their bytes, the rest
+  folded into one line; then the same bytes and objects rolled up by source file.
+
+  Options: `top:` (default 10), the number of sites listed one a line.
+
+      iex> IO.puts(HexagonTpu.Stats.live_report(top: 2))
+      hexagon_tpu: 1 runtime, 3 contexts, 3 graphs alive; 8,474,624 bytes held
+      by creation site, largest first:
+        4,227,072 bytes  1 context, 1 graph  MyApp.Vision.init/1 (lib/my_app/vision.ex:42)  [binary 3,702,784, spill_fill 524,288]
+        4,194,304 bytes  1 context  MyApp.Faces.init/1 (lib/my_app/faces.ex:17)  [binary 4,194,304]
+           53,248 bytes  1 runtime, 1 context, 2 graphs in 2 more sites
+      by file:
+        4,280,320 bytes  lib/my_app/vision.ex (5 objects)
+        4,194,304 bytes  lib/my_app/faces.ex (1 object)
+                0 bytes  lib/my_app/application.ex (1 object)
+
+  A site's file is the path in its parentheses (`"... (lib/my_app/vision.ex:42)"`), or the part
+  before `:LINE` for a site a Rust caller named (`"qnn/src/context.rs:12"`). Reads the ledger
+  once (`live/0`).
+  """
+  @spec live_report(keyword()) :: String.t()
+  def live_report(opts \\ []) do
+    fun = "HexagonTpu.Stats.live_report/1"
+    opts = Args.keyword!(opts, [top: 10], fun)
+
+    top =
+      case opts[:top] do
+        top when is_integer(top) and top >= 0 -> top
+        other -> Args.type_error!(fun, "the :top option", "a non-negative integer", other)
+      end
+
+    format_report(live(), top)
+  end
+
+  @doc false
+  # The report of `entries` (live/0's), `top` sites one a line.
+  @spec format_report([live_entry()], non_neg_integer()) :: String.t()
+  def format_report(entries, top) do
+    sites =
+      entries
+      |> Enum.group_by(& &1.site)
+      |> Enum.sort_by(fn {site, group} -> {-sum_bytes(group), -length(group), site} end)
+
+    {shown, folded} = Enum.split(sites, top)
+
+    files =
+      entries
+      |> Enum.group_by(&site_file(&1.site))
+      |> Enum.sort_by(fn {file, group} -> {-sum_bytes(group), -length(group), file} end)
+
+    width =
+      [sum_bytes(entries) | Enum.map(files, fn {_, group} -> sum_bytes(group) end)]
+      |> Enum.map(&String.length(thousands(&1)))
+      |> Enum.max()
+
+    amount = fn bytes -> String.pad_leading(thousands(bytes), width) <> " bytes" end
+
+    site_lines =
+      Enum.map(shown, fn {site, group} ->
+        parts =
+          case held_parts(group) do
+            [] ->
+              ""
+
+            parts ->
+              "  [" <> Enum.map_join(parts, ", ", fn {p, n} -> "#{p} #{thousands(n)}" end) <> "]"
+          end
+
+        "  #{amount.(sum_bytes(group))}  #{kinds(group)}  #{site}#{parts}"
+      end)
+
+    folded_line =
+      case folded do
+        [] ->
+          []
+
+        folded ->
+          group = Enum.flat_map(folded, &elem(&1, 1))
+          n = length(folded)
+          ["  #{amount.(sum_bytes(group))}  #{kinds(group)} in #{n} more #{plural(n, "site")}"]
+      end
+
+    file_lines =
+      Enum.map(files, fn {file, group} ->
+        "  #{amount.(sum_bytes(group))}  #{file} (#{length(group)} #{plural(length(group), "object")})"
+      end)
+
+    header =
+      "hexagon_tpu: #{if entries == [], do: "no objects", else: kinds(entries)} alive; " <>
+        "#{thousands(sum_bytes(entries))} bytes held"
+
+    if entries == [] do
+      header
+    else
+      Enum.join(
+        [header, "by creation site, largest first:"] ++
+          site_lines ++ folded_line ++ ["by file:"] ++ file_lines,
+        "\n"
+      )
+    end
+  end
+
+  defp sum_bytes(entries), do: entries |> Enum.map(& &1.bytes) |> Enum.sum()
+
+  # The parts of a group's bytes, in the order they first appear.
+  defp held_parts(entries) do
+    entries
+    |> Enum.flat_map(& &1.held)
+    |> Enum.reduce([], fn {part, n}, acc ->
+      case List.keyfind(acc, part, 0) do
+        nil -> acc ++ [{part, n}]
+        {^part, sum} -> List.keystore(acc, part, 0, {part, sum + n})
+      end
+    end)
+  end
+
+  defp kinds(entries) do
+    counts = Enum.frequencies_by(entries, & &1.kind)
+
+    [:runtime, :context, :graph]
+    |> Enum.filter(&Map.has_key?(counts, &1))
+    |> Enum.map_join(", ", fn kind ->
+      n = counts[kind]
+      "#{n} #{plural(n, Atom.to_string(kind))}"
+    end)
+  end
+
+  defp plural(1, word), do: word
+  defp plural(_, word), do: word <> "s"
+
+  @doc false
+  # The source file of a ledger site.
+  @spec site_file(String.t()) :: String.t()
+  def site_file(site) do
+    cond do
+      match = Regex.run(~r/\(([^()]+?)(?::\d+)?\)$/, site) -> Enum.at(match, 1)
+      match = Regex.run(~r/^(.+):\d+$/, site) -> Enum.at(match, 1)
+      true -> site
+    end
+  end
+
+  defp thousands(n) do
+    n
+    |> Integer.to_string()
+    |> String.reverse()
+    |> String.graphemes()
+    |> Enum.chunk_every(3)
+    |> Enum.map_join(",", &Enum.join/1)
+    |> String.reverse()
+  end
 
   @doc """
   The objects created between two `native/0` snapshots that are still alive now, counted

@@ -8,6 +8,12 @@ defmodule HexagonTpu.Telemetry do
   `System.convert_time_unit/3`. Stop metadata repeats the start metadata, so a handler can
   work from the stop event alone.
 
+  The `:start`/`:stop`/`:exception` events of a span are emitted by `:telemetry.span/3`: each
+  carries `:telemetry_span_context`, a reference that is the same in the start event and the
+  stop (or exception) event of one call and different in every other, which is how
+  OpenTelemetry's telemetry bridge (and any handler) pairs them. This needs telemetry 1.3 or
+  later (stop events carry extra measurements such as `:execute_ns`).
+
   Every name follows one scheme, `[:hexagon_tpu, object, action | phase]`: the object that
   acts (`:graph`, `:context`, `:monitor`), what it does, and for spans the phase
   (`:start`, `:stop`, `:exception`).
@@ -26,9 +32,12 @@ defmodule HexagonTpu.Telemetry do
         scheduler and for the graph, QNN's `graphExecute`, output conversion),
         `:execute_ns` (QNN's `graphExecute` alone, in nanoseconds; `0` when QNN was not
         reached or failed), `:monotonic_time`.
-      * Metadata: `:graph`, `:context`, `:status` (`:ok` or `:error`, or `:cancelled` for an
-        asynchronous execute given up with `HexagonTpu.Graph.cancel/1`), and on error `:error`
-        (the `HexagonTpu.Error` reason atom).
+      * Metadata: `:graph`, `:context`, `:telemetry_span_context`, `:status` (`:ok` or
+        `:error`, or `:cancelled` for an asynchronous execute given up with
+        `HexagonTpu.Graph.cancel/1`), and on error `:error` (the `HexagonTpu.Error` reason
+        atom). Keys present only when the execute has them: `:performance` (present when the
+        execute ran under a performance vote: the mode it asked for), `:profile` (present when
+        the execute was profiled: what the backend reported).
 
     An asynchronous execute (`HexagonTpu.Graph.execute_async/3`) emits `:start` when it is
     started and `:stop` when `HexagonTpu.Graph.await/2` or `cancel/1` returns.
@@ -36,7 +45,8 @@ defmodule HexagonTpu.Telemetry do
     * `[:hexagon_tpu, :graph, :execute, :exception]` - when the call raised (a bug, or a NIF that is
       not loaded).
       * Measurements: `:duration`, `:monotonic_time`.
-      * Metadata: `:graph`, `:context`, `:kind`, `:reason`, `:stacktrace`.
+      * Metadata: `:graph`, `:context`, `:telemetry_span_context`, `:kind`, `:reason`,
+        `:stacktrace`.
 
   ## Context loading
 
@@ -49,12 +59,14 @@ defmodule HexagonTpu.Telemetry do
 
     * `[:hexagon_tpu, :context, :load, :stop]`
       * Measurements: `:duration`, `:monotonic_time`.
-      * Metadata: `:source`, `:backend`, `:status` (`:ok` or `:error`), `:graphs` (the graph
-        names, `[]` on error), and on error `:error` (the reason atom).
+      * Metadata: `:source`, `:backend`, `:telemetry_span_context`, `:status` (`:ok` or
+        `:error`), `:graphs` (the graph names, `[]` on error), and on error `:error` (the
+        reason atom).
 
     * `[:hexagon_tpu, :context, :load, :exception]`
       * Measurements: `:duration`, `:monotonic_time`.
-      * Metadata: `:source`, `:backend`, `:kind`, `:reason`, `:stacktrace`.
+      * Metadata: `:source`, `:backend`, `:telemetry_span_context`, `:kind`, `:reason`,
+        `:stacktrace`.
 
   ## Periodic statistics
 
@@ -89,42 +101,16 @@ defmodule HexagonTpu.Telemetry do
 
   @doc false
   # A span over `fun`, which returns `{result, extra_stop_measurements, extra_stop_metadata}`.
-  # Hand-rolled rather than :telemetry.span/3 so that it needs only telemetry ~> 1.0 and adds
-  # nothing when telemetry is absent.
+  # Where :telemetry is loaded it is :telemetry.span/3 (so every event carries the span's
+  # `:telemetry_span_context`), with the start metadata merged into the stop metadata; where
+  # it is absent, `fun` runs alone and nothing else happens.
   @spec span([atom()], map(), (... -> {result, map(), map()})) :: result when result: term()
   def span(prefix, start_metadata, fun) do
     if enabled?() do
-      start = System.monotonic_time()
-
-      :telemetry.execute(
-        prefix ++ [:start],
-        %{system_time: System.system_time(), monotonic_time: start},
-        start_metadata
-      )
-
-      try do
+      :telemetry.span(prefix, start_metadata, fn ->
         {result, measurements, metadata} = fun.()
-        stop = System.monotonic_time()
-
-        :telemetry.execute(
-          prefix ++ [:stop],
-          Map.merge(measurements, %{duration: stop - start, monotonic_time: stop}),
-          Map.merge(start_metadata, metadata)
-        )
-
-        result
-      catch
-        kind, reason ->
-          stop = System.monotonic_time()
-
-          :telemetry.execute(
-            prefix ++ [:exception],
-            %{duration: stop - start, monotonic_time: stop},
-            Map.merge(start_metadata, %{kind: kind, reason: reason, stacktrace: __STACKTRACE__})
-          )
-
-          :erlang.raise(kind, reason, __STACKTRACE__)
-      end
+        {result, measurements, Map.merge(start_metadata, metadata)}
+      end)
     else
       {result, _measurements, _metadata} = fun.()
       result
@@ -133,11 +119,13 @@ defmodule HexagonTpu.Telemetry do
 
   @doc false
   # A span whose end comes later, in another call (an asynchronous execute): the start event
-  # now, and what `stop_span/3` needs; `nil` when telemetry is absent.
+  # now, with a `:telemetry_span_context` as :telemetry.span/3 gives one, and what
+  # `stop_span/3` needs; `nil` when telemetry is absent.
   @spec start_span([atom()], map()) :: {[atom()], integer(), map()} | nil
   def start_span(prefix, start_metadata) do
     if enabled?() do
       start = System.monotonic_time()
+      start_metadata = Map.put(start_metadata, :telemetry_span_context, make_ref())
 
       :telemetry.execute(
         prefix ++ [:start],
@@ -162,6 +150,17 @@ defmodule HexagonTpu.Telemetry do
       Map.merge(measurements, %{duration: stop - start, monotonic_time: stop}),
       Map.merge(start_metadata, metadata)
     )
+  end
+
+  @doc false
+  # `metadata` with each of `extras` whose value is not nil: the stop metadata's optional keys
+  # (`:profile`, `:performance`) are present only when the execute has them.
+  @spec put_present(map(), keyword()) :: map()
+  def put_present(metadata, extras) do
+    Enum.reduce(extras, metadata, fn
+      {_key, nil}, acc -> acc
+      {key, value}, acc -> Map.put(acc, key, value)
+    end)
   end
 
   defp enabled?, do: HexagonTpu.Optional.available?(:telemetry)

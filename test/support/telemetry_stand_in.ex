@@ -52,6 +52,54 @@ unless Code.ensure_loaded?(:telemetry) do
       :ok
     end
 
+    # As telemetry 1.3's span/3: a fresh reference as `:telemetry_span_context` in every event
+    # of the span, start metadata on :start and :exception, the function's own on :stop.
+    def span(prefix, start_metadata, fun) do
+      start = System.monotonic_time()
+      context = make_ref()
+
+      execute(
+        prefix ++ [:start],
+        %{monotonic_time: start, system_time: System.system_time()},
+        Map.put_new(start_metadata, :telemetry_span_context, context)
+      )
+
+      try do
+        fun.()
+      catch
+        kind, reason ->
+          stop = System.monotonic_time()
+
+          execute(
+            prefix ++ [:exception],
+            %{duration: stop - start, monotonic_time: stop},
+            start_metadata
+            |> Map.merge(%{kind: kind, reason: reason, stacktrace: __STACKTRACE__})
+            |> Map.put_new(:telemetry_span_context, context)
+          )
+
+          :erlang.raise(kind, reason, __STACKTRACE__)
+      else
+        {result, stop_metadata} ->
+          stop_event(prefix, start, %{}, stop_metadata, context)
+          result
+
+        {result, measurements, stop_metadata} ->
+          stop_event(prefix, start, measurements, stop_metadata, context)
+          result
+      end
+    end
+
+    defp stop_event(prefix, start, measurements, metadata, context) do
+      stop = System.monotonic_time()
+
+      execute(
+        prefix ++ [:stop],
+        Map.merge(measurements, %{duration: stop - start, monotonic_time: stop}),
+        Map.put_new(metadata, :telemetry_span_context, context)
+      )
+    end
+
     defp handlers(event) do
       if :ets.whereis(@table) == :undefined, do: [], else: :ets.lookup(@table, event)
     end

@@ -10,6 +10,8 @@ rustler::atoms! {
     f,
     bf,
     runtime,
+    binary,
+    spill_fill,
     context,
     graph,
     queued,

@@ -86,6 +86,9 @@ fn graph_execute<'a>(
             // Refused before its inputs are converted for nothing.
             return Failure::Qnn(qnn::Error::Closed { what: "graph" }).encode_error(env);
         }
+        // The whole execute when it runs here; discarded when it is queued (the graph's thread
+        // records its own), leaving this thread's quantize on its own.
+        let span = qnn::trace::span(qnn::trace::Phase::Execute, graph.0.name());
         let input_modes: Vec<qnn::io::Mode> = input_modes.iter().map(|&m| m.into()).collect();
         let output_modes: Vec<qnn::io::Mode> = output_modes.iter().map(|&m| m.into()).collect();
         let binaries = match input_binaries(inputs) {
@@ -106,7 +109,13 @@ fn graph_execute<'a>(
                     max_waiting: max_queued,
                     always_queue,
                 };
-                submit(env, &graph.0, execution, &given, inputs, policy, tag)
+                let prepared = Prepared {
+                    execution,
+                    given: &given,
+                    inputs,
+                    span,
+                };
+                submit(env, &graph.0, prepared, policy, tag)
             }
             Err(error) => Failure::Qnn(error).encode_error(env),
         }
@@ -114,18 +123,32 @@ fn graph_execute<'a>(
     .unwrap_or_else(|_| panicked(env, "the execute"))
 }
 
+/// An execute prepared on the caller's scheduler, before its turn.
+struct Prepared<'a, 'g> {
+    execution: Execution,
+    /// The input bytes `execution` was prepared from (those it did not convert go to QNN).
+    given: &'g [&'g [u8]],
+    /// The term `given` was read from, kept alive for a queued execute.
+    inputs: Term<'a>,
+    /// The trace's span of the whole execute, if it runs here.
+    span: qnn::trace::Span,
+}
+
 /// Runs a prepared execute now if the graph is idle (and `policy` lets this caller run it),
-/// otherwise queues it with a reply to the caller, keeping `inputs` (the term `given` was read
-/// from) alive for it.
+/// otherwise queues it with a reply to the caller.
 fn submit<'a>(
     env: Env<'a>,
     graph: &Arc<qnn::Graph>,
-    execution: Execution,
-    given: &[&[u8]],
-    inputs: Term<'a>,
+    prepared: Prepared<'a, '_>,
     policy: qnn::QueuePolicy,
     tag: Term<'a>,
 ) -> Term<'a> {
+    let Prepared {
+        execution,
+        given,
+        inputs,
+        span,
+    } = prepared;
     // Exactly one of the two paths below takes it.
     let execution = Cell::new(Some(execution));
     let mut ticket = None;
@@ -145,6 +168,7 @@ fn submit<'a>(
                     return reply.skip();
                 }
                 reply.send(|env| {
+                    let _span = qnn::trace::span(qnn::trace::Phase::Execute, turn.graph().name());
                     let result = execution
                         .ok_or_else(|| lost("the queued execute"))
                         .and_then(|mut execution| {
@@ -158,6 +182,9 @@ fn submit<'a>(
         },
         policy,
     );
+    if ticket.is_some() {
+        span.discard();
+    }
     match (started, ticket) {
         (Ok(qnn::Started::Ran(Some((execution, report)))), _) => {
             // The turn is passed on already: the outputs are converted outside it.

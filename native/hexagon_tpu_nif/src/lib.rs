@@ -29,6 +29,7 @@ mod runtime;
 mod sim_probe;
 mod stats;
 mod terms;
+mod trace;
 
 /// Nothing here may fail: no QNN library is touched until `runtime_create`.
 fn load(_env: rustler::Env, _info: rustler::Term) -> bool {

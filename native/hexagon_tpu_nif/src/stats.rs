@@ -36,9 +36,13 @@ struct LiveEntryTerm {
     site: String,
     age_ms: u64,
     detail: String,
+    bytes: u64,
+    held: Vec<(Atom, u64)>,
 }
 
-/// Every live runtime, context and graph, oldest first: `[%{id, kind, site, age_ms, detail}]`.
+/// Every live runtime, context and graph, oldest first:
+/// `[%{id, kind, site, age_ms, detail, bytes, held}]` (`held`: `[binary: n, spill_fill: n]`,
+/// the parts of `bytes`).
 /// Copies the ledger under its lock (taken only at object creation and release, never by
 /// executes): cheap enough for a normal scheduler at the ledger sizes a leak hunt sees.
 #[rustler::nif]
@@ -53,6 +57,19 @@ fn ledger_live() -> Vec<LiveEntryTerm> {
                 qnn::ledger::Kind::Graph => atoms::graph(),
             },
             age_ms: u64::try_from(e.age().as_millis()).unwrap_or(u64::MAX),
+            bytes: e.held.total(),
+            held: e
+                .held
+                .0
+                .iter()
+                .map(|&(part, n)| {
+                    let part = match part {
+                        qnn::Part::Binary => atoms::binary(),
+                        qnn::Part::SpillFill => atoms::spill_fill(),
+                    };
+                    (part, n)
+                })
+                .collect(),
             site: e.site,
             detail: e.detail,
         })

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::closable::Closable;
 use crate::counters;
 use crate::error::{Error, Result};
-use crate::ledger::{Alive, Kind, Site};
+use crate::ledger::{Alive, Held, Kind, Part, Site};
 use crate::loader::BackendLibrary;
 use crate::metadata::{self, GraphInfo, GraphMetadata};
 use crate::model_file;
@@ -14,6 +14,7 @@ use crate::owner::{Handles, blocking};
 use crate::preflight::{self, Finding, Mode, RuntimeSide};
 use crate::runtime::{Runtime, RuntimeCore};
 use crate::sys;
+use crate::trace::{self, Phase};
 use crate::turn::TurnSlot;
 
 /// A raw context handle.
@@ -28,6 +29,8 @@ pub(crate) struct ContextCore {
     pub runtime: Arc<RuntimeCore>,
     handle: Mutex<HandleState>,
     pub graphs: Vec<Arc<GraphMetadata>>,
+    /// Where it was loaded from (its path, or `<binary N bytes>`): its name in a trace.
+    name: Arc<str>,
     /// One turn per graph of the binary: QNN hands out the same handle each time a graph is
     /// retrieved, so every `Graph` retrieved for one name shares it.
     pub turns: Vec<Arc<TurnSlot>>,
@@ -121,8 +124,11 @@ impl ContextCore {
             return;
         };
         let alive = std::mem::replace(&mut state.alive, Alive::released());
+        let name = Arc::clone(&self.name);
         self.runtime.owner.run(Box::new(move |handles| {
+            let span = trace::span(Phase::ContextFree, &name);
             let result = free_handle(&handles.lib, raw, alive);
+            drop(span);
             drop(keep);
             if let Some(done) = done {
                 done(result);
@@ -247,20 +253,25 @@ impl Context {
         options: LoadOptions,
         done: Done<Arc<Context>>,
     ) {
+        let _span = trace::span_lazy(Phase::ContextLoad, || describe(source, binary.len()));
         let prepared = runtime.core().and_then(|core| {
             let bytes = binary.as_slice();
             if bytes.is_empty() {
                 return Err(Error::invalid_model("the context binary is empty"));
             }
+            let span = trace::span_lazy(Phase::Metadata, || describe(source, bytes.len()));
             let read = metadata::read_binary(&core.system_lib, bytes)?;
+            drop(span);
             let runtime_side = RuntimeSide::from(runtime.info());
             let verdict = preflight::check(&read.info, &runtime_side, options.preflight);
             if let Some(refusal) = verdict.refusals.into_iter().next() {
                 return Err(refusal.into());
             }
-            Ok((core, read.graphs, verdict.warnings))
+            let mut held = vec![(Part::Binary, bytes.len() as u64)];
+            held.extend(read.spill_fill_size.map(|n| (Part::SpillFill, n)));
+            Ok((core, read.graphs, verdict.warnings, Held(held)))
         });
-        let (core, graphs, warnings) = match prepared {
+        let (core, graphs, warnings, held) = match prepared {
             Ok(prepared) => prepared,
             Err(error) => return done(Err(error)),
         };
@@ -274,8 +285,11 @@ impl Context {
                 graphs,
                 &binary,
                 options.priority,
-                source,
-                site.as_str(),
+                Origin {
+                    source,
+                    site: site.as_str(),
+                    held,
+                },
             );
             // QNN keeps its own copy: the bytes go before the answer.
             drop(binary);
@@ -332,6 +346,23 @@ impl Context {
     }
 }
 
+/// A context's name in the ledger and a trace: its path, or `<binary N bytes>`.
+fn describe(source: Option<&Path>, len: usize) -> String {
+    match source {
+        Some(path) => path.display().to_string(),
+        None => format!("<binary {len} bytes>"),
+    }
+}
+
+/// Where a context comes from, as the context and its ledger entry record it.
+struct Origin<'a> {
+    /// The file it was loaded from, if any.
+    source: Option<PathBuf>,
+    site: &'a str,
+    /// What it holds on the host.
+    held: Held,
+}
+
 /// Creates the QNN context, on the owner thread.
 fn create(
     handles: &mut Handles,
@@ -339,10 +370,12 @@ fn create(
     graphs: Vec<Arc<GraphMetadata>>,
     bytes: &[u8],
     priority: Option<Priority>,
-    source: Option<PathBuf>,
-    site: &str,
+    origin: Origin<'_>,
 ) -> Result<Arc<Context>> {
+    let Origin { source, site, held } = origin;
     let lib = &handles.lib;
+    let loaded_from: Arc<str> = describe(source.as_deref(), bytes.len()).into();
+    let span = trace::span(Phase::CreateFromBinary, &loaded_from);
     let in_qnn = crate::exit::enter()?;
     let mut handle: sys::Qnn_ContextHandle_t = std::ptr::null_mut();
     // A NULL-terminated list of configs, or NULL for QNN's defaults.
@@ -374,6 +407,7 @@ fn create(
     });
     lib.check("contextCreateFromBinary", status)?;
     drop(in_qnn);
+    drop(span);
     if handle.is_null() {
         return Err(Error::invalid_model(
             "contextCreateFromBinary returned a NULL context",
@@ -382,10 +416,6 @@ fn create(
     // Deserializing may have made QNN register exit-time destructors; ours must run first.
     crate::exit::guard_exit();
     let infos: Vec<GraphInfo> = graphs.iter().map(|g| g.info.clone()).collect();
-    let loaded_from = match &source {
-        Some(path) => path.display().to_string(),
-        None => format!("<binary {} bytes>", bytes.len()),
-    };
     let names: Vec<&str> = infos.iter().map(|g| g.name.as_str()).collect();
     let detail = format!("{loaded_from} (graphs: {})", names.join(", "));
     let core = ContextCore {
@@ -394,10 +424,11 @@ fn create(
             raw: Some(RawContext(handle)),
             users: 0,
             closing: None,
-            alive: Alive::new(Kind::Context, site, detail),
+            alive: Alive::holding(Kind::Context, site, detail, held),
         }),
         turns: graphs.iter().map(|_| Arc::default()).collect(),
         graphs,
+        name: loaded_from,
     };
     Ok(Arc::new(Context {
         graphs: infos,

@@ -14,6 +14,7 @@ use crate::io;
 use crate::ledger::{Alive, Kind, Site};
 use crate::metadata::{GraphInfo, GraphMetadata};
 use crate::sys;
+use crate::trace::{self, Phase};
 pub use crate::turn::QueuePolicy;
 use crate::turn::{Queued, Taken, TurnGuard, TurnSlot};
 
@@ -83,6 +84,7 @@ impl Graph {
         let c_name = CString::new(name).map_err(|_| not_found())?;
         let mut handle: sys::Qnn_GraphHandle_t = std::ptr::null_mut();
         {
+            let _span = trace::span(Phase::GraphRetrieve, name);
             let context_handle = core.try_handle()?;
             let _in_qnn = crate::exit::enter()?;
             // SAFETY: the context is live (a `HandleUse` keeps it from being freed); the name is
@@ -140,7 +142,11 @@ impl Graph {
         let queued = || -> Queued {
             let graph = Arc::clone(self);
             let work = later();
-            Box::new(move || work(Turn { graph: &graph }))
+            let waiting = trace::span(Phase::Wait, graph.name());
+            Box::new(move || {
+                waiting.end();
+                work(Turn { graph: &graph })
+            })
         };
         match self.turn.take_or_queue(queued, policy) {
             Taken::Now(guard) => {
@@ -261,6 +267,7 @@ impl Turn<'_> {
 
         let lib = &state.context.runtime.backend_lib;
         let in_qnn = crate::exit::enter()?;
+        let _span = trace::span(Phase::GraphExecute, graph.name());
         let started = Instant::now();
         // SAFETY: the graph handle is live (its context's `HandleUse` is held), and holding the
         // turn (`self`) serializes every execute on the handle. The tensor arrays describe

@@ -23,6 +23,7 @@ use crate::graph::{ExecuteReport, Turn};
 use crate::metadata::GraphInfo;
 use crate::quant::{self, AxisLayout, QuantType};
 use crate::tensor::{DataType, Quantization, TensorInfo};
+use crate::trace::{self, Phase};
 
 /// Largest buffer [`execute`] asks its caller to allocate. The caller's allocation may abort
 /// the process when it fails (an Erlang binary's does), so absurd sizes are refused up front.
@@ -292,6 +293,7 @@ pub fn prepare<B: DerefMut<Target = [u8]>>(
         conversion("output", tensor, mode)?;
     }
 
+    let quantize = trace::span(Phase::Quantize, &graph.name);
     let mut converted = Vec::with_capacity(inputs.len());
     for ((tensor, &bytes), &mode) in graph.inputs.iter().zip(inputs).zip(input_modes) {
         let form = conversion("input", tensor, mode)?;
@@ -309,6 +311,7 @@ pub fn prepare<B: DerefMut<Target = [u8]>>(
         });
     }
 
+    drop(quantize);
     let mut raw_outputs = Vec::with_capacity(graph.outputs.len());
     for tensor in &graph.outputs {
         let mut buffer = allocate(&mut alloc, "output", tensor, tensor.byte_size)?;
@@ -364,6 +367,7 @@ impl<B: DerefMut<Target = [u8]>> Execution<B> {
     /// The outputs in the forms asked for: QNN's buffers as they are, or converted to f32 into
     /// buffers from `alloc`.
     pub fn finish(self, graph: &GraphInfo, mut alloc: impl FnMut(usize) -> B) -> Result<Vec<B>> {
+        let _dequantize = trace::span(Phase::Dequantize, &graph.name);
         let mut outputs = Vec::with_capacity(self.raw_outputs.len());
         for ((buffer, tensor), &mode) in self
             .raw_outputs
@@ -398,6 +402,7 @@ pub fn execute<B: DerefMut<Target = [u8]>>(
     mut alloc: impl FnMut(usize) -> B,
 ) -> Result<(Vec<B>, ExecuteReport)> {
     let graph = turn.graph().info();
+    let _span = trace::span(Phase::Execute, &graph.name);
     let mut execution = prepare(graph, inputs, input_modes, output_modes, &mut alloc)?;
     let report = execution.run(turn, inputs)?;
     Ok((execution.finish(graph, alloc)?, report))

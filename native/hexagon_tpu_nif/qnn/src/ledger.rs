@@ -1,6 +1,11 @@
 //! The live-object ledger: which `Runtime`, `Context` and `Graph` objects are alive, where each
 //! was created and what it holds, so a leak report can say where a leaked object came from.
 //!
+//! Each entry also records the memory the object accounts for, in named parts ([`Held`]): a
+//! context its binary's bytes (what QNN deserialized and keeps on the host until the context is
+//! freed) and, where QnnSystem reports one, its spill-fill buffer. Runtimes and graphs hold
+//! none of their own (a graph's memory is its context's).
+//!
 //! `Alive` (crate-private) is the one place that tracks liveness: creating one enters the object in the
 //! ledger and raises its `*_alive` / `*_created` counters, releasing it (once, by `release` or
 //! drop) removes the entry and lowers the counter, both under the ledger's lock. So
@@ -37,6 +42,8 @@ pub struct LiveEntry {
     pub detail: String,
     /// When the object was created (monotonic clock).
     pub created_at: Instant,
+    /// The memory the object accounts for, by part.
+    pub held: Held,
 }
 
 impl LiveEntry {
@@ -46,11 +53,43 @@ impl LiveEntry {
     }
 }
 
+/// A part of the memory a live object accounts for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Part {
+    /// The context binary QNN was given: QNN deserializes it and keeps its copy on the host
+    /// until the context is freed (this package keeps none).
+    Binary,
+    /// The spill-fill buffer QnnSystem reports for the context's graphs (the largest; they
+    /// share one).
+    SpillFill,
+}
+
+impl Part {
+    pub fn name(self) -> &'static str {
+        match self {
+            Part::Binary => "binary",
+            Part::SpillFill => "spill_fill",
+        }
+    }
+}
+
+/// The host memory one live object accounts for, in bytes, by [`Part`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Held(pub Vec<(Part, u64)>);
+
+impl Held {
+    /// The sum of the parts.
+    pub fn total(&self) -> u64 {
+        self.0.iter().map(|&(_, n)| n).sum()
+    }
+}
+
 struct Record {
     kind: Kind,
     site: String,
     detail: String,
     created_at: Instant,
+    held: Held,
 }
 
 /// Live objects by id, and the last id issued.
@@ -81,6 +120,7 @@ pub fn live() -> Vec<LiveEntry> {
             site: r.site.clone(),
             detail: r.detail.clone(),
             created_at: r.created_at,
+            held: r.held.clone(),
         })
         .collect()
 }
@@ -92,6 +132,11 @@ pub(crate) struct Alive(Option<(Kind, u64)>);
 
 impl Alive {
     pub(crate) fn new(kind: Kind, site: &str, detail: String) -> Self {
+        Self::holding(kind, site, detail, Held::default())
+    }
+
+    /// As [`Alive::new`], for an object that accounts for `held` bytes while it lives.
+    pub(crate) fn holding(kind: Kind, site: &str, detail: String, held: Held) -> Self {
         let (alive, created) = counters::object_counters(kind);
         let mut ledger = ledger();
         ledger.last_id += 1;
@@ -103,6 +148,7 @@ impl Alive {
                 site: site.to_string(),
                 detail,
                 created_at: Instant::now(),
+                held,
             },
         );
         alive.fetch_add(1, Relaxed);

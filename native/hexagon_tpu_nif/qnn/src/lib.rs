@@ -31,6 +31,7 @@ pub mod runtime;
 pub mod sim_probe;
 pub mod sys;
 pub mod tensor;
+pub mod trace;
 mod turn;
 pub mod version;
 
@@ -39,7 +40,7 @@ pub use counters::{Counters, counters};
 pub use error::{Error, LibraryRole, Result};
 pub use exit::exiting;
 pub use graph::{ExecuteReport, Graph, QueuePolicy, Started, Turn};
-pub use ledger::{LiveEntry, Site};
+pub use ledger::{Held, LiveEntry, Part, Site};
 pub use loader::{MIN_CORE_API, MIN_SYSTEM_API};
 pub use log::{LogLevel, LogRecord};
 pub use metadata::{BinaryInfo, GraphInfo};

@@ -9,6 +9,10 @@
 //! drains the queue into the sink the embedder installs ([`set_sink`]; the NIF forwards to
 //! Logger). Without a sink, lines are counted and dropped.
 //!
+//! Qualcomm's HTP libraries log a few WARN lines every time a backend starts or a context loads
+//! when nothing is wrong ([`STARTUP_CHATTER`]); those exact lines are demoted to
+//! [`LogLevel::Debug`] ([`level_of`]), so that at the default level a warning means something.
+//!
 //! `QnnLog_Callback_t` carries no user data, so each backend library gets its own callback (a
 //! small fixed table of them), which is how a line knows which library wrote it.
 
@@ -52,6 +56,48 @@ impl LogLevel {
             _ => LogLevel::Debug,
         }
     }
+}
+
+/// The lines Qualcomm's HTP libraries (the device's and the x86 emulator's, QAIRT 2.4x) log at
+/// WARN on every backend start and context load when nothing is wrong. Each is matched whole,
+/// after [`tidy`]; `#` stands for one or more ASCII digits. Measured on the emulator of
+/// onnxruntime-qnn 2.7.0 (QAIRT 2.43): creating a runtime logs the first, loading a context the
+/// other three.
+pub const STARTUP_CHATTER: [&str; 4] = [
+    "Initializing HtpProvider",
+    "No op packages found for architecture #; falling back to no-arch bucket",
+    "m_CFBCallbackInfoObj is not initialized, return emptyList",
+    "Sanitizing the value for hvx_threads and setting to default",
+];
+
+/// The level a line is logged at: QNN's own, except that a WARN line which is exactly one of
+/// [`STARTUP_CHATTER`] becomes [`LogLevel::Debug`]. Errors are never demoted.
+pub fn level_of(level: LogLevel, message: &str) -> LogLevel {
+    if level == LogLevel::Warn && STARTUP_CHATTER.iter().any(|p| matches_whole(p, message)) {
+        LogLevel::Debug
+    } else {
+        level
+    }
+}
+
+/// Whether `message` is `pattern` exactly, `#` in the pattern standing for one or more ASCII
+/// digits.
+fn matches_whole(pattern: &str, message: &str) -> bool {
+    let mut rest = message;
+    for (i, literal) in pattern.split('#').enumerate() {
+        if i > 0 {
+            let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+            if digits == 0 {
+                return false;
+            }
+            rest = &rest[digits..];
+        }
+        match rest.strip_prefix(literal) {
+            Some(after) => rest = after,
+            None => return false,
+        }
+    }
+    rest.is_empty()
 }
 
 /// One line of QNN's log.
@@ -321,7 +367,7 @@ unsafe fn on_log(slot: usize, fmt: *const c_char, level: u32, args: VaList) {
     let _ = std::panic::catch_unwind(|| {
         let message = tidy(&String::from_utf8_lossy(&buf[..len]));
         if !message.is_empty() {
-            accept(LogLevel::from_raw(level), slot, message);
+            accept(level_of(LogLevel::from_raw(level), &message), slot, message);
         }
     });
 }
@@ -339,7 +385,7 @@ fn tidy(line: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::tidy;
+    use super::{LogLevel, level_of, tidy};
     use std::alloc::{GlobalAlloc, Layout, System};
     use std::cell::Cell;
     use std::sync::atomic::Ordering::Relaxed;
@@ -405,6 +451,41 @@ mod tests {
             allocations <= 2 * admitted,
             "{allocations} allocations for {dropped} dropped and {admitted} admitted lines"
         );
+    }
+
+    #[test]
+    fn known_startup_chatter_is_demoted_to_debug_and_nothing_else() {
+        use LogLevel::{Debug, Error, Info, Warn};
+        for line in [
+            "Initializing HtpProvider",
+            "No op packages found for architecture 68; falling back to no-arch bucket",
+            "No op packages found for architecture 73; falling back to no-arch bucket",
+            "m_CFBCallbackInfoObj is not initialized, return emptyList",
+            "Sanitizing the value for hvx_threads and setting to default",
+        ] {
+            assert_eq!(level_of(Warn, line), Debug, "{line}");
+            assert_eq!(
+                level_of(Warn, &tidy(&format!(" <W> {line}\n"))),
+                Debug,
+                "{line}"
+            );
+            // Only WARN is demoted: the same text as an error or at info stays as it is.
+            assert_eq!(level_of(Error, line), Error, "{line}");
+            assert_eq!(level_of(Info, line), Info, "{line}");
+        }
+        // Matched whole: anything more, less or different is a warning.
+        for line in [
+            "Initializing HtpProvider again",
+            "Initializing HtpProvider failed",
+            "No op packages found for architecture ; falling back to no-arch bucket",
+            "No op packages found for architecture v68; falling back to no-arch bucket",
+            "No op packages found for architecture 68; falling back to no-arch bucket!",
+            "m_CFBCallbackInfoObj is not initialized",
+            "Sanitizing the value for hmx_threads and setting to default",
+            "",
+        ] {
+            assert_eq!(level_of(Warn, line), Warn, "{line}");
+        }
     }
 
     #[test]

@@ -53,6 +53,10 @@ pub struct BinaryInfo {
 pub(crate) struct BinaryMetadata {
     pub info: BinaryInfo,
     pub graphs: Vec<Arc<GraphMetadata>>,
+    /// The largest spill-fill buffer its graphs' HTP blob infos report, in bytes (GraphInfo v3
+    /// with a version 1 blob): the host memory the backend allocates for the context (one
+    /// buffer, shared by its graphs). `None` where the System library does not report it.
+    pub spill_fill_size: Option<u64>,
 }
 
 /// A graph's metadata plus what execute needs to describe its tensors to QNN.
@@ -212,6 +216,12 @@ fn dsp_arch_of(context_metadata: &[u8]) -> Option<u32> {
     (u32_at(context_metadata, 0)? == 1).then(|| u32_at(context_metadata, 4))?
 }
 
+/// The spill-fill buffer size in an HTP graph blob info: version 1 (`u32` at 0), the size a
+/// `u64` at 8 (`QnnHtpSystemContext_GraphBlobInfoV1_t.spillFillBufferSize`).
+fn spill_fill_size_of(graph_blob_info: &[u8]) -> Option<u64> {
+    (u32_at(graph_blob_info, 0)? == 1).then(|| u64_at(graph_blob_info, 8))?
+}
+
 /// The VTCM size in an HTP graph blob info: version 1 (`u32` at 0), the size a `u64` at 16.
 fn vtcm_size_of(graph_blob_info: &[u8]) -> Option<u64> {
     (u32_at(graph_blob_info, 0)? == 1).then(|| u64_at(graph_blob_info, 16))?
@@ -276,13 +286,15 @@ unsafe fn read_binary_info(
         .as_deref()
         .and_then(dsp_arch_of);
     let mut vtcm_size: Option<u64> = None;
+    let mut spill_fill_size: Option<u64> = None;
     let mut out: Vec<Arc<GraphMetadata>> = Vec::with_capacity(num_graphs as usize);
     for i in 0..num_graphs as usize {
         // SAFETY: `graphs` holds `num_graphs` elements of `stride` bytes.
         let element = unsafe { graphs.cast::<u8>().add(i * stride) };
         // SAFETY: `element` points to a GraphInfo of the library's layout.
-        let (graph, graph_vtcm) = unsafe { read_graph_info(element, stride, i) }?;
-        vtcm_size = vtcm_size.max(graph_vtcm);
+        let (graph, blob) = unsafe { read_graph_info(element, stride, i) }?;
+        vtcm_size = vtcm_size.max(blob.as_deref().and_then(vtcm_size_of));
+        spill_fill_size = spill_fill_size.max(blob.as_deref().and_then(spill_fill_size_of));
         if out.iter().any(|g| g.info.name == graph.info.name) {
             return Err(Error::invalid_model(format!(
                 "the binary lists graph {:?} twice",
@@ -310,10 +322,11 @@ unsafe fn read_binary_info(
             graphs: out.iter().map(|g| g.info.clone()).collect(),
         },
         graphs: out,
+        spill_fill_size,
     })
 }
 
-/// A graph's metadata and the VTCM size its HTP blob info asks for (GraphInfo v3).
+/// A graph's metadata and its HTP graph blob info (GraphInfo v3), if it has one.
 ///
 /// # Safety
 /// `element` must point to one `QnnSystemContext_GraphInfo_t` element of `stride` bytes.
@@ -321,7 +334,7 @@ unsafe fn read_graph_info(
     element: *const u8,
     stride: usize,
     index: usize,
-) -> Result<(GraphMetadata, Option<u64>)> {
+) -> Result<(GraphMetadata, Option<Vec<u8>>)> {
     let header = element.cast::<sys::QnnSystemContext_GraphInfo_t>();
     // SAFETY: `version` is the first field of every layout.
     let version = unsafe { std::ptr::addr_of!((*header).version).read() };
@@ -338,13 +351,11 @@ unsafe fn read_graph_info(
             "graph {index} has unknown graph info version {version}"
         )));
     }
-    let vtcm_size = if version == sys::QNN_SYSTEM_CONTEXT_GRAPH_INFO_VERSION_3 {
+    let blob = if version == sys::QNN_SYSTEM_CONTEXT_GRAPH_INFO_VERSION_3 {
         // SAFETY: a V3 element (the stride holds a whole V3 struct, checked above).
         let v3 = unsafe { std::ptr::addr_of!((*header).info.graphInfoV3).read() };
         // SAFETY: the blob comes with its size from the same answer.
         unsafe { read_blob((v3.graphBlobInfoSize, v3.graphBlobInfo.cast_const())) }
-            .as_deref()
-            .and_then(vtcm_size_of)
     } else {
         None
     };
@@ -376,7 +387,7 @@ unsafe fn read_graph_info(
             input_templates,
             output_templates,
         },
-        vtcm_size,
+        blob,
     ))
 }
 

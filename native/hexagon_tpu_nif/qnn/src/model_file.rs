@@ -42,6 +42,7 @@ fn not_regular(kind: std::fs::FileType) -> Option<&'static str> {
 /// Opens `path`, refuses anything but a regular file of 1 to `max_bytes` bytes before reading a
 /// byte, and reads it, in chunks of at most 4 MiB.
 pub fn read(path: &Path, max_bytes: u64) -> Result<Vec<u8>> {
+    let _span = crate::trace::span(crate::trace::Phase::ContextRead, &path.to_string_lossy());
     let io = |message: String| Error::Io {
         path: path.to_path_buf(),
         message,

@@ -17,6 +17,7 @@ use crate::log::{self, LogLevel};
 use crate::platform;
 use crate::preflight::DevicePlatform;
 use crate::sys;
+use crate::trace::{self, Phase};
 
 /// The QNN handles of one runtime. They exist only on the owner thread: jobs get them by
 /// reference, nothing else ever sees them.
@@ -138,6 +139,7 @@ pub(crate) fn blocking<T: Send + 'static>(
 
 /// Creates the handles in order, freeing what exists if a later step fails.
 fn create(lib: &Arc<BackendLibrary>, log_level: Option<LogLevel>) -> Result<Handles> {
+    let _span = trace::span(Phase::RuntimeHandles, &lib.path.to_string_lossy());
     let _in_qnn = exit::enter()?;
     let fns = &lib.fns;
     let mut handles = Handles {
@@ -149,22 +151,26 @@ fn create(lib: &Arc<BackendLibrary>, log_level: Option<LogLevel>) -> Result<Hand
         alive: Alive::released(),
     };
     if let (Some(level), Some(log_create)) = (log_level, fns.log_create) {
+        let _span = trace::span(Phase::LogCreate, &lib.path.to_string_lossy());
         let callback = log::callback_for(lib);
         // SAFETY: the callback is a `extern "C"` function with QnnLog_Callback_t's signature that
         // lives for the whole process; `handles.log` is writable.
         let status = sys::Status(unsafe { log_create(callback, level.raw(), &mut handles.log) });
         lib.check("logCreate", status)?;
     }
+    let backend_span = trace::span(Phase::BackendCreate, &lib.path.to_string_lossy());
     // SAFETY: `log` is NULL or a live log handle of this library; the out-pointer is valid.
     let status = sys::Status(unsafe {
         (fns.backend_create)(handles.log, std::ptr::null(), &mut handles.backend)
     });
+    drop(backend_span);
     if let Err(error) = lib.check("backendCreate", status) {
         handles.backend = std::ptr::null_mut();
         let _ = handles.free();
         return Err(error);
     }
     if let (Some(device_create), Some(_)) = (fns.device_create, fns.device_free) {
+        let _span = trace::span(Phase::DeviceCreate, &lib.path.to_string_lossy());
         // SAFETY: as above; a NULL config asks for the default device.
         let status = sys::Status(unsafe {
             device_create(handles.log, std::ptr::null(), &mut handles.device)
@@ -196,6 +202,8 @@ impl Handles {
             return Ok(());
         };
         let lib = Arc::clone(&self.lib);
+        let anything = !(self.device.is_null() && self.backend.is_null() && self.log.is_null());
+        let _span = anything.then(|| trace::span(Phase::RuntimeFree, &lib.path.to_string_lossy()));
         let fns = lib.fns;
         let mut first_error = None;
         let mut check = |op: &'static str, status: sys::Status| {

@@ -13,6 +13,7 @@ pub use crate::log::LogLevel;
 use crate::owner::{Owner, blocking};
 use crate::preflight::DevicePlatform;
 use crate::sys;
+use crate::trace::{self, Phase};
 use crate::version::Version;
 
 /// Where the libraries are and how much QNN should log.
@@ -77,6 +78,7 @@ impl Runtime {
     /// handles created on the runtime's new thread, and `done` gets the runtime there. `site`
     /// is its entry in the [ledger](crate::ledger).
     pub fn create_then(config: &RuntimeConfig, site: &Site, done: Done<Arc<Runtime>>) {
+        let _span = trace::span(Phase::RuntimeCreate, &config.backend_lib.to_string_lossy());
         let libraries = loader::backend(&config.backend_lib)
             .and_then(|backend| Ok((backend, loader::system(&config.system_lib)?)));
         let (backend_lib, system_lib) = match libraries {

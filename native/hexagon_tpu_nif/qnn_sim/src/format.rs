@@ -15,6 +15,7 @@
 //!   tag 3 BEHAVIOUR  at most once  (see `encode_behaviour`)
 //!   tag 4 STAMP      at most once:  opt str build_id | opt u32 backend_id | opt u32 soc_model
 //!                    | opt u32 dsp_arch   (opt = u8 0, or u8 1 and the value)
+//!                    [| opt u64 spill_fill: written only when set, read when present]
 //!   other tags are skipped (bodies still bounds-checked)
 //! ```
 //!
@@ -257,6 +258,10 @@ pub fn encode_with_version(model: &Model, version: u32) -> Vec<u8> {
         ] {
             w.u8(u8::from(v.is_some()));
             w.u32(v.unwrap_or(0));
+        }
+        if let Some(spill_fill) = model.stamp.spill_fill {
+            w.u8(1);
+            w.u64(spill_fill);
         }
         payload.section(TAG_STAMP, w);
     }
@@ -594,11 +599,20 @@ pub fn decode(bytes: &[u8]) -> Result<Model, FormatError> {
                     }
                 };
                 let (backend_id, soc_model, dsp_arch) = (opt()?, opt()?, opt()?);
+                let spill_fill = if s.remaining() > 0 {
+                    match (s.u8()?, s.u64()?) {
+                        (1, v) => Some(v),
+                        (t, _) => return Err(malformed(format!("bad STAMP tag {t}"))),
+                    }
+                } else {
+                    None
+                };
                 stamp = Some(Stamp {
                     build_id,
                     backend_id,
                     soc_model,
                     dsp_arch,
+                    spill_fill,
                 });
                 s.finish("STAMP")?;
             }

@@ -647,6 +647,11 @@ pub struct Stamp {
     /// The HTP context metadata `{u32 1, u32 arch}` of BinaryInfo v3 (default: none), as
     /// QAIRT 2.51's QnnSystem reports it.
     pub dsp_arch: Option<u32>,
+    /// The spill-fill buffer size, in bytes, each graph's HTP graph blob info reports (V3 graph
+    /// infos only; default: no blob info). The blob is the emulator's version 1 layout: `u32`
+    /// version 1 at 0, the spill-fill size a `u64` at 8, the VTCM size in bytes a `u64` at 16
+    /// (reported as 0).
+    pub spill_fill: Option<u64>,
 }
 
 /// A whole context binary.

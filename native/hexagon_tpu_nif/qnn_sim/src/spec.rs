@@ -40,7 +40,8 @@ pub struct Spec {
     pub stamp: Option<StampSpec>,
 }
 
-/// `Stamp` in JSON: `{"build_id": "v2.51.0.1", "backend_id": 6, "soc_model": 35, "dsp_arch": 68}`.
+/// `Stamp` in JSON: `{"build_id": "v2.51.0.1", "backend_id": 6, "soc_model": 35, "dsp_arch": 68,
+/// "spill_fill": 1048576}`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StampSpec {
@@ -52,6 +53,8 @@ pub struct StampSpec {
     pub soc_model: Option<u32>,
     #[serde(default)]
     pub dsp_arch: Option<u32>,
+    #[serde(default)]
+    pub spill_fill: Option<u64>,
 }
 
 /// One graph.
@@ -407,6 +410,7 @@ pub fn builder_from_spec(spec: &Spec) -> Result<ModelBuilder, String> {
             backend_id: st.backend_id,
             soc_model: st.soc_model,
             dsp_arch: st.dsp_arch,
+            spill_fill: st.spill_fill,
         });
     }
     if let Some(b) = &spec.behaviour {

@@ -403,6 +403,14 @@ pub unsafe extern "C" fn QnnContext_createFromBinary(
 ) -> Qnn_ErrorHandle_t {
     // SAFETY: forwarded caller contract.
     let status = unsafe { create_from_binary(backend, device, config, binary, binary_size, out) };
+    if status == 0 {
+        let lines = knobs().log_on_load;
+        let reg = registry();
+        for line in lines {
+            let line = CString::new(line).unwrap_or_default();
+            reg.log_verbatim(handle_id(backend), QNN_LOG_LEVEL_WARN, &line);
+        }
+    }
     if status != 0 {
         // Like a real backend, explain the failure in the log.
         let code = status & 0xFFFF;

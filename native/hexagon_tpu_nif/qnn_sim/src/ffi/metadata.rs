@@ -19,6 +19,7 @@ pub struct MetaArena {
     info: Vec<QnnSystemContext_BinaryInfo_t>,
     strings: Vec<Vec<u8>>,
     dims: Vec<Vec<u32>>,
+    blobs: Vec<Vec<u64>>,
     scale_offsets: Vec<Vec<Qnn_ScaleOffset_t>>,
     floats: Vec<Vec<f32>>,
     ints: Vec<Vec<i32>>,
@@ -416,6 +417,7 @@ pub fn build(model: &Model, p: &MetaParams) -> MetaArena {
         info: Vec::new(),
         strings: Vec::new(),
         dims: Vec::new(),
+        blobs: Vec::new(),
         scale_offsets: Vec::new(),
         floats: Vec::new(),
         ints: Vec::new(),
@@ -531,7 +533,29 @@ pub fn build(model: &Model, p: &MetaParams) -> MetaArena {
             at(offset_of!(QnnSystemContext_GraphInfoV3_t, graphOutputs)),
             out_ptr,
         );
-        // V2: no updateable tensors (already zero). V3: blob info NULL, op range [0, nodes).
+        // V2: no updateable tensors (already zero). V3: the stamp's graph blob info or NULL, op
+        // range [0, nodes).
+        if version == 3
+            && let Some(spill_fill) = model.stamp.spill_fill
+        {
+            // The emulator's version 1 graph blob info: version, spill-fill size, VTCM bytes.
+            let mut blob = vec![1u64, spill_fill, 0];
+            let blob_ptr = blob.as_mut_ptr().cast::<c_void>();
+            arena.blobs.push(blob);
+            put_at(
+                &mut storage,
+                at(offset_of!(
+                    QnnSystemContext_GraphInfoV3_t,
+                    graphBlobInfoSize
+                )),
+                24u32,
+            );
+            put_at(
+                &mut storage,
+                at(offset_of!(QnnSystemContext_GraphInfoV3_t, graphBlobInfo)),
+                blob_ptr,
+            );
+        }
         if version == 3 {
             put_at(
                 &mut storage,

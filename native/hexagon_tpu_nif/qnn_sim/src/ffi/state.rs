@@ -70,6 +70,9 @@ pub struct Knobs {
     pub build_id: String,
     /// Lines logged (at WARN) through the log callback on every execute.
     pub log_per_execute: u32,
+    /// Lines logged (at WARN) verbatim, without qnn_sim's prefix, on every context load: a
+    /// backend's start-up chatter, as Qualcomm's emulator logs it.
+    pub log_on_load: Vec<String>,
     /// What `deviceGetPlatformInfo` reports; `None` answers NOT_SUPPORTED, as the x86
     /// emulator's backend does.
     pub device_platform: Option<DevicePlatformKnob>,
@@ -136,6 +139,7 @@ impl Default for Knobs {
             system_provider_name: "QNN_SIM_SYSTEM".into(),
             build_id: concat!("qnn_sim v", env!("CARGO_PKG_VERSION"), " (format 1)").into(),
             log_per_execute: 0,
+            log_on_load: Vec::new(),
             device_platform: None,
             async_delay_ms: 0,
             async_paused: false,
@@ -273,6 +277,14 @@ pub fn configure(key: &str, value: &str) -> i32 {
             .parse::<u32>()
             .map(|x| k.log_per_execute = x)
             .is_ok(),
+        "log_on_load" => {
+            k.log_on_load = value
+                .split('\n')
+                .filter(|line| !line.is_empty())
+                .map(str::to_owned)
+                .collect();
+            true
+        }
         "async_delay_ms" => value
             .trim()
             .parse::<u32>()
@@ -458,6 +470,15 @@ impl Registry {
     /// Logs one line through the callback of the log handle that backend `backend` was created
     /// with, as QNN does: `fmt` with its arguments, if `level` is within the handle's level.
     pub fn log(&self, backend: u64, level: u32, line: &std::ffi::CStr) {
+        self.log_with(backend, level, c"qnn_sim: %s", line);
+    }
+
+    /// As [`Registry::log`], but `line` as it is, without qnn_sim's prefix.
+    pub fn log_verbatim(&self, backend: u64, level: u32, line: &std::ffi::CStr) {
+        self.log_with(backend, level, c"%s", line);
+    }
+
+    fn log_with(&self, backend: u64, level: u32, fmt: &std::ffi::CStr, line: &std::ffi::CStr) {
         let Some(Obj::Backend { log }) = self.get(backend, Kind::Backend) else {
             return;
         };
@@ -475,7 +496,7 @@ impl Registry {
                     std::mem::transmute::<usize, LogCallback>(callback),
                     level,
                     0,
-                    c"qnn_sim: %s".as_ptr(),
+                    fmt.as_ptr(),
                     line.as_ptr(),
                 )
             };
