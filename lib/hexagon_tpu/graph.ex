@@ -57,7 +57,8 @@ defmodule HexagonTpu.Graph do
   `executes_skipped`.
   """
 
-  alias HexagonTpu.{Args, Context, Error, Native, Optional, Site, Telemetry, TensorInfo}
+  alias HexagonTpu.{Args, Context, Error, Native, Optional, Performance, Site, Telemetry}
+  alias HexagonTpu.TensorInfo
 
   # Executes that may wait for a busy graph's turn, per caller's graph (see "Concurrency").
   @default_max_queued 64
@@ -84,6 +85,7 @@ defmodule HexagonTpu.Graph do
           | {:dequantize, :auto | :none}
           | {:output, :tensor | :binary}
           | {:timeout, timeout()}
+          | {:performance, Performance.mode()}
 
   @doc """
   Retrieves the graph called `name` from a context.
@@ -186,6 +188,10 @@ defmodule HexagonTpu.Graph do
       (QNN cannot stop it) finishes and its result is dropped. With a timeout the execute always
       waits on the graph's own thread, never on the caller's scheduler, so the caller is free to
       stop waiting
+    * `:performance` - an HTP performance mode for this call (see `HexagonTpu.Performance`):
+      voted before the execute unless it is already in force, and kept while calls keep coming;
+      the runtime's own mode is voted again once the runtime has been idle for its
+      `:performance_idle` delay. Default: the runtime's mode
 
   Every input is checked (count, names, type, shape, byte size) before QNN is called; a
   mismatch returns `{:error, %HexagonTpu.Error{reason: :invalid_input}}` naming the tensor,
@@ -220,7 +226,15 @@ defmodule HexagonTpu.Graph do
   # execute/4 once its graph and options were checked (execute_options!/2): predict/3 checks
   # them once for a whole batch.
   @spec execute_checked(t(), term(), map()) :: {:ok, [output()]} | {:error, Error.t()}
-  def execute_checked(graph, inputs, options) do
+  def execute_checked(graph, inputs, %{performance: mode} = options) when mode != nil,
+    do:
+      Performance.during(graph.context.runtime, mode, fn ->
+        execute_voted(graph, inputs, options)
+      end)
+
+  def execute_checked(graph, inputs, options), do: execute_voted(graph, inputs, options)
+
+  defp execute_voted(graph, inputs, options) do
     %{quantize: quantize, dequantize: dequantize, output: output, timeout: timeout} = options
 
     Telemetry.span(
@@ -245,13 +259,20 @@ defmodule HexagonTpu.Graph do
           quantize: :auto | :none,
           dequantize: :auto | :none,
           output: :tensor | :binary,
-          timeout: timeout()
+          timeout: timeout(),
+          performance: Performance.mode() | nil
         }
   def execute_options!(opts, fun) do
     opts =
       Args.keyword!(
         opts,
-        [quantize: :auto, dequantize: :auto, output: default_output(), timeout: :infinity],
+        [
+          quantize: :auto,
+          dequantize: :auto,
+          output: default_output(),
+          timeout: :infinity,
+          performance: nil
+        ],
         fun
       )
 
@@ -259,7 +280,8 @@ defmodule HexagonTpu.Graph do
       quantize: option!(opts, :quantize, [:auto, :none], fun),
       dequantize: option!(opts, :dequantize, [:auto, :none], fun),
       output: option!(opts, :output, output_kinds(), fun),
-      timeout: timeout!(opts[:timeout], fun)
+      timeout: timeout!(opts[:timeout], fun),
+      performance: opts[:performance] && Performance.mode!(opts[:performance], fun)
     }
   end
 

@@ -304,10 +304,19 @@ defmodule HexagonTpu.Native do
   end
 
   # runtime.rs
-  def runtime_create(_backend_lib, _system_lib, _log_level, _site, _tag), do: not_loaded()
+  def runtime_create(_backend_lib, _system_lib, _log_level, _perf, _perf_idle_ms, _site, _tag),
+    do: not_loaded()
+
   def runtime_info(_runtime), do: not_loaded()
   def runtime_closed(_runtime), do: opaque(true)
   def runtime_close(_runtime, _tag), do: not_loaded()
+
+  # perf.rs
+  def runtime_set_performance(_runtime, _mode), do: not_loaded()
+  def runtime_performance(_runtime), do: not_loaded()
+  def runtime_performance_enter(_runtime, _mode), do: opaque(false)
+  def runtime_performance_settle(_runtime), do: opaque(:ok)
+  def runtime_performance_leave(_runtime), do: opaque(:ok)
 
   # context.rs
   def context_from_file(_runtime, _path, _max_bytes, _preflight, _priority, _site, _tag),
@@ -337,8 +346,8 @@ defmodule HexagonTpu.Native do
   @counters ~w(runtimes_alive contexts_alive graphs_alive runtimes_created contexts_created
                graphs_created executes execute_errors execute_ns_total execute_ns_last
                release_errors executes_waiting executes_overloaded executes_timed_out
-               executes_skipped tensors_converted convert_ns_total runtime_jobs_pending
-               log_lines log_dropped)a
+               executes_skipped tensors_converted convert_ns_total performance_votes
+               performance_votes_refused runtime_jobs_pending log_lines log_dropped)a
   def counters, do: opaque(Map.new(@counters, &{&1, 0}))
   def ledger_live, do: opaque([])
 

@@ -35,13 +35,14 @@ defmodule HexagonTpu.Runtime do
   those contexts goes.
   """
 
-  alias HexagonTpu.{Args, Error, Native, Site}
+  alias HexagonTpu.{Args, Error, Native, Performance, Site}
 
   @default_backend_lib "/usr/lib/libQnnHtp.so"
   @default_system_lib "/usr/lib/libQnnSystem.so"
 
   @log_levels [:error, :warn, :info, :verbose, :debug]
-  @options [:lib_path, :system_lib_path, :log_level]
+  @options [:lib_path, :system_lib_path, :log_level, :performance, :performance_idle]
+  @default_performance_idle 300
 
   defstruct [:ref, :backend_lib, :system_lib, :info]
 
@@ -86,7 +87,11 @@ defmodule HexagonTpu.Runtime do
   @type log_level :: :error | :warn | :info | :verbose | :debug | :none
 
   @type option ::
-          {:lib_path, Path.t()} | {:system_lib_path, Path.t()} | {:log_level, log_level() | nil}
+          {:lib_path, Path.t()}
+          | {:system_lib_path, Path.t()}
+          | {:log_level, log_level() | nil}
+          | {:performance, Performance.mode()}
+          | {:performance_idle, non_neg_integer()}
 
   @doc """
   Opens a QNN backend.
@@ -99,6 +104,11 @@ defmodule HexagonTpu.Runtime do
       #{inspect(@log_levels)} or `:none`; default `:warn`, so a failure's explanation from
       QNN is logged (QNN's known start-up chatter is logged at `:debug`, see
       `HexagonTpu.QnnLog`). QNN's lines are rate-limited (`HexagonTpu.QnnLog`); none go to stdout
+    * `:performance` - the runtime's HTP performance mode (see `HexagonTpu.Performance`),
+      voted when the runtime is created; default `:default` (no vote). A refused vote is logged
+      and counted, and the runtime is created anyway
+    * `:performance_idle` - milliseconds without a call after which a call's own
+      `:performance` gives way to the runtime's mode again; default #{@default_performance_idle}
 
   ## Examples
 
@@ -122,7 +132,7 @@ defmodule HexagonTpu.Runtime do
     open(
       library(opts, :lib_path, "HEXAGON_TPU_BACKEND_LIB", @default_backend_lib),
       library(opts, :system_lib_path, "HEXAGON_TPU_SYSTEM_LIB", @default_system_lib),
-      opts[:log_level],
+      opts,
       site
     )
   end
@@ -139,7 +149,7 @@ defmodule HexagonTpu.Runtime do
     open(
       library(opts, :lib_path, nil, @default_backend_lib),
       library(opts, :system_lib_path, nil, @default_system_lib),
-      opts[:log_level],
+      opts,
       Site.caller()
     )
   end
@@ -162,6 +172,8 @@ defmodule HexagonTpu.Runtime do
     |> Enum.map(fn
       {key, nil} -> {key, nil}
       {:log_level, level} -> {:log_level, log_level!(level, fun)}
+      {:performance, mode} -> {:performance, Performance.mode!(mode, fun)}
+      {:performance_idle, ms} -> {:performance_idle, Performance.idle!(ms, fun)}
       {key, path} -> {key, Args.path!(path, "the #{inspect(key)} option", fun)}
     end)
   end
@@ -194,12 +206,24 @@ defmodule HexagonTpu.Runtime do
     end
   end
 
-  defp open({backend_lib, backend_what}, {system_lib, system_what}, log_level, site) do
+  defp open({backend_lib, backend_what}, {system_lib, system_what}, opts, site) do
     with :ok <- Args.check_path(backend_lib, backend_what),
          :ok <- Args.check_path(system_lib, system_what) do
-      log_level = nif_log_level(log_level)
+      log_level = nif_log_level(opts[:log_level])
+      performance = opts[:performance] || :default
+      idle = opts[:performance_idle] || @default_performance_idle
 
-      case Native.call(&Native.runtime_create(backend_lib, system_lib, log_level, site, &1)) do
+      case Native.call(
+             &Native.runtime_create(
+               backend_lib,
+               system_lib,
+               log_level,
+               performance,
+               idle,
+               site,
+               &1
+             )
+           ) do
         {:ok, {ref, info}} ->
           {:ok,
            %__MODULE__{ref: ref, backend_lib: backend_lib, system_lib: system_lib, info: info}}
@@ -234,6 +258,39 @@ defmodule HexagonTpu.Runtime do
   @spec info(t()) :: {:ok, info()} | {:error, Error.t()}
   def info(%__MODULE__{ref: ref}) when is_reference(ref), do: Native.runtime_info(ref)
   def info(other), do: not_a_runtime!(other, "info/1")
+
+  @doc """
+  Changes the runtime's performance mode (see `HexagonTpu.Performance`) and votes it, unless a
+  call's own `:performance` is in force: then once that gives way. Returns `:ok` whether or not
+  the backend takes the vote (a refusal is logged and counted, see `HexagonTpu.Performance`);
+  `{:error, %HexagonTpu.Error{reason: :closed}}` once the runtime is closed. Runs on a dirty IO
+  scheduler (a vote is an RPC to the DSP).
+
+  ## Examples
+
+      :ok = HexagonTpu.Runtime.set_performance(runtime, :burst)
+  """
+  @spec set_performance(t(), Performance.mode()) :: :ok | {:error, Error.t()}
+  def set_performance(%__MODULE__{ref: ref}, mode) when is_reference(ref) do
+    mode = Performance.mode!(mode, "HexagonTpu.Runtime.set_performance/2")
+    Native.runtime_set_performance(ref, mode)
+  end
+
+  def set_performance(other, _mode), do: not_a_runtime!(other, "set_performance/2")
+
+  @doc """
+  The runtime's performance state: `%{mode: mode, voted: mode, available: boolean, last_vote:
+  vote | nil}`. `:mode` is the runtime's own mode, `:voted` the mode last voted (a call's own
+  mode while it is in force; accepted or refused), `:available` whether the backend gave the
+  runtime a power config id, and `:last_vote` the vote in force: `%{mode:, dcvs_v3: %{contextId:
+  ..., coreVoltageCornerMax: ...}, rpc_polling_time:}` with the DCVS v3 fields as QNN names them,
+  or `nil` when none is (nothing voted, refused, or `:default`).
+  """
+  @spec performance(t()) :: {:ok, map()} | {:error, Error.t()}
+  def performance(%__MODULE__{ref: ref}) when is_reference(ref),
+    do: Native.runtime_performance(ref)
+
+  def performance(other), do: not_a_runtime!(other, "performance/1")
 
   @doc "Whether `close/1` was called on this runtime."
   @spec closed?(t()) :: boolean()

@@ -20,6 +20,7 @@ mod context;
 mod error;
 mod graph;
 mod log;
+mod perf;
 mod preprocess;
 mod quote;
 mod reply;

@@ -47,6 +47,8 @@ fn runtime_create<'a>(
     backend_lib: Binary<'a>,
     system_lib: Binary<'a>,
     log_level: Option<LogLevelArg>,
+    performance: crate::perf::PerfModeArg,
+    performance_idle_ms: u64,
     site: String,
     tag: Term<'a>,
 ) -> Term<'a> {
@@ -54,6 +56,10 @@ fn runtime_create<'a>(
         backend_lib: path_from_bytes(backend_lib.as_slice()),
         system_lib: path_from_bytes(system_lib.as_slice()),
         log_level: log_level.map(qnn::LogLevel::from),
+        performance: qnn::PerfConfig {
+            mode: performance.into(),
+            idle: std::time::Duration::from_millis(performance_idle_ms),
+        },
     };
     answer(env, tag, encode_created, |done| {
         qnn::Runtime::create_then(&config, &qnn::Site::named(site), done)

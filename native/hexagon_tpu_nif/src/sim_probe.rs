@@ -11,12 +11,24 @@ use crate::error::{Failure, ok_or_error};
 /// qnn_sim's counters.
 #[derive(NifMap)]
 #[rustler(encode)]
-struct SimCountersTerm {
+struct SimCountersTerm<'a> {
     live_handles: u64,
     execute_overlaps: u64,
     peak_concurrent_executes: u64,
     execute_count: u64,
     last_context_priority: Option<u64>,
+    live_power_config_ids: u64,
+    set_power_config_calls: u64,
+    last_power_config: LastPowerConfigTerm<'a>,
+}
+
+/// qnn_sim's last accepted `setPowerConfig`: each option's values, `nil` when absent.
+#[derive(NifMap)]
+#[rustler(encode)]
+struct LastPowerConfigTerm<'a> {
+    dcvs_v3: Option<Term<'a>>,
+    rpc_polling_time: Option<u32>,
+    rpc_control_latency: Option<u32>,
 }
 
 /// Counters of the qnn_sim library at `path` (Qualcomm's libraries have no such exports): live
@@ -31,6 +43,16 @@ fn qnn_sim_counters<'a>(env: Env<'a>, path: String) -> Term<'a> {
             peak_concurrent_executes: c.peak_concurrent_executes,
             execute_count: c.execute_count,
             last_context_priority: c.last_context_priority,
+            live_power_config_ids: c.live_power_config_ids,
+            set_power_config_calls: c.set_power_config_calls,
+            last_power_config: LastPowerConfigTerm {
+                dcvs_v3: c
+                    .last_power_config
+                    .dcvs_v3
+                    .map(|d| crate::perf::dcvs_map(env, &d)),
+                rpc_polling_time: c.last_power_config.rpc_polling_time,
+                rpc_control_latency: c.last_power_config.rpc_control_latency,
+            },
         })
         .map_err(Failure::from);
     ok_or_error(env, result)

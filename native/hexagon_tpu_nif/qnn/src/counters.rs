@@ -86,6 +86,11 @@ counters! {
         tensors_converted,
         /// Sum of the time those conversions took (quantize, dequantize, f16).
         convert_ns_total,
+        /// Performance votes sent to backends (`setPowerConfig`, and withdrawals to
+        /// `:default`), accepted or not ([`crate::perf`]).
+        performance_votes,
+        /// Performance votes refused: by the backend, or for want of its perf infrastructure.
+        performance_votes_refused,
     }
     derived {
         /// Loads, frees and closes handed to runtimes' own threads and not yet done (a handle
@@ -144,6 +149,15 @@ pub fn record_skipped() {
 pub(crate) fn record_conversion(ns: u64) {
     KEPT.tensors_converted.fetch_add(1, Relaxed);
     KEPT.convert_ns_total.fetch_add(ns, Relaxed);
+}
+
+/// A performance vote, `refused` or not. A refusal without a backend call (no perf
+/// infrastructure) counts as a refused vote too.
+pub(crate) fn record_performance_vote(refused: bool) {
+    KEPT.performance_votes.fetch_add(1, Relaxed);
+    if refused {
+        KEPT.performance_votes_refused.fetch_add(1, Relaxed);
+    }
 }
 
 pub(crate) fn record_release_error() {

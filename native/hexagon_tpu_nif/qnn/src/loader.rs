@@ -38,6 +38,8 @@ pub(crate) struct CoreFns {
     pub device_free: Option<sys::QnnDevice_FreeFn>,
     pub device_get_platform_info: Option<sys::QnnDevice_GetPlatformInfoFn>,
     pub device_free_platform_info: Option<sys::QnnDevice_FreePlatformInfoFn>,
+    /// The HTP perf infrastructure ([`crate::perf`]); NULL in backends without one.
+    pub device_get_infrastructure: Option<sys::QnnDevice_GetInfrastructureFn>,
     pub context_create_from_binary: sys::QnnContext_CreateFromBinaryFn,
     pub context_free: sys::QnnContext_FreeFn,
     pub graph_retrieve: sys::QnnGraph_RetrieveFn,
@@ -335,6 +337,7 @@ fn open_backend(path: &Path) -> Result<BackendLibrary> {
         device_free: entry!(deviceFree),
         device_get_platform_info: entry!(deviceGetPlatformInfo),
         device_free_platform_info: entry!(deviceFreePlatformInfo),
+        device_get_infrastructure: entry!(deviceGetInfrastructure),
         context_create_from_binary: entry!(contextCreateFromBinary)
             .ok_or_else(|| missing("contextCreateFromBinary"))?,
         context_free: entry!(contextFree).ok_or_else(|| missing("contextFree"))?,

@@ -289,6 +289,15 @@ fn accept(level: LogLevel, slot: usize, message: String) {
     shared.ready.notify_one();
 }
 
+/// Queues a line of this crate's own about `lib` (a refused performance vote, say), through the
+/// same rate limit, queue and sink as QNN's lines. Any thread; never waits for the VM.
+pub(crate) fn notice(level: LogLevel, lib: &BackendLibrary, message: String) {
+    LazyLock::force(&EPOCH);
+    if admit() {
+        accept(level, slot_of(lib), message);
+    }
+}
+
 /// The libraries the callbacks belong to, by slot.
 static SLOTS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
@@ -298,16 +307,20 @@ pub(crate) fn callback_for(lib: &BackendLibrary) -> *const c_void {
     // The queue, its drain thread and the clock start here, not in QNN's callback.
     LazyLock::force(&SHARED);
     LazyLock::force(&EPOCH);
+    CALLBACKS[slot_of(lib)] as *const c_void
+}
+
+/// `lib`'s slot: the first [`CALLBACKS`] libraries get one each; later ones share the last.
+fn slot_of(lib: &BackendLibrary) -> usize {
     let mut slots = SLOTS.lock().unwrap_or_else(|e| e.into_inner());
-    let slot = match slots.iter().position(|p| *p == lib.path) {
+    match slots.iter().position(|p| *p == lib.path) {
         Some(slot) => slot,
         None if slots.len() < CALLBACKS.len() => {
             slots.push(lib.path.clone());
             slots.len() - 1
         }
         None => CALLBACKS.len() - 1,
-    };
-    CALLBACKS[slot] as *const c_void
+    }
 }
 
 fn backend_of(slot: usize) -> PathBuf {

@@ -7,6 +7,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
 
 use crate::counters;
 use crate::error::{Error, Result};
@@ -14,6 +15,7 @@ use crate::exit;
 use crate::ledger::{Alive, Kind};
 use crate::loader::BackendLibrary;
 use crate::log::{self, LogLevel};
+use crate::perf::{PerfMode, Voter};
 use crate::platform;
 use crate::preflight::DevicePlatform;
 use crate::sys;
@@ -28,6 +30,8 @@ pub(crate) struct Handles {
     pub device: sys::Qnn_DeviceHandle_t,
     /// What the device reported about itself when it was created.
     pub platform: Option<DevicePlatform>,
+    /// The runtime's performance votes and its power config id, destroyed with the handles.
+    pub voter: Option<Arc<Voter>>,
     /// The runtime's entry in the ledger, released with the handles.
     alive: Alive,
 }
@@ -49,6 +53,8 @@ pub(crate) struct Owner {
     jobs: mpsc::Sender<Job>,
     /// What the device reported about itself when the thread created it.
     pub platform: Option<DevicePlatform>,
+    /// The runtime's performance votes ([`crate::perf`]).
+    pub voter: Arc<Voter>,
 }
 
 impl Owner {
@@ -58,6 +64,7 @@ impl Owner {
     pub(crate) fn spawn(
         lib: Arc<BackendLibrary>,
         log_level: Option<LogLevel>,
+        perf: (PerfMode, Duration),
         (kind, site): (Kind, String),
         started: Box<dyn FnOnce(Result<Owner>) + Send>,
     ) {
@@ -73,7 +80,7 @@ impl Owner {
         let spawned = std::thread::Builder::new()
             .name("qnn-runtime".into())
             .spawn(move || {
-                let created = catch_unwind(AssertUnwindSafe(|| create(&lib, log_level)));
+                let created = catch_unwind(AssertUnwindSafe(|| create(&lib, log_level, perf)));
                 let mut handles = match created {
                     Ok(Ok(handles)) => handles,
                     Ok(Err(error)) => {
@@ -88,9 +95,18 @@ impl Owner {
                     }
                 };
                 handles.alive = Alive::new(kind, &site, lib.path.display().to_string());
+                let Some(voter) = handles.voter.clone() else {
+                    // `create` always makes the voter when it succeeds.
+                    let _ = handles.free();
+                    PENDING.fetch_sub(1, Relaxed);
+                    return report(Err(Error::Internal {
+                        message: "the runtime's handles were made without a voter".into(),
+                    }));
+                };
                 report(Ok(Owner {
                     jobs,
                     platform: handles.platform.clone(),
+                    voter,
                 }));
                 PENDING.fetch_sub(1, Relaxed);
                 // Ends when every `Owner` is gone: no context or runtime can send more.
@@ -138,7 +154,11 @@ pub(crate) fn blocking<T: Send + 'static>(
 }
 
 /// Creates the handles in order, freeing what exists if a later step fails.
-fn create(lib: &Arc<BackendLibrary>, log_level: Option<LogLevel>) -> Result<Handles> {
+fn create(
+    lib: &Arc<BackendLibrary>,
+    log_level: Option<LogLevel>,
+    (mode, idle): (PerfMode, Duration),
+) -> Result<Handles> {
     let _span = trace::span(Phase::RuntimeHandles, &lib.path.to_string_lossy());
     let _in_qnn = exit::enter()?;
     let fns = &lib.fns;
@@ -148,6 +168,7 @@ fn create(lib: &Arc<BackendLibrary>, log_level: Option<LogLevel>) -> Result<Hand
         backend: std::ptr::null_mut(),
         device: std::ptr::null_mut(),
         platform: None,
+        voter: None,
         alive: Alive::released(),
     };
     if let (Some(level), Some(log_create)) = (log_level, fns.log_create) {
@@ -189,6 +210,8 @@ fn create(lib: &Arc<BackendLibrary>, log_level: Option<LogLevel>) -> Result<Hand
             handles.platform = platform::device(platform::read(lib, handles.log));
         }
     }
+    // The power config id, and the runtime's mode voted (a refusal fails nothing).
+    handles.voter = Some(Voter::create(lib, mode, idle));
     // Creating the backend may have registered exit-time destructors of QNN's; ours run first.
     exit::guard_exit();
     Ok(handles)
@@ -212,6 +235,10 @@ impl Handles {
                 first_error.get_or_insert(error);
             }
         };
+        // The power config id goes before the device it was made for.
+        if let Some(voter) = self.voter.take() {
+            voter.destroy();
+        }
         let device = std::mem::replace(&mut self.device, std::ptr::null_mut());
         if !device.is_null()
             && let Some(device_free) = fns.device_free

@@ -3,6 +3,7 @@
 use std::ffi::{CStr, c_char};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::closable::Closable;
 use crate::context::Done;
@@ -11,6 +12,7 @@ use crate::ledger::{Kind, Site};
 use crate::loader::{self, BackendLibrary, SystemLibrary};
 pub use crate::log::LogLevel;
 use crate::owner::{Owner, blocking};
+use crate::perf::{PerfMode, PerfState, Voter};
 use crate::preflight::DevicePlatform;
 use crate::sys;
 use crate::trace::{self, Phase};
@@ -24,6 +26,27 @@ pub struct RuntimeConfig {
     /// The most verbose level QNN's log callback receives ([`crate::log`]); `None` creates no
     /// QNN log handle at all.
     pub log_level: Option<LogLevel>,
+    /// The runtime's performance mode and how long a call's mode outlives the last call
+    /// ([`crate::perf`]).
+    pub performance: PerfConfig,
+}
+
+/// A runtime's performance settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PerfConfig {
+    /// The mode voted while no call asks for another; `Default` votes nothing.
+    pub mode: PerfMode,
+    /// How long after the last call a call's own mode gives way to `mode` again.
+    pub idle: Duration,
+}
+
+impl Default for PerfConfig {
+    fn default() -> PerfConfig {
+        PerfConfig {
+            mode: PerfMode::Default,
+            idle: crate::perf::DEFAULT_IDLE,
+        }
+    }
 }
 
 /// What the backend reports about itself.
@@ -64,6 +87,8 @@ impl Drop for RuntimeCore {
 pub struct Runtime {
     info: RuntimeInfo,
     core: Closable<RuntimeCore>,
+    /// The runtime's votes: usable while any context holds the handles, closed or not.
+    voter: Arc<Voter>,
 }
 
 impl Runtime {
@@ -99,6 +124,7 @@ impl Runtime {
                     system_lib: system_lib.path.clone(),
                     device: owner.platform.clone(),
                 };
+                let voter = Arc::clone(&owner.voter);
                 let core = RuntimeCore {
                     backend_lib,
                     system_lib,
@@ -107,12 +133,14 @@ impl Runtime {
                 Arc::new(Runtime {
                     info,
                     core: Closable::new("runtime", core),
+                    voter,
                 })
             }))
         });
         Owner::spawn(
             lib,
             config.log_level,
+            (config.performance.mode, config.performance.idle),
             (Kind::Runtime, site.as_str().to_string()),
             started,
         );
@@ -150,6 +178,52 @@ impl Runtime {
 
     pub(crate) fn core(&self) -> Result<Arc<RuntimeCore>> {
         self.core.get()
+    }
+
+    /// Changes the runtime's performance mode and votes it (unless a call's own mode is in
+    /// force: then when that gives way). Sends the vote on the calling thread, which must be
+    /// allowed to wait for an RPC (not a normal scheduler); a refusal is counted and logged,
+    /// never returned. `Err(Closed)` once the runtime is closed.
+    pub fn set_performance(&self, mode: PerfMode) -> Result<()> {
+        self.core.get()?;
+        self.voter.set_mode(mode);
+        Ok(())
+    }
+
+    /// The performance state: the runtime's mode, the mode voted, the vote in force (its
+    /// parameters, for a replay) and whether the backend takes votes. Waits for a vote being
+    /// sent.
+    pub fn performance(&self) -> PerfState {
+        self.voter.state()
+    }
+
+    /// The runtime's own performance mode (atomics only: cheap anywhere).
+    pub fn performance_mode(&self) -> PerfMode {
+        self.voter.mode()
+    }
+
+    /// Before an execute on this runtime's contexts: the call's mode (`None`: the runtime's).
+    /// Cheap (a short lock); `true` when a vote must be sent first with
+    /// [`Runtime::performance_settle`]. Pair every call with [`Runtime::performance_leave`].
+    pub fn performance_enter(&self, mode: Option<PerfMode>) -> bool {
+        self.voter.enter(mode)
+    }
+
+    /// Sends the votes wanted (an RPC: not on a normal scheduler). Never waits for another
+    /// caller's vote.
+    pub fn performance_settle(&self) {
+        self.voter.settle();
+    }
+
+    /// After the execute that [`Runtime::performance_enter`] announced.
+    pub fn performance_leave(&self) {
+        self.voter.leave();
+    }
+
+    /// Sends the vote in force again, as a recovery after a DSP restart would: `Ok(false)` when
+    /// none is in force. Not on a normal scheduler.
+    pub fn replay_performance(&self) -> Result<bool> {
+        self.voter.replay()
     }
 }
 

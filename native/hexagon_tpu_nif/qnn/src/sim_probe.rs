@@ -96,6 +96,61 @@ pub struct SimCounters {
     pub execute_count: u64,
     /// The `Qnn_Priority_t` the latest context was created with; `None` when it was given none.
     pub last_context_priority: Option<u64>,
+    /// Power config ids created and not destroyed (also in `live_handles`).
+    pub live_power_config_ids: u64,
+    /// `setPowerConfig` calls on a live id, accepted or refused.
+    pub set_power_config_calls: u64,
+    /// What the last accepted vote carried.
+    pub last_power_config: LastPowerConfig,
+}
+
+/// The options of qnn_sim's last accepted `setPowerConfig`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LastPowerConfig {
+    pub dcvs_v3: Option<crate::sys::QnnHtpPerfInfrastructure_DcvsV3_t>,
+    pub rpc_polling_time: Option<u32>,
+    pub rpc_control_latency: Option<u32>,
+}
+
+/// Reads `QnnSim_lastPowerConfig`.
+fn last_power_config(path: &Path) -> Result<LastPowerConfig> {
+    let library = open(path)?;
+    type Getter = unsafe extern "C" fn(*mut u32, *mut u32, *mut u32) -> u32;
+    // SAFETY: qnn_sim exports `QnnSim_lastPowerConfig` with this signature.
+    let getter = unsafe { library.get::<Getter>(b"QnnSim_lastPowerConfig\0") }.map_err(|e| {
+        Error::MissingSymbol {
+            path: path.to_path_buf(),
+            symbol: "QnnSim_lastPowerConfig",
+            detail: crate::loader::describe(&e),
+        }
+    })?;
+    let mut d = [0u32; 16];
+    let (mut polling, mut latency) = (0u32, 0u32);
+    // SAFETY: room for 16 values and one each, as the export requires.
+    let present = unsafe { getter(d.as_mut_ptr(), &mut polling, &mut latency) };
+    let dcvs_v3 = crate::sys::QnnHtpPerfInfrastructure_DcvsV3_t {
+        contextId: d[0],
+        setDcvsEnable: d[1],
+        dcvsEnable: d[2],
+        powerMode: d[3],
+        setSleepLatency: d[4],
+        sleepLatency: d[5],
+        setSleepDisable: d[6],
+        sleepDisable: d[7],
+        setBusParams: d[8],
+        busVoltageCornerMin: d[9],
+        busVoltageCornerTarget: d[10],
+        busVoltageCornerMax: d[11],
+        setCoreParams: d[12],
+        coreVoltageCornerMin: d[13],
+        coreVoltageCornerTarget: d[14],
+        coreVoltageCornerMax: d[15],
+    };
+    Ok(LastPowerConfig {
+        dcvs_v3: (present & 1 != 0).then_some(dcvs_v3),
+        rpc_polling_time: (present & 2 != 0).then_some(polling),
+        rpc_control_latency: (present & 4 != 0).then_some(latency),
+    })
 }
 
 /// Reads every counter qnn_sim exports.
@@ -107,6 +162,9 @@ pub fn counters(lib_path: &Path) -> Result<SimCounters> {
         execute_count: execute_count(lib_path)?,
         last_context_priority: Some(read_counter(lib_path, "QnnSim_lastContextPriority")?)
             .filter(|&p| p != u64::MAX),
+        live_power_config_ids: read_counter(lib_path, "QnnSim_livePowerConfigIds")?,
+        set_power_config_calls: read_counter(lib_path, "QnnSim_setPowerConfigCalls")?,
+        last_power_config: last_power_config(lib_path)?,
     })
 }
 

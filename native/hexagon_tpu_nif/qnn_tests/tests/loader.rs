@@ -17,6 +17,7 @@ fn missing_library_names_the_path_and_dlerror() {
             backend_lib: path.clone(),
             system_lib: path.clone(),
             log_level: None,
+            performance: Default::default(),
         },
         &Site::here(),
     )
@@ -39,6 +40,7 @@ fn missing_system_library_is_reported_as_such() {
             backend_lib: lib.clone(),
             system_lib: PathBuf::from("/nonexistent/libQnnSystem.so"),
             log_level: None,
+            performance: Default::default(),
         },
         &Site::here(),
     )
@@ -57,6 +59,7 @@ fn a_library_without_the_entry_point_is_named() {
             backend_lib: libm.clone(),
             system_lib: libm,
             log_level: None,
+            performance: Default::default(),
         },
         &Site::here(),
     )

@@ -120,6 +120,7 @@ fn runtime_at(log_level: Option<LogLevel>) -> (std::path::PathBuf, Arc<Runtime>)
     let lib = fresh_library();
     let config = RuntimeConfig {
         log_level,
+        performance: Default::default(),
         ..config(&lib)
     };
     (lib.clone(), Runtime::new(&config, &Site::here()).unwrap())

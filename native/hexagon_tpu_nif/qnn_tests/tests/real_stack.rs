@@ -337,6 +337,7 @@ fn runtime(stack: &Stack) -> qnn::Result<Arc<Runtime>> {
             backend_lib: stack.backend_lib.clone(),
             system_lib: stack.system_lib.clone(),
             log_level: Some(qnn::LogLevel::Error),
+            performance: Default::default(),
         },
         &Site::here(),
     )

@@ -157,7 +157,7 @@ pub struct QnnInterface_ImplementationV2_32_t {
     pub memDeRegister: OpaqueFn,
     pub deviceGetPlatformInfo: Option<QnnDevice_GetPlatformInfoFn>,
     pub deviceFreePlatformInfo: Option<QnnDevice_FreePlatformInfoFn>,
-    pub deviceGetInfrastructure: OpaqueFn,
+    pub deviceGetInfrastructure: Option<QnnDevice_GetInfrastructureFn>,
     pub deviceCreate: Option<QnnDevice_CreateFn>,
     pub deviceSetConfig: OpaqueFn,
     pub deviceGetInfo: OpaqueFn,

@@ -244,6 +244,37 @@ layouts! {
     struct QnnHtpDevice_DeviceInfoExtension_t, size 32, align 8 {
         devType @ 0, onChipDevice as "__bindgen_anon_1.onChipDevice" @ 8,
     }
+    // HTP/QnnHtpDevice.h and HTP/QnnHtpPerfInfrastructure.h: the perf infrastructure.
+    struct QnnHtpDevice_PerfInfrastructure_t, size 32, align 8 {
+        createPowerConfigId @ 0, destroyPowerConfigId @ 8, setPowerConfig @ 16,
+        setMemoryConfig @ 24,
+    }
+    struct QnnHtpDevice_Infrastructure_t, size 40, align 8 {
+        infraType @ 0, perfInfra as "__bindgen_anon_1.perfInfra" @ 8,
+    }
+    struct QnnHtpPerfInfrastructure_DcvsV3_t, size 64, align 4 {
+        contextId @ 0, setDcvsEnable @ 4, dcvsEnable @ 8, powerMode @ 12, setSleepLatency @ 16,
+        sleepLatency @ 20, setSleepDisable @ 24, sleepDisable @ 28, setBusParams @ 32,
+        busVoltageCornerMin @ 36, busVoltageCornerTarget @ 40, busVoltageCornerMax @ 44,
+        setCoreParams @ 48, coreVoltageCornerMin @ 52, coreVoltageCornerTarget @ 56,
+        coreVoltageCornerMax @ 60,
+    }
+    struct QnnHtpPerfInfrastructure_HmxV2_t, size 20, align 4 {
+        hmxPickDefault @ 0, hmxVoltageCornerMin @ 4, hmxVoltageCornerTarget @ 8,
+        hmxVoltageCornerMax @ 12, hmxPerfMode @ 16,
+    }
+    union QnnHtpPerfInfrastructure_PowerConfigUnion_t
+        as "QnnHtpPerfInfrastructure_PowerConfig_t.__bindgen_anon_1", size 64, align 4 {
+        dcvsV3Config @ 0, rpcControlLatencyConfig @ 0, rpcPollingTimeConfig @ 0,
+        hmxTimeoutIntervalUsConfig @ 0, hmxV2Config @ 0, adaptivePollingTimeConfig @ 0,
+        ddrPerfModeConfig @ 0,
+    }
+    struct QnnHtpPerfInfrastructure_PowerConfig_t, size 68, align 4 {
+        option @ 0, config as "__bindgen_anon_1" @ 4,
+    }
+    struct QnnHtpPerfInfrastructure_MemoryConfig_t, size 8, align 4 {
+        option @ 0, memGrowSizeConfig as "__bindgen_anon_1.memGrowSizeConfig" @ 4,
+    }
 
     struct QnnSystemContext_BinaryInfoV1_t, size 128, align 8 {
         backendId @ 0, buildId @ 8, coreApiVersion @ 16, backendApiVersion @ 28,
@@ -336,6 +367,13 @@ mod tests {
         ("QnnDevice_PlatformInfo_t", 2),
         ("QnnHtpDevice_OnChipDeviceInfoExtension_t", 5),
         ("QnnHtpDevice_DeviceInfoExtension_t", 2),
+        ("QnnHtpDevice_PerfInfrastructure_t", 4),
+        ("QnnHtpDevice_Infrastructure_t", 2),
+        ("QnnHtpPerfInfrastructure_DcvsV3_t", 16),
+        ("QnnHtpPerfInfrastructure_HmxV2_t", 5),
+        ("QnnHtpPerfInfrastructure_PowerConfigUnion_t", 7),
+        ("QnnHtpPerfInfrastructure_PowerConfig_t", 2),
+        ("QnnHtpPerfInfrastructure_MemoryConfig_t", 2),
         ("QnnSystemContext_BinaryInfoV1_t", 14),
         ("QnnSystemContext_BinaryInfoV2_t", 15),
         ("QnnSystemContext_BinaryInfoV3_t", 15),

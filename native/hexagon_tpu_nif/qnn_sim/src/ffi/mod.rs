@@ -10,6 +10,7 @@ pub mod core;
 pub mod execute;
 pub mod execute_async;
 mod metadata;
+pub mod perf;
 pub mod providers;
 pub mod state;
 pub mod system;
@@ -58,6 +59,7 @@ pub extern "C" fn QnnSim_liveHandles() -> u64 {
     counter(|| {
         registry().live_handles()
             + self::core::platform_infos_out()
+            + perf::live_power_config_ids()
             + execute_async::ASYNC_WORKERS.load(Ordering::SeqCst)
     })
 }
@@ -80,6 +82,73 @@ pub extern "C" fn QnnSim_peakAsyncInFlight() -> u64 {
 #[unsafe(no_mangle)]
 pub extern "C" fn QnnSim_lastContextPriority() -> u64 {
     counter(|| self::core::LAST_CONTEXT_PRIORITY.load(Ordering::SeqCst))
+}
+
+/// Power config ids created (`createPowerConfigId`) and not destroyed.
+#[unsafe(no_mangle)]
+pub extern "C" fn QnnSim_livePowerConfigIds() -> u64 {
+    counter(perf::live_power_config_ids)
+}
+
+/// `setPowerConfig` calls on a live power config id, accepted or refused.
+#[unsafe(no_mangle)]
+pub extern "C" fn QnnSim_setPowerConfigCalls() -> u64 {
+    counter(|| perf::SET_POWER_CONFIG_CALLS.load(Ordering::SeqCst))
+}
+
+/// What the last accepted vote carried: writes its DCVS v3 config into `dcvs` (16 `u32`s, in
+/// the struct's field order) and returns a bit set: 1 a DCVS v3 config was in it, 2 an RPC
+/// polling time (written to `polling`), 4 an RPC control latency (written to `latency`).
+///
+/// # Safety
+/// `dcvs` must be valid for 16 `u32` writes, `polling` and `latency` for one each.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn QnnSim_lastPowerConfig(
+    dcvs: *mut u32,
+    polling: *mut u32,
+    latency: *mut u32,
+) -> u32 {
+    catch_unwind(AssertUnwindSafe(|| {
+        let vote = *lock(&perf::LAST_VOTE);
+        let mut present = 0;
+        if let Some(d) = vote.dcvs_v3 {
+            present |= 1;
+            let fields = [
+                d.contextId,
+                d.setDcvsEnable,
+                d.dcvsEnable,
+                d.powerMode,
+                d.setSleepLatency,
+                d.sleepLatency,
+                d.setSleepDisable,
+                d.sleepDisable,
+                d.setBusParams,
+                d.busVoltageCornerMin,
+                d.busVoltageCornerTarget,
+                d.busVoltageCornerMax,
+                d.setCoreParams,
+                d.coreVoltageCornerMin,
+                d.coreVoltageCornerTarget,
+                d.coreVoltageCornerMax,
+            ];
+            for (k, value) in fields.into_iter().enumerate() {
+                // SAFETY: the caller gives room for 16 values.
+                unsafe { dcvs.add(k).write(value) };
+            }
+        }
+        if let Some(time) = vote.rpc_polling_time {
+            present |= 2;
+            // SAFETY: the caller gives room for one value.
+            unsafe { polling.write(time) };
+        }
+        if let Some(value) = vote.rpc_control_latency {
+            present |= 4;
+            // SAFETY: as above.
+            unsafe { latency.write(value) };
+        }
+        present
+    }))
+    .unwrap_or(0)
 }
 
 /// Notify callbacks called by asynchronous workers, whatever the status.

@@ -20,7 +20,7 @@ use super::state::*;
 use super::system::*;
 
 /// Table entries that `null_entries` may name (the ones this backend implements).
-const ENTRY_NAMES: [&str; 22] = [
+const ENTRY_NAMES: [&str; 23] = [
     "propertyHasCapability",
     "backendCreate",
     "backendGetApiVersion",
@@ -38,6 +38,7 @@ const ENTRY_NAMES: [&str; 22] = [
     "deviceFree",
     "deviceGetPlatformInfo",
     "deviceFreePlatformInfo",
+    "deviceGetInfrastructure",
     "errorGetMessage",
     "systemContextCreate",
     "systemContextGetBinaryInfo",
@@ -152,6 +153,10 @@ fn core_table(nulls: &[String]) -> QnnInterface_ImplementationV2_32_t {
     set!(deviceFree, QnnDevice_free);
     set!(deviceGetPlatformInfo, QnnDevice_getPlatformInfo);
     set!(deviceFreePlatformInfo, QnnDevice_freePlatformInfo);
+    set!(
+        deviceGetInfrastructure,
+        super::perf::QnnDevice_getInfrastructure
+    );
     set!(errorGetMessage, QnnError_getMessage);
     t
 }

@@ -83,6 +83,8 @@ pub struct Knobs {
     /// A full asynchronous queue answers `QNN_GRAPH_ERROR_EXECUTION_ASYNC_FIFO_FULL` instead
     /// of blocking the caller (QNN documents blocking).
     pub async_refuse_when_full: bool,
+    /// The code every valid `setPowerConfig` answers (a refused performance vote).
+    pub refuse_power_config: Option<u32>,
 }
 
 /// The device `deviceGetPlatformInfo` describes: an on-chip HTP.
@@ -144,6 +146,7 @@ impl Default for Knobs {
             async_delay_ms: 0,
             async_paused: false,
             async_refuse_when_full: false,
+            refuse_power_config: None,
         }
     }
 }
@@ -248,6 +251,9 @@ pub fn configure(key: &str, value: &str) -> i32 {
         "fail_device_create" => parse_code(value)
             .map(|c| k.fail_device_create = c)
             .is_some(),
+        "refuse_power_config" => parse_code(value)
+            .map(|c| k.refuse_power_config = c)
+            .is_some(),
         "fail_context_create" => parse_code(value)
             .map(|c| k.fail_context_create = c)
             .is_some(),
@@ -350,6 +356,7 @@ fn reset_counters() {
         c.store(0, Ordering::SeqCst);
     }
     lock(&FAULT_CALLS).clear();
+    super::perf::reset();
 }
 
 /// Counts one call against a library-scoped fault and returns its 0-based number.

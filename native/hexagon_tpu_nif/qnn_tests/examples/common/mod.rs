@@ -14,6 +14,7 @@ pub fn sim_runtime() -> Arc<Runtime> {
             backend_lib: lib.clone(),
             system_lib: lib,
             log_level: Some(qnn::LogLevel::Error),
+            performance: Default::default(),
         },
         &Site::here(),
     )

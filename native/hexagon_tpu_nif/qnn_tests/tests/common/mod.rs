@@ -20,6 +20,7 @@ pub fn config(lib: &Path) -> RuntimeConfig {
         backend_lib: lib.to_path_buf(),
         system_lib: lib.to_path_buf(),
         log_level: Some(qnn::LogLevel::Error),
+        performance: Default::default(),
     }
 }
 

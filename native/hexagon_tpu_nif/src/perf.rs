@@ -1,0 +1,153 @@
+//! `HexagonTpu.Runtime`'s performance modes: the runtime's mode, a call's mode around its
+//! execute, and what was voted. The votes themselves are `qnn::perf`'s.
+
+use rustler::{Atom, Env, NifMap, NifUnitEnum, Term};
+
+use crate::error::{Failure, ok_or_error, unit_or_error};
+use crate::resources::{Handle, RuntimeRes};
+
+/// `:burst | :sustained_high_performance | ... | :default` (Elixir has checked the atom).
+#[derive(NifUnitEnum, Clone, Copy)]
+pub enum PerfModeArg {
+    Burst,
+    SustainedHighPerformance,
+    HighPerformance,
+    Balanced,
+    LowBalanced,
+    PowerSaver,
+    LowPowerSaver,
+    HighPowerSaver,
+    ExtremePowerSaver,
+    Default,
+}
+
+impl From<PerfModeArg> for qnn::PerfMode {
+    fn from(mode: PerfModeArg) -> Self {
+        match mode {
+            PerfModeArg::Burst => qnn::PerfMode::Burst,
+            PerfModeArg::SustainedHighPerformance => qnn::PerfMode::SustainedHighPerformance,
+            PerfModeArg::HighPerformance => qnn::PerfMode::HighPerformance,
+            PerfModeArg::Balanced => qnn::PerfMode::Balanced,
+            PerfModeArg::LowBalanced => qnn::PerfMode::LowBalanced,
+            PerfModeArg::PowerSaver => qnn::PerfMode::PowerSaver,
+            PerfModeArg::LowPowerSaver => qnn::PerfMode::LowPowerSaver,
+            PerfModeArg::HighPowerSaver => qnn::PerfMode::HighPowerSaver,
+            PerfModeArg::ExtremePowerSaver => qnn::PerfMode::ExtremePowerSaver,
+            PerfModeArg::Default => qnn::PerfMode::Default,
+        }
+    }
+}
+
+/// A mode's atom.
+pub fn mode_atom(env: Env<'_>, mode: qnn::PerfMode) -> Atom {
+    // The names are fixed identifiers; this cannot fail in practice.
+    Atom::from_str(env, mode.name()).unwrap_or_else(|_| crate::atoms::none())
+}
+
+/// A DCVS v3 config as a map with the C field names.
+pub fn dcvs_map<'a>(env: Env<'a>, d: &qnn::sys::QnnHtpPerfInfrastructure_DcvsV3_t) -> Term<'a> {
+    let pairs = [
+        ("contextId", d.contextId),
+        ("setDcvsEnable", d.setDcvsEnable),
+        ("dcvsEnable", d.dcvsEnable),
+        ("powerMode", d.powerMode),
+        ("setSleepLatency", d.setSleepLatency),
+        ("sleepLatency", d.sleepLatency),
+        ("setSleepDisable", d.setSleepDisable),
+        ("sleepDisable", d.sleepDisable),
+        ("setBusParams", d.setBusParams),
+        ("busVoltageCornerMin", d.busVoltageCornerMin),
+        ("busVoltageCornerTarget", d.busVoltageCornerTarget),
+        ("busVoltageCornerMax", d.busVoltageCornerMax),
+        ("setCoreParams", d.setCoreParams),
+        ("coreVoltageCornerMin", d.coreVoltageCornerMin),
+        ("coreVoltageCornerTarget", d.coreVoltageCornerTarget),
+        ("coreVoltageCornerMax", d.coreVoltageCornerMax),
+    ];
+    let pairs: Vec<(Term<'a>, Term<'a>)> = pairs
+        .into_iter()
+        .filter_map(|(name, value)| {
+            Some((
+                rustler::Encoder::encode(&Atom::from_str(env, name).ok()?, env),
+                rustler::Encoder::encode(&value, env),
+            ))
+        })
+        .collect();
+    Term::map_from_pairs(env, &pairs).unwrap_or_else(|_| rustler::types::map::map_new(env))
+}
+
+#[derive(NifMap)]
+#[rustler(encode)]
+struct VoteTerm<'a> {
+    mode: Atom,
+    dcvs_v3: Term<'a>,
+    rpc_polling_time: u32,
+}
+
+#[derive(NifMap)]
+#[rustler(encode)]
+struct PerfStateTerm<'a> {
+    mode: Atom,
+    voted: Atom,
+    available: bool,
+    last_vote: Option<VoteTerm<'a>>,
+}
+
+/// Changes the runtime's mode and votes it (an RPC: dirty IO). `:ok | {:error, closed}`
+#[rustler::nif(schedule = "DirtyIo")]
+fn runtime_set_performance<'a>(
+    env: Env<'a>,
+    runtime: Handle<RuntimeRes>,
+    mode: PerfModeArg,
+) -> Term<'a> {
+    unit_or_error(
+        env,
+        runtime
+            .0
+            .set_performance(mode.into())
+            .map_err(Failure::from),
+    )
+}
+
+/// `{:ok, %{mode, voted, available, last_vote}} | {:error, closed}`. Waits for a vote being
+/// sent (dirty IO).
+#[rustler::nif(schedule = "DirtyIo")]
+fn runtime_performance<'a>(env: Env<'a>, runtime: Handle<RuntimeRes>) -> Term<'a> {
+    let result = if runtime.0.is_closed() {
+        Err(Failure::Qnn(qnn::Error::Closed { what: "runtime" }))
+    } else {
+        let state = runtime.0.performance();
+        Ok(PerfStateTerm {
+            mode: mode_atom(env, state.mode),
+            voted: mode_atom(env, state.voted),
+            available: state.available,
+            last_vote: state.last_vote.map(|vote| VoteTerm {
+                mode: mode_atom(env, vote.mode),
+                dcvs_v3: dcvs_map(env, &vote.dcvs_v3),
+                rpc_polling_time: vote.rpc_polling_time,
+            }),
+        })
+    };
+    ok_or_error(env, result)
+}
+
+/// Before an execute with a mode of its own (`nil`: the runtime's): a short lock, cheap on a
+/// normal scheduler. `true` when `runtime_performance_settle/1` must vote first.
+#[rustler::nif]
+fn runtime_performance_enter(runtime: Handle<RuntimeRes>, mode: Option<PerfModeArg>) -> bool {
+    runtime.0.performance_enter(mode.map(qnn::PerfMode::from))
+}
+
+/// Sends the votes wanted (an RPC: dirty IO); never waits for another caller's vote. `:ok`
+#[rustler::nif(schedule = "DirtyIo")]
+fn runtime_performance_settle(runtime: Handle<RuntimeRes>) -> Atom {
+    runtime.0.performance_settle();
+    crate::atoms::ok()
+}
+
+/// After the execute `runtime_performance_enter/2` announced. `:ok`
+#[rustler::nif]
+fn runtime_performance_leave(runtime: Handle<RuntimeRes>) -> Atom {
+    runtime.0.performance_leave();
+    crate::atoms::ok()
+}
