@@ -304,7 +304,7 @@ defmodule HexagonTpu.Native do
   end
 
   # runtime.rs
-  def runtime_create(_backend_lib, _system_lib, _log_level, _perf, _perf_idle_ms, _site, _tag),
+  def runtime_create(_backend_lib, _system_lib, _log_level, _performance, _site, _tag),
     do: not_loaded()
 
   def runtime_info(_runtime), do: not_loaded()

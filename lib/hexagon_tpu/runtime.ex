@@ -218,8 +218,7 @@ defmodule HexagonTpu.Runtime do
                backend_lib,
                system_lib,
                log_level,
-               performance,
-               idle,
+               {performance, idle},
                site,
                &1
              )

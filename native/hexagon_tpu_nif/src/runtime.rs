@@ -39,6 +39,8 @@ impl From<LogLevelArg> for qnn::LogLevel {
 /// runtime's thread has made its handles) by message; see `crate::reply`. `site` is the Elixir
 /// caller, for the ledger of live objects.
 ///
+/// `performance` is the runtime's mode and its idle delay in milliseconds (`qnn::perf`).
+///
 /// The library paths are binaries, any bytes: Linux paths need not be UTF-8. (Elixir has
 /// already refused empty paths and paths with a NUL byte.)
 #[rustler::nif(schedule = "DirtyIo")]
@@ -47,8 +49,7 @@ fn runtime_create<'a>(
     backend_lib: Binary<'a>,
     system_lib: Binary<'a>,
     log_level: Option<LogLevelArg>,
-    performance: crate::perf::PerfModeArg,
-    performance_idle_ms: u64,
+    (performance, performance_idle_ms): (crate::perf::PerfModeArg, u64),
     site: String,
     tag: Term<'a>,
 ) -> Term<'a> {

@@ -122,10 +122,11 @@ unsafe extern "C" fn set_power_config(
             }
             // SAFETY: a non-NULL entry points to a readable config.
             let item = unsafe { *item };
-            // SAFETY (each union read): `option` says which member the caller wrote; all are
-            // plain integers, so any bytes are a valid value.
+            // Each union read below: `option` says which member the caller wrote; all are plain
+            // integers, so any bytes are a valid value.
             match item.option {
                 QNN_HTP_PERF_INFRASTRUCTURE_POWER_CONFIGOPTION_DCVS_V3 => {
+                    // SAFETY: see above.
                     let dcvs = unsafe { item.config.dcvsV3Config };
                     if dcvs.contextId != id {
                         return err(QNN_HTP_PERF_INFRASTRUCTURE_ERROR_INVALID_INPUT);
@@ -133,6 +134,7 @@ unsafe extern "C" fn set_power_config(
                     vote.dcvs_v3 = Some(dcvs);
                 }
                 QNN_HTP_PERF_INFRASTRUCTURE_POWER_CONFIGOPTION_RPC_POLLING_TIME => {
+                    // SAFETY: see above.
                     let time = unsafe { item.config.rpcPollingTimeConfig };
                     if time > QNN_HTP_PERF_INFRASTRUCTURE_POWER_CONFIG_MAX_RPC_POLLING_TIME {
                         return err(QNN_HTP_PERF_INFRASTRUCTURE_ERROR_INVALID_INPUT);
@@ -140,7 +142,9 @@ unsafe extern "C" fn set_power_config(
                     vote.rpc_polling_time = Some(time);
                 }
                 QNN_HTP_PERF_INFRASTRUCTURE_POWER_CONFIGOPTION_RPC_CONTROL_LATENCY => {
-                    vote.rpc_control_latency = Some(unsafe { item.config.rpcControlLatencyConfig });
+                    // SAFETY: see above.
+                    let latency = unsafe { item.config.rpcControlLatencyConfig };
+                    vote.rpc_control_latency = Some(latency);
                 }
                 _ => return err(QNN_HTP_PERF_INFRASTRUCTURE_ERROR_UNSUPPORTED_CONFIG),
             }
