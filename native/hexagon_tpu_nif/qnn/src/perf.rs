@@ -682,3 +682,27 @@ impl IdleThread {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_mode_has_a_name_and_back() {
+        for mode in PerfMode::ALL {
+            assert_eq!(PerfMode::from_name(mode.name()), Some(mode));
+            assert_eq!(PerfMode::from_index(mode.index()), Some(mode));
+        }
+        assert_eq!(PerfMode::from_name("turbo"), None);
+    }
+
+    #[test]
+    fn only_default_votes_nothing_and_only_burst_polls() {
+        for mode in PerfMode::ALL {
+            assert_eq!(mode.dcvs_v3(7).is_none(), mode == PerfMode::Default);
+            assert_eq!(mode.dcvs_v3(7).map_or(7, |d| d.contextId), 7);
+            let polls = mode.rpc_polling_time() != 0;
+            assert_eq!(polls, mode == PerfMode::Burst, "{mode:?}");
+        }
+    }
+}

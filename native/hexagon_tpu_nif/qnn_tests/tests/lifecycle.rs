@@ -80,8 +80,8 @@ fn a_closed_runtime_lives_until_its_last_context_goes() {
     let (lib, runtime) = runtime();
     let (context, graph) = load(&runtime, &slow_add_model(&["g"], 0));
     runtime.close().unwrap();
-    // log + backend + device + context stay alive; the context keeps working.
-    assert_eq!(live_handles(&lib), 4);
+    // log + backend + device + power config id + context stay alive; the context keeps working.
+    assert_eq!(live_handles(&lib), 5);
     assert_eq!(run_add(&graph, 2, 2).unwrap(), [4; 4]);
     drop(context);
     assert_eq!(run_add(&graph, 2, 3).unwrap(), [5; 4]);

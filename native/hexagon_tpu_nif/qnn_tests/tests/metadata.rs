@@ -178,7 +178,8 @@ fn adversarial_metadata_yields_errors() {
         assert!(err.to_string().contains(needle), "{kind:?}: {err}");
     }
     // Nothing leaked on any error path.
-    assert_eq!(qnn::sim_probe::live_handles(&lib).unwrap(), 3); // log, backend, device
+    // log, backend, device, power config id
+    assert_eq!(qnn::sim_probe::live_handles(&lib).unwrap(), 4);
     drop(runtime);
     assert_all_freed(&lib);
 }
