@@ -108,6 +108,16 @@ defmodule HexagonTpu.ArgumentsTest do
       assert_type_error(fn -> Runtime.close("x") end, ["Runtime.close/1", "`runtime`"])
       # a struct that does not hold a NIF resource
       assert_type_error(fn -> Runtime.info(%Runtime{}) end, ["`runtime`"])
+
+      assert_type_error(fn -> Runtime.create(performance: :turbo) end, [":performance", ":turbo"])
+      assert_type_error(fn -> Runtime.create(performance_idle: -1) end, [":performance_idle"])
+
+      assert_type_error(fn -> Runtime.set_performance(:x, :burst) end, [
+        "Runtime.set_performance/2",
+        "`runtime`"
+      ])
+
+      assert_type_error(fn -> Runtime.performance(nil) end, ["Runtime.performance/1"])
     end
 
     test "Context", %{runtime: runtime, path: path, context: context} do
@@ -149,6 +159,7 @@ defmodule HexagonTpu.ArgumentsTest do
       assert_type_error(fn -> Graph.execute!(graph, [], dequantize: 1) end, [":dequantize"])
       assert_type_error(fn -> Graph.execute(graph, [], timeout: -5) end, [":timeout", "-5"])
       assert_type_error(fn -> Graph.execute(graph, [], timeout: :never) end, [":timeout"])
+      assert_type_error(fn -> Graph.execute(graph, [], performance: :warp) end, [":performance"])
       assert_type_error(fn -> Graph.close(:x) end, ["Graph.close/1", "`graph`"])
     end
 
@@ -211,7 +222,9 @@ defmodule HexagonTpu.ArgumentsTest do
         HexagonTpu =>
           ~w(load_model/2 load_model!/2 predict/3 predict!/3 available?/1 availability/1) ++
             ~w(inspect_model/2 inspect_model!/2 diagnose/1),
-        Runtime => ~w(create/1 create!/1 htp/1 htp!/1 info/1 closed?/1 close/1),
+        Runtime =>
+          ~w(create/1 create!/1 htp/1 htp!/1 info/1 closed?/1 close/1) ++
+            ~w(set_performance/2 performance/1),
         Context =>
           ~w(from_file/3 from_file!/3 from_binary/3 from_binary!/3 graphs/1 closed?/1 close/1),
         Graph => ~w(retrieve/3 retrieve!/3 inputs/1 outputs/1 execute/3 execute!/3 close/1),

@@ -87,6 +87,9 @@ defmodule HexagonTpu.Stats do
       (inputs quantized or narrowed from f32, outputs dequantized or widened to f32), and the
       nanoseconds those conversions took: the host's share of an inference beside
       `execute_ns_total`
+    * `performance_votes` / `performance_votes_refused` - HTP performance votes sent, and those
+      refused by the backend or for want of its perf infrastructure (see
+      `HexagonTpu.Performance`)
     * `runtime_jobs_pending` - loads, closes and frees handed to runtimes' own threads (where
       QNN's handles are created and freed) and not yet done
     * `log_lines` / `log_dropped` - lines of QNN's log forwarded to `Logger`, and those dropped

@@ -109,9 +109,9 @@ fn runtime_set_performance<'a>(
     )
 }
 
-/// `{:ok, %{mode, voted, available, last_vote}} | {:error, closed}`. Waits for a vote being
-/// sent (dirty IO).
-#[rustler::nif(schedule = "DirtyIo")]
+/// `{:ok, %{mode, voted, available, last_vote}} | {:error, closed}`. Never waits for a vote
+/// being sent: a normal scheduler.
+#[rustler::nif]
 fn runtime_performance<'a>(env: Env<'a>, runtime: Handle<RuntimeRes>) -> Term<'a> {
     let result = if runtime.0.is_closed() {
         Err(Failure::Qnn(qnn::Error::Closed { what: "runtime" }))

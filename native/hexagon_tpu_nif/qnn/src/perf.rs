@@ -308,6 +308,9 @@ pub(crate) struct Voter {
     settled: AtomicU8,
     /// The runtime's mode, readable without a lock.
     mode: AtomicU8,
+    /// The vote in force and whether there is a power config id, copied out of `voted` after
+    /// each change, so that reading them never waits for a vote being sent.
+    shown: Mutex<(Option<Vote>, bool)>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -339,6 +342,7 @@ impl Voter {
             }),
             settled: AtomicU8::new(PerfMode::Default.index()),
             mode: AtomicU8::new(mode.index()),
+            shown: Mutex::new((None, false)),
         });
         {
             let mut voted = lock(&voter.voted);
@@ -352,6 +356,7 @@ impl Voter {
                 }
                 Err(why) => voted.unavailable = Some(why),
             }
+            voter.publish(&voted);
         }
         voter.settle();
         voter
@@ -430,8 +435,17 @@ impl Voter {
         }
     }
 
-    /// Sends one vote (the vote lock held).
+    /// Sends one vote (the vote lock held) and shows its outcome.
     fn vote(&self, voted: &mut Voted, mode: PerfMode) {
+        self.vote_unshown(voted, mode);
+        self.publish(voted);
+    }
+
+    fn publish(&self, voted: &Voted) {
+        *lock(&self.shown) = (voted.record, voted.id.is_some());
+    }
+
+    fn vote_unshown(&self, voted: &mut Voted, mode: PerfMode) {
         self.settled.store(mode.index(), SeqCst);
         let (Some(fns), Some(id)) = (voted.fns, voted.id) else {
             // Nothing to vote with: a refusal like any other (the CPU backend has no
@@ -558,14 +572,14 @@ impl Voter {
         Ok(true)
     }
 
-    /// The runtime's mode, the mode voted and the vote in force. Waits for a vote being sent.
+    /// The runtime's mode, the mode voted and the vote in force. Never waits for a vote.
     pub(crate) fn state(&self) -> PerfState {
-        let voted = lock(&self.voted);
+        let (last_vote, available) = *lock(&self.shown);
         PerfState {
             mode: self.mode(),
             voted: PerfMode::from_index(self.settled.load(SeqCst)).unwrap_or(PerfMode::Default),
-            last_vote: voted.record,
-            available: voted.id.is_some(),
+            last_vote,
+            available,
         }
     }
 
@@ -580,7 +594,9 @@ impl Voter {
         let mut voted = lock(&self.voted);
         voted.closed = true;
         voted.record = None;
-        let (Some(fns), Some(id)) = (voted.fns, voted.id.take()) else {
+        let id = voted.id.take();
+        self.publish(&voted);
+        let (Some(fns), Some(id)) = (voted.fns, id) else {
             return;
         };
         let Ok(_in_qnn) = exit::enter() else {

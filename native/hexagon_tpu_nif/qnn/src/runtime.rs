@@ -191,8 +191,8 @@ impl Runtime {
     }
 
     /// The performance state: the runtime's mode, the mode voted, the vote in force (its
-    /// parameters, for a replay) and whether the backend takes votes. Waits for a vote being
-    /// sent.
+    /// parameters, for a replay) and whether the backend takes votes. Never waits for a vote
+    /// being sent (a short lock): cheap anywhere.
     pub fn performance(&self) -> PerfState {
         self.voter.state()
     }
