@@ -22,7 +22,7 @@
 //! backend refuses fails nothing: it is counted (`performance_votes_refused`), logged once per
 //! runtime, and the calls run at the clocks they have.
 
-use std::sync::atomic::{AtomicU8, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::SeqCst};
 use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, TryLockError, Weak};
 use std::time::{Duration, Instant};
 
@@ -216,6 +216,28 @@ pub struct PerfState {
     pub available: bool,
 }
 
+/// A `DCVS_V3` power config.
+fn dcvs_config(
+    dcvs_v3: sys::QnnHtpPerfInfrastructure_DcvsV3_t,
+) -> sys::QnnHtpPerfInfrastructure_PowerConfig_t {
+    sys::QnnHtpPerfInfrastructure_PowerConfig_t {
+        option: sys::QNN_HTP_PERF_INFRASTRUCTURE_POWER_CONFIGOPTION_DCVS_V3,
+        config: sys::QnnHtpPerfInfrastructure_PowerConfigUnion_t {
+            dcvsV3Config: dcvs_v3,
+        },
+    }
+}
+
+/// An `RPC_POLLING_TIME` power config (µs).
+fn polling_config(time: u32) -> sys::QnnHtpPerfInfrastructure_PowerConfig_t {
+    sys::QnnHtpPerfInfrastructure_PowerConfig_t {
+        option: sys::QNN_HTP_PERF_INFRASTRUCTURE_POWER_CONFIGOPTION_RPC_POLLING_TIME,
+        config: sys::QnnHtpPerfInfrastructure_PowerConfigUnion_t {
+            rpcPollingTimeConfig: time,
+        },
+    }
+}
+
 /// The functions of an HTP backend's perf infrastructure.
 #[derive(Clone, Copy)]
 struct PerfFns {
@@ -308,6 +330,8 @@ pub(crate) struct Voter {
     settled: AtomicU8,
     /// The runtime's mode, readable without a lock.
     mode: AtomicU8,
+    /// `voted.closed`, readable without the vote lock.
+    closed: AtomicBool,
     /// The vote in force and whether there is a power config id, copied out of `voted` after
     /// each change, so that reading them never waits for a vote being sent.
     shown: Mutex<(Option<Vote>, bool)>,
@@ -342,6 +366,7 @@ impl Voter {
             }),
             settled: AtomicU8::new(PerfMode::Default.index()),
             mode: AtomicU8::new(mode.index()),
+            closed: AtomicBool::new(false),
             shown: Mutex::new((None, false)),
         });
         {
@@ -429,7 +454,7 @@ impl Voter {
             // A wish made while the lock was held, after the last look, is sent by whoever
             // takes the lock next: this caller, unless another already has.
             let wanted = lock(&self.desire).wanted();
-            if wanted.index() == self.settled.load(SeqCst) || lock(&self.voted).closed {
+            if wanted.index() == self.settled.load(SeqCst) || self.closed.load(SeqCst) {
                 return;
             }
         }
@@ -483,18 +508,7 @@ impl Voter {
             return;
         };
         let polling = mode.rpc_polling_time();
-        let dcvs = sys::QnnHtpPerfInfrastructure_PowerConfig_t {
-            option: sys::QNN_HTP_PERF_INFRASTRUCTURE_POWER_CONFIGOPTION_DCVS_V3,
-            config: sys::QnnHtpPerfInfrastructure_PowerConfigUnion_t {
-                dcvsV3Config: dcvs_v3,
-            },
-        };
-        let polling_config = sys::QnnHtpPerfInfrastructure_PowerConfig_t {
-            option: sys::QNN_HTP_PERF_INFRASTRUCTURE_POWER_CONFIGOPTION_RPC_POLLING_TIME,
-            config: sys::QnnHtpPerfInfrastructure_PowerConfigUnion_t {
-                rpcPollingTimeConfig: polling,
-            },
-        };
+        let (dcvs, polling_config) = (dcvs_config(dcvs_v3), polling_config(polling));
         let mut list: Vec<*const sys::QnnHtpPerfInfrastructure_PowerConfig_t> = vec![&dcvs];
         if polling != voted.polling {
             list.push(&polling_config);
@@ -552,18 +566,8 @@ impl Voter {
             return Ok(false);
         };
         let _in_qnn = exit::enter()?;
-        let dcvs = sys::QnnHtpPerfInfrastructure_PowerConfig_t {
-            option: sys::QNN_HTP_PERF_INFRASTRUCTURE_POWER_CONFIGOPTION_DCVS_V3,
-            config: sys::QnnHtpPerfInfrastructure_PowerConfigUnion_t {
-                dcvsV3Config: record.dcvs_v3,
-            },
-        };
-        let polling = sys::QnnHtpPerfInfrastructure_PowerConfig_t {
-            option: sys::QNN_HTP_PERF_INFRASTRUCTURE_POWER_CONFIGOPTION_RPC_POLLING_TIME,
-            config: sys::QnnHtpPerfInfrastructure_PowerConfigUnion_t {
-                rpcPollingTimeConfig: record.rpc_polling_time,
-            },
-        };
+        let dcvs = dcvs_config(record.dcvs_v3);
+        let polling = polling_config(record.rpc_polling_time);
         let list = [&raw const dcvs, &raw const polling, std::ptr::null()];
         // SAFETY: as in `send`.
         let status = sys::Status(unsafe { (fns.set_power_config)(id, list.as_ptr()) });
@@ -593,6 +597,7 @@ impl Voter {
     pub(crate) fn destroy(&self) {
         let mut voted = lock(&self.voted);
         voted.closed = true;
+        self.closed.store(true, SeqCst);
         voted.record = None;
         let id = voted.id.take();
         self.publish(&voted);
