@@ -211,7 +211,9 @@ defmodule HexagonTpu do
 
   Float inputs are quantized and quantized outputs dequantized with the model's parameters;
   `quantize: :none` / `dequantize: :none` pass the model's own types through. See
-  `HexagonTpu.Graph.execute/3` for the accepted values and every option.
+  `HexagonTpu.Graph.execute/3` for the accepted values and every option, among them
+  `performance:`, an HTP performance mode for the call (`HexagonTpu.Performance`; a batch's
+  executes all run at it).
 
   ## Batches
 
@@ -242,6 +244,7 @@ defmodule HexagonTpu do
 
       {:ok, [scores]} = HexagonTpu.predict(model, [image])
       {:ok, [boxes, classes]} = HexagonTpu.predict(model, %{"image" => image})
+      {:ok, [scores]} = HexagonTpu.predict(model, [image], performance: :burst)
       # a {1, 224, 224, 3} model, eight images: scores {8, 1000}
       {:ok, [scores]} = HexagonTpu.predict(model, [Nx.concatenate(images)])
   """

@@ -102,7 +102,7 @@ defmodule HexagonTpu.Performance do
   # Runs `fun` (an execute on `runtime`'s contexts) at `mode`: voted first when it is not
   # voted yet (on a dirty scheduler, never waiting for another caller's vote), and the call
   # announced so that the idle delay counts from its end.
-  @spec during(Runtime.t(), mode(), (() -> result)) :: result when result: term()
+  @spec during(Runtime.t(), mode(), fun()) :: term()
   def during(%Runtime{ref: ref}, mode, fun) do
     if Native.runtime_performance_enter(ref, mode), do: Native.runtime_performance_settle(ref)
 
