@@ -131,6 +131,25 @@ defmodule HexagonTpu.PerformanceTest do
     assert calls(lib) == before
   end
 
+  test "asynchronous executes vote their mode once, before they are queued", ctx do
+    %{lib: lib, path: path} = ctx
+    runtime = runtime!(lib, performance_idle: 600_000)
+    graph = Graph.retrieve!(HexagonTpu.Context.from_file!(runtime, path), "identity")
+    input = Numerics.f32([1, 2])
+
+    pending =
+      for _ <- 1..100 do
+        {:ok, pending} = Graph.execute_async(graph, [input], performance: :high_performance)
+        pending
+      end
+
+    # Voted before the first was queued (and only then), whatever has run since.
+    assert calls(lib) == 1
+    assert last(lib).dcvs_v3.coreVoltageCornerTarget == 0x80
+    for p <- pending, do: {:ok, _} = Graph.await(p)
+    assert calls(lib) == 1
+  end
+
   test "a call's mode gives way to the runtime's once idle", %{lib: lib, path: path} do
     runtime = runtime!(lib, performance: :power_saver, performance_idle: 20)
     graph = Graph.retrieve!(HexagonTpu.Context.from_file!(runtime, path), "identity")

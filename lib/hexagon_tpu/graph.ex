@@ -191,7 +191,9 @@ defmodule HexagonTpu.Graph do
     * `:performance` - an HTP performance mode for this call (see `HexagonTpu.Performance`):
       voted before the execute unless it is already in force, and kept while calls keep coming;
       the runtime's own mode is voted again once the runtime has been idle for its
-      `:performance_idle` delay. Default: the runtime's mode
+      `:performance_idle` delay (counted from the end of the call; for `execute_async/3`,
+      and so for each execute of a `HexagonTpu.predict/3` batch, from its start). Default: the
+      runtime's mode
 
   Every input is checked (count, names, type, shape, byte size) before QNN is called; a
   mismatch returns `{:error, %HexagonTpu.Error{reason: :invalid_input}}` naming the tensor,
@@ -385,6 +387,7 @@ defmodule HexagonTpu.Graph do
           {:ok, HexagonTpu.Pending.t()} | {:error, Error.t()}
   def execute_async_checked(graph, inputs, options) do
     %{quantize: quantize, dequantize: dequantize, output: output} = options
+    :ok = Performance.vote(graph.context.runtime, options.performance)
     metadata = %{graph: graph.name, context: graph.context.source}
     span = Telemetry.start_span([:hexagon_tpu, :graph, :execute], metadata)
     tag = make_ref()

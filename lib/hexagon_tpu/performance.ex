@@ -99,6 +99,14 @@ defmodule HexagonTpu.Performance do
     do: Args.type_error!(fun, "the :performance_idle option", "a non-negative integer", other)
 
   @doc false
+  # Votes `mode` for an execute about to be queued on `runtime`'s contexts whose end is not
+  # seen here (Graph.execute_async/3, and so each chunk of a batch): the idle delay counts from
+  # its start. `nil`: the runtime's mode, nothing to do.
+  @spec vote(Runtime.t(), mode() | nil) :: :ok
+  def vote(_runtime, nil), do: :ok
+  def vote(runtime, mode), do: during(runtime, mode, fn -> :ok end)
+
+  @doc false
   # Runs `fun` (an execute on `runtime`'s contexts) at `mode`: voted first when it is not
   # voted yet (on a dirty scheduler, never waiting for another caller's vote), and the call
   # announced so that the idle delay counts from its end.
