@@ -160,6 +160,11 @@ defmodule HexagonTpu.ArgumentsTest do
       assert_type_error(fn -> Graph.execute(graph, [], timeout: -5) end, [":timeout", "-5"])
       assert_type_error(fn -> Graph.execute(graph, [], timeout: :never) end, [":timeout"])
       assert_type_error(fn -> Graph.execute(graph, [], performance: :warp) end, [":performance"])
+      assert_type_error(fn -> Graph.execute_async(:x, []) end, ["execute_async/3", "`graph`"])
+      assert_type_error(fn -> Graph.execute_async(graph, [], timeout: 5) end, ["await/2"])
+      assert_type_error(fn -> Graph.execute_async(graph, [], bogus: 1) end, [":bogus"])
+      assert_type_error(fn -> Graph.await(:x) end, ["Graph.await/2", "`pending`"])
+      assert_type_error(fn -> Graph.cancel(graph) end, ["Graph.cancel/1", "`pending`"])
       assert_type_error(fn -> Graph.close(:x) end, ["Graph.close/1", "`graph`"])
     end
 
@@ -175,6 +180,8 @@ defmodule HexagonTpu.ArgumentsTest do
       assert_type_error(fn -> Stats.leaked(:a, Stats.native()) end, ["leaked/2", "`before`"])
       assert_type_error(fn -> Stats.leaked(Stats.native(), %{}) end, ["`after_`"])
       assert_type_error(fn -> Stats.alive_diff(%{}, Stats.native()) end, ["alive_diff/2"])
+      assert_type_error(fn -> Stats.live_report(:x) end, ["live_report/1", "`opts`"])
+      assert_type_error(fn -> Stats.live_report(top: -1) end, [":top", "-1"])
     end
 
     test "Monitor" do
@@ -227,11 +234,13 @@ defmodule HexagonTpu.ArgumentsTest do
             ~w(set_performance/2 performance/1),
         Context =>
           ~w(from_file/3 from_file!/3 from_binary/3 from_binary!/3 graphs/1 closed?/1 close/1),
-        Graph => ~w(retrieve/3 retrieve!/3 inputs/1 outputs/1 execute/3 execute!/3 close/1),
+        Graph =>
+          ~w(retrieve/3 retrieve!/3 inputs/1 outputs/1 execute/3 execute!/3 close/1) ++
+            ~w(execute_async/3 await/2 cancel/1),
         TensorInfo => ~w(size/1),
         # the functions of no arguments have no wrong types to be given
         Stats =>
-          ~w(dirty_utilization/1 with_leak_check/1 leaked/2 alive_diff/2) ++
+          ~w(dirty_utilization/1 with_leak_check/1 leaked/2 alive_diff/2 live_report/1) ++
             ~w(native/0 live/0 live_by_site/0 memory/0 sweep/0),
         Monitor => ~w(start_link/1 child_spec/1 sample/1),
         HexagonTpu.Tensor => ~w(to_input/3 from_output/3),
