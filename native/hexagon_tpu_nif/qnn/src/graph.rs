@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::io;
 use crate::ledger::{Alive, Kind, Site};
 use crate::metadata::{GraphInfo, GraphMetadata};
+use crate::profile::{self, Profiler};
 use crate::sys;
 pub use crate::turn::QueuePolicy;
 use crate::turn::{Queued, Taken, TurnGuard, TurnSlot};
@@ -47,6 +48,7 @@ pub struct Graph {
     /// This graph's turn in its context, shared with every `Graph` of the same name.
     turn: Arc<TurnSlot>,
     state: Closable<GraphState>,
+    profiler: Profiler,
 }
 
 /// Proof that the caller holds the graph's turn: only a `Turn` can execute.
@@ -113,6 +115,7 @@ impl Graph {
                     _alive: Alive::new(Kind::Graph, site.as_str(), name.to_string()),
                 },
             ),
+            profiler: Profiler::default(),
         }))
     }
 
@@ -199,7 +202,21 @@ impl Graph {
     }
 
     fn take_state(&self) -> Result<()> {
+        self.profiler.close();
         self.state.close().map(drop)
+    }
+
+    /// Profiles one execute in `every` (`None` stops), adding each sample's per-op cycles to
+    /// [`Graph::profile_table`]; see [`crate::profile`]. Creates the graph's detailed profile
+    /// handle now (waiting for the runtime's thread), so that no execute waits for it later.
+    pub fn set_profile_every(&self, every: Option<u32>) -> Result<()> {
+        let state = self.state.get()?;
+        self.profiler.sample_every(&state.context.runtime, every)
+    }
+
+    /// The per-op cycles of the executes sampled since [`Graph::set_profile_every`].
+    pub fn profile_table(&self) -> profile::OpTable {
+        self.profiler.table()
     }
 
     /// Releases the graph after the executes running or queued before it; later calls report
@@ -260,6 +277,7 @@ impl Turn<'_> {
             .collect();
 
         let lib = &state.context.runtime.backend_lib;
+        let profiling = graph.profiler.begin(&state.context.runtime)?;
         let in_qnn = crate::exit::enter()?;
         let started = Instant::now();
         // SAFETY: the graph handle is live (its context's `HandleUse` is held), and holding the
@@ -273,7 +291,7 @@ impl Turn<'_> {
                 raw_inputs.len() as u32,
                 raw_outputs.as_mut_ptr(),
                 raw_outputs.len() as u32,
-                std::ptr::null_mut(),
+                profiling.as_ref().map_or(std::ptr::null_mut(), |p| p.raw()),
                 std::ptr::null_mut(),
             )
         });
@@ -281,12 +299,27 @@ impl Turn<'_> {
         counters::record_execute(execute_ns, !status.is_ok());
         lib.check("graphExecute", status)?;
         drop(in_qnn);
+        if let Some(profiling) = profiling {
+            graph.profiler.finish(profiling)?;
+        }
         // A load first, so that later executes only read the flag (no write on the hot path).
         if !state.executed.load(Relaxed) && !state.executed.swap(true, Relaxed) {
             // The first execute may have made QNN register exit-time destructors.
             crate::exit::guard_exit();
         }
         Ok(ExecuteReport { execute_ns })
+    }
+
+    /// Asks the next execute on this turn to collect a profile at `level`; read it with
+    /// [`Turn::take_profile`] after the execute. The first execute at a level on a graph waits
+    /// for the runtime's thread to create the graph's handle for it.
+    pub fn profile_next(&self, level: profile::Level) {
+        self.graph.profiler.ask(level);
+    }
+
+    /// The profile of the last execute on this graph, when it was asked for or sampled.
+    pub fn take_profile(&self) -> Option<profile::Profile> {
+        self.graph.profiler.take_last()
     }
 
     /// The graph whose turn this is.

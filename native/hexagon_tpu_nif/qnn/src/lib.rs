@@ -25,6 +25,7 @@ mod owner;
 mod platform;
 pub mod preflight;
 pub mod preprocess;
+pub mod profile;
 pub mod quant;
 pub mod runtime;
 #[cfg(feature = "test-support")]

@@ -48,6 +48,8 @@ pub(crate) struct CoreFns {
     pub error_get_message: Option<sys::QnnError_GetMessageFn>,
     pub error_get_verbose_message: Option<sys::QnnError_GetVerboseMessageFn>,
     pub error_free_verbose_message: Option<sys::QnnError_FreeVerboseMessageFn>,
+    /// The QnnProfile entries, when the library has every one the runtime needs.
+    pub profile: Option<crate::profile::ProfileFns>,
 }
 
 /// An opened backend library and the provider chosen from it.
@@ -344,6 +346,12 @@ fn open_backend(path: &Path) -> Result<BackendLibrary> {
         error_get_message: entry!(errorGetMessage),
         error_get_verbose_message: entry!(errorGetVerboseMessage),
         error_free_verbose_message: entry!(errorFreeVerboseMessage),
+        profile: crate::profile::ProfileFns::from_entries(
+            entry!(propertyHasCapability),
+            (entry!(profileCreate), entry!(profileSetConfig), entry!(profileGetEvents)),
+            (entry!(profileGetSubEvents), entry!(profileGetEventData)),
+            (entry!(profileGetExtendedEventData), entry!(profileFree)),
+        ),
     };
     Ok(BackendLibrary {
         path: path.to_path_buf(),

@@ -19,6 +19,7 @@ mod context;
 mod device;
 mod interface;
 pub mod layout;
+mod profile;
 mod system;
 mod tensor;
 
@@ -27,6 +28,7 @@ pub use context::*;
 pub use device::*;
 pub use interface::*;
 pub use layout::{DECLARED, FieldLayout, StructLayout};
+pub use profile::*;
 pub use system::*;
 pub use tensor::*;
 
