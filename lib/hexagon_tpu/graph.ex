@@ -57,7 +57,7 @@ defmodule HexagonTpu.Graph do
   `executes_skipped`.
   """
 
-  alias HexagonTpu.{Args, Context, Error, Native, Optional, Site, Telemetry, TensorInfo}
+  alias HexagonTpu.{Args, Context, Error, Native, Optional, Profile, Site, Telemetry, TensorInfo}
 
   # Executes that may wait for a busy graph's turn, per caller's graph (see "Concurrency").
   @default_max_queued 64
@@ -84,6 +84,7 @@ defmodule HexagonTpu.Graph do
           | {:dequantize, :auto | :none}
           | {:output, :tensor | :binary}
           | {:timeout, timeout()}
+          | {:profile, Profile.level() | nil}
 
   @doc """
   Retrieves the graph called `name` from a context.
@@ -98,6 +99,9 @@ defmodule HexagonTpu.Graph do
     * `:max_queued` - how many executes may wait for this graph's turn when it is busy
       (default #{@default_max_queued}); an execute beyond that returns
       `{:error, %HexagonTpu.Error{reason: :overloaded}}` at once (see "Concurrency")
+    * `:profile_every` - profile one execute in this many (a positive integer; default off)
+      and add each sample's per-op cycles to the table `HexagonTpu.Profile.table/1` reads (see
+      `HexagonTpu.Profile`, "Sampled profiling")
   """
   @spec retrieve(Context.t(), String.t(), [{:max_queued, non_neg_integer()}]) ::
           {:ok, t()} | {:error, Error.t()}
@@ -105,8 +109,9 @@ defmodule HexagonTpu.Graph do
     fun = "HexagonTpu.Graph.retrieve/3"
     context = Args.handle!(context, Context, "`context`", fun)
     name = Args.name!(name, "`name`", fun)
-    opts = Args.keyword!(opts, [max_queued: @default_max_queued], fun)
+    opts = Args.keyword!(opts, [max_queued: @default_max_queued, profile_every: nil], fun)
     max_queued = max_queued!(opts[:max_queued], fun)
+    profile_every = Profile.every!(opts[:profile_every], fun)
 
     # The metadata is the context's, read when it was loaded; the NIF returns only the handle.
     # A graph named in the binary's `.names` file is found by that name or by QNN's.
@@ -115,15 +120,17 @@ defmodule HexagonTpu.Graph do
 
     case Native.graph_retrieve(context.ref, qnn_name, Site.caller()) do
       {:ok, ref} ->
-        {:ok,
-         %__MODULE__{
-           ref: ref,
-           name: info.name,
-           context: context,
-           inputs: info.inputs,
-           outputs: info.outputs,
-           max_queued: max_queued
-         }}
+        Profile.sample(
+          %__MODULE__{
+            ref: ref,
+            name: info.name,
+            context: context,
+            inputs: info.inputs,
+            outputs: info.outputs,
+            max_queued: max_queued
+          },
+          profile_every
+        )
 
       {:error, %Error{reason: :graph_not_found}} = error ->
         if Enum.any?(context.graphs, &Map.has_key?(&1, :qnn_name)),
@@ -186,6 +193,9 @@ defmodule HexagonTpu.Graph do
       (QNN cannot stop it) finishes and its result is dropped. With a timeout the execute always
       waits on the graph's own thread, never on the caller's scheduler, so the caller is free to
       stop waiting
+    * `:profile` - `:basic`, `:detailed` or `:optrace`: the call returns
+      `{:ok, outputs, %HexagonTpu.Profile{}}`, what the backend reported about this execute
+      (see `HexagonTpu.Profile`); `nil` (default) collects nothing
 
   Every input is checked (count, names, type, shape, byte size) before QNN is called; a
   mismatch returns `{:error, %HexagonTpu.Error{reason: :invalid_input}}` naming the tensor,
@@ -203,7 +213,7 @@ defmodule HexagonTpu.Graph do
       {:ok, [raw]} = HexagonTpu.Graph.execute(graph, [u8_image], quantize: :none, dequantize: :none)
   """
   @spec execute(t(), [input()] | %{optional(String.t() | atom()) => input()}, [execute_option()]) ::
-          {:ok, [output()]} | {:error, Error.t()}
+          {:ok, [output()]} | {:ok, [output()], Profile.t()} | {:error, Error.t()}
   def execute(graph, inputs, opts \\ []),
     do: execute(graph, inputs, opts, "HexagonTpu.Graph.execute/3")
 
@@ -222,14 +232,16 @@ defmodule HexagonTpu.Graph do
   @spec execute_checked(t(), term(), map()) :: {:ok, [output()]} | {:error, Error.t()}
   def execute_checked(graph, inputs, options) do
     %{quantize: quantize, dequantize: dequantize, output: output, timeout: timeout} = options
+    profile = Map.get(options, :profile)
 
     Telemetry.span(
       [:hexagon_tpu, :graph, :execute],
       %{graph: graph.name, context: graph.context.source},
       fn ->
-        case run(graph, inputs, {quantize, dequantize, output}, timeout) do
-          {:ok, outputs, execute_ns} ->
-            {{:ok, outputs}, %{execute_ns: execute_ns}, %{status: :ok}}
+        case run(graph, inputs, {quantize, dequantize, output, profile}, timeout) do
+          {:ok, outputs, execute_ns, reported} ->
+            reply = Profile.reply(graph, outputs, reported, profile)
+            {reply, %{execute_ns: execute_ns}, %{status: :ok}}
 
           {:error, %Error{reason: reason}} = error ->
             {error, %{execute_ns: 0}, %{status: :error, error: reason}}
@@ -244,13 +256,20 @@ defmodule HexagonTpu.Graph do
           quantize: :auto | :none,
           dequantize: :auto | :none,
           output: :tensor | :binary,
-          timeout: timeout()
+          timeout: timeout(),
+          profile: Profile.level() | nil
         }
   def execute_options!(opts, fun) do
     opts =
       Args.keyword!(
         opts,
-        [quantize: :auto, dequantize: :auto, output: default_output(), timeout: :infinity],
+        [
+          quantize: :auto,
+          dequantize: :auto,
+          output: default_output(),
+          timeout: :infinity,
+          profile: nil
+        ],
         fun
       )
 
@@ -258,7 +277,8 @@ defmodule HexagonTpu.Graph do
       quantize: option!(opts, :quantize, [:auto, :none], fun),
       dequantize: option!(opts, :dequantize, [:auto, :none], fun),
       output: option!(opts, :output, output_kinds(), fun),
-      timeout: timeout!(opts[:timeout], fun)
+      timeout: timeout!(opts[:timeout], fun),
+      profile: Profile.level!(opts[:profile], fun)
     }
   end
 
@@ -287,7 +307,7 @@ defmodule HexagonTpu.Graph do
   defp timeout!(other, fun),
     do: Args.type_error!(fun, "the :timeout option", "a non-negative integer or :infinity", other)
 
-  defp run(graph, inputs, {quantize, dequantize, output}, timeout) do
+  defp run(graph, inputs, {quantize, dequantize, output, profile}, timeout) do
     with {:ok, ordered} <- order_inputs(graph, inputs),
          {:ok, binaries, input_modes} <- prepare_inputs(graph.inputs, ordered, quantize) do
       output_modes = Enum.map(graph.outputs, &output_mode(&1, dequantize))
@@ -302,13 +322,18 @@ defmodule HexagonTpu.Graph do
           output_modes,
           graph.max_queued,
           always_queue,
-          tag
+          tag,
+          profile
         )
       end
 
       case Native.call(execute, timeout) do
         {:ok, {binaries, execute_ns}} ->
-          {:ok, build_outputs(binaries, graph.outputs, output_modes, output), execute_ns}
+          {:ok, build_outputs(binaries, graph.outputs, output_modes, output), execute_ns, nil}
+
+        {:ok, {binaries, execute_ns, reported}} ->
+          outputs = build_outputs(binaries, graph.outputs, output_modes, output)
+          {:ok, outputs, execute_ns, Profile.from_native(reported)}
 
         {:error, %Error{}} = error ->
           error

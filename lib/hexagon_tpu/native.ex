@@ -312,11 +312,22 @@ defmodule HexagonTpu.Native do
   # graph.rs
   def graph_retrieve(_context, _name, _site), do: not_loaded()
 
-  def graph_execute(_graph, _inputs, _in_modes, _out_modes, _max_queued, _always_queue, _tag),
-    do: not_loaded()
+  def graph_execute(
+        _graph,
+        _inputs,
+        _in_modes,
+        _out_modes,
+        _max_queued,
+        _always_queue,
+        _tag,
+        _profile
+      ),
+      do: not_loaded()
 
   def execute_give_up(_ticket), do: opaque(:given_up)
   def graph_close(_graph, _tag), do: not_loaded()
+  def graph_profile_every(_graph, _every), do: not_loaded()
+  def graph_profile_table(_graph), do: not_loaded()
 
   # preprocess.rs: a camera frame to a model input's bytes (HexagonTpu.Preprocess builds `spec`)
   def preprocess_image(_frame, _spec), do: not_loaded()
@@ -328,7 +339,8 @@ defmodule HexagonTpu.Native do
   @counters ~w(runtimes_alive contexts_alive graphs_alive runtimes_created contexts_created
                graphs_created executes execute_errors execute_ns_total execute_ns_last
                release_errors executes_waiting executes_overloaded executes_timed_out
-               executes_skipped runtime_jobs_pending log_lines log_dropped)a
+               executes_skipped profiles_created profiles_alive profile_samples profile_errors
+               runtime_jobs_pending log_lines log_dropped)a
   def counters, do: opaque(Map.new(@counters, &{&1, 0}))
   def ledger_live, do: opaque([])
 

@@ -79,6 +79,11 @@ defmodule HexagonTpu.Stats do
       `executes_timed_out` - those whose caller gave up (`timeout:`) before the answer;
       `executes_skipped` - queued ones not run because their caller had died or given up
       (see `HexagonTpu.Graph`, "Concurrency")
+    * `profiles_created` / `profiles_alive` - QnnProfile handles made (one per graph and level
+      the first time an execute asks for `profile:`, or when `profile_every:` is set) and not
+      yet freed: with profiling off both stay where they were (see `HexagonTpu.Profile`);
+      `profile_samples` / `profile_errors` - executes profiled by `profile_every:`, and those
+      whose events could not be read (the execute itself succeeded)
     * `runtime_jobs_pending` - loads, closes and frees handed to runtimes' own threads (where
       QNN's handles are created and freed) and not yet done
     * `log_lines` / `log_dropped` - lines of QNN's log forwarded to `Logger`, and those dropped

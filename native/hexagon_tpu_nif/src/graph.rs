@@ -54,7 +54,8 @@ fn graph_close<'a>(env: Env<'a>, graph: Handle<GraphRes>, tag: Term<'a>) -> Term
     answer(env, tag, encode_unit, |done| graph.0.close_then(done))
 }
 
-/// `{:ok, {[output_binary], execute_ns}} | {:error, %HexagonTpu.Error{}}` when the graph was
+/// `{:ok, {[output_binary], execute_ns}} | {:error, %HexagonTpu.Error{}}` (with a third element,
+/// the profile's map, when `profile` asked for one or the graph sampled this execute) when the graph was
 /// idle (the execute ran here), or `{:queued, ticket}` when it was busy (or `always_queue`): the
 /// execute then runs on the graph's own thread after the ones before it, and the result follows
 /// by message (see `crate::reply`), unless the caller gives up first with the ticket
@@ -74,6 +75,7 @@ fn graph_execute<'a>(
     max_queued: usize,
     always_queue: bool,
     tag: Term<'a>,
+    profile: Option<crate::profile::Level>,
 ) -> Term<'a> {
     let mut ticket = None;
     let policy = qnn::QueuePolicy {
@@ -83,7 +85,7 @@ fn graph_execute<'a>(
     let started = graph.0.execute_or_queue(
         |turn| {
             catch_unwind(AssertUnwindSafe(|| {
-                let result = execute(env, &turn, inputs, &input_modes, &output_modes);
+                let result = execute(env, &turn, inputs, &input_modes, &output_modes, profile);
                 ok_or_error(env, result)
             }))
             .unwrap_or_else(|_| panicked(env, "the execute"))
@@ -98,7 +100,8 @@ fn graph_execute<'a>(
                     return reply.skip();
                 }
                 reply.send(|env| {
-                    let result = execute(env, &turn, inputs.load(env), &input_modes, &output_modes);
+                    let inputs = inputs.load(env);
+                    let result = execute(env, &turn, inputs, &input_modes, &output_modes, profile);
                     ok_or_error(env, result)
                 })
             })
@@ -131,7 +134,8 @@ fn execute<'a>(
     inputs: Term<'a>,
     input_modes: &[Mode],
     output_modes: &[Mode],
-) -> Result<(Vec<Binary<'a>>, u64), Failure> {
+    profile: Option<crate::profile::Level>,
+) -> Result<Term<'a>, Failure> {
     let invalid = |message: String| Failure::Qnn(qnn::Error::InvalidInput { message });
     let terms: Vec<Term<'a>> = inputs
         .decode()
@@ -151,8 +155,16 @@ fn execute<'a>(
     let inputs: Vec<&[u8]> = binaries.iter().map(Binary::as_slice).collect();
     let input_modes: Vec<qnn::io::Mode> = input_modes.iter().map(|&m| m.into()).collect();
     let output_modes: Vec<qnn::io::Mode> = output_modes.iter().map(|&m| m.into()).collect();
-    let (outputs, report) =
-        qnn::io::execute(turn, &inputs, &input_modes, &output_modes, OwnedBinary::new)?;
-    let outputs = outputs.into_iter().map(|b| b.release(env)).collect();
-    Ok((outputs, report.execute_ns))
+    if let Some(level) = profile {
+        turn.profile_next(level.into());
+    }
+    let executed = qnn::io::execute(turn, &inputs, &input_modes, &output_modes, OwnedBinary::new);
+    // Taken whatever happened: a level asked for must not carry over to the next execute.
+    let profile = turn.take_profile();
+    let (outputs, report) = executed?;
+    let outputs: Vec<Binary<'a>> = outputs.into_iter().map(|b| b.release(env)).collect();
+    Ok(match profile {
+        None => (outputs, report.execute_ns).encode(env),
+        Some(p) => (outputs, report.execute_ns, crate::profile::encode(env, &p)).encode(env),
+    })
 }

@@ -21,6 +21,7 @@ mod error;
 mod graph;
 mod log;
 mod preprocess;
+mod profile;
 mod quote;
 mod reply;
 mod resources;

@@ -17,6 +17,8 @@ struct SimCountersTerm {
     peak_concurrent_executes: u64,
     execute_count: u64,
     last_context_priority: Option<u64>,
+    profiles_created: u64,
+    profiles_live: u64,
 }
 
 /// Counters of the qnn_sim library at `path` (Qualcomm's libraries have no such exports): live
@@ -31,6 +33,8 @@ fn qnn_sim_counters<'a>(env: Env<'a>, path: String) -> Term<'a> {
             peak_concurrent_executes: c.peak_concurrent_executes,
             execute_count: c.execute_count,
             last_context_priority: c.last_context_priority,
+            profiles_created: c.profiles_created,
+            profiles_live: c.profiles_live,
         })
         .map_err(Failure::from);
     ok_or_error(env, result)

@@ -348,7 +348,11 @@ fn open_backend(path: &Path) -> Result<BackendLibrary> {
         error_free_verbose_message: entry!(errorFreeVerboseMessage),
         profile: crate::profile::ProfileFns::from_entries(
             entry!(propertyHasCapability),
-            (entry!(profileCreate), entry!(profileSetConfig), entry!(profileGetEvents)),
+            (
+                entry!(profileCreate),
+                entry!(profileSetConfig),
+                entry!(profileGetEvents),
+            ),
             (entry!(profileGetSubEvents), entry!(profileGetEventData)),
             (entry!(profileGetExtendedEventData), entry!(profileFree)),
         ),

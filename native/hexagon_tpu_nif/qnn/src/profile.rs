@@ -125,16 +125,10 @@ pub fn event_type_name(kind: u32) -> Option<&'static str> {
         sys::QNN_HTP_PROFILE_EVENTTYPE_GRAPH_EXECUTE_HTP_RPC_TIME_MICROSEC => "htp_rpc",
         sys::QNN_HTP_PROFILE_EVENTTYPE_GRAPH_EXECUTE_ACCEL_TIME_CYCLE => "accelerator_cycles",
         sys::QNN_HTP_PROFILE_EVENTTYPE_GRAPH_EXECUTE_ACCEL_TIME_MICROSEC => "accelerator_us",
-        sys::QNN_HTP_PROFILE_EVENTTYPE_GRAPH_EXECUTE_MISC_ACCEL_TIME_MICROSEC => {
-            "misc_accelerator"
-        }
-        sys::QNN_HTP_PROFILE_EVENTTYPE_GRAPH_EXECUTE_YIELD_INSTANCE_RELEASE_TIME => {
-            "yield_release"
-        }
+        sys::QNN_HTP_PROFILE_EVENTTYPE_GRAPH_EXECUTE_MISC_ACCEL_TIME_MICROSEC => "misc_accelerator",
+        sys::QNN_HTP_PROFILE_EVENTTYPE_GRAPH_EXECUTE_YIELD_INSTANCE_RELEASE_TIME => "yield_release",
         sys::QNN_HTP_PROFILE_EVENTTYPE_GRAPH_EXECUTE_YIELD_INSTANCE_WAIT_TIME => "yield_wait",
-        sys::QNN_HTP_PROFILE_EVENTTYPE_GRAPH_EXECUTE_YIELD_INSTANCE_RESTORE_TIME => {
-            "yield_restore"
-        }
+        sys::QNN_HTP_PROFILE_EVENTTYPE_GRAPH_EXECUTE_YIELD_INSTANCE_RESTORE_TIME => "yield_restore",
         sys::QNN_HTP_PROFILE_EVENTTYPE_GRAPH_EXECUTE_YIELD_COUNT => "yield_count",
         sys::QNN_HTP_PROFILE_EVENTTYPE_GRAPH_EXECUTE_VTCM_ACQUIRE_TIME => "vtcm_acquire",
         sys::QNN_HTP_PROFILE_EVENTTYPE_GRAPH_EXECUTE_RESOURCE_POWER_UP_TIME => "resource_power_up",
@@ -711,7 +705,11 @@ impl Profiler {
     /// Profiles one execute in `every` (`None`: stops sampling); creates the detailed handle
     /// now, on the runtime's thread, so that no sampled execute waits for it. The table starts
     /// again empty.
-    pub(crate) fn sample_every(&self, runtime: &Arc<RuntimeCore>, every: Option<u32>) -> Result<()> {
+    pub(crate) fn sample_every(
+        &self,
+        runtime: &Arc<RuntimeCore>,
+        every: Option<u32>,
+    ) -> Result<()> {
         let every = every.unwrap_or(0);
         if every > 0 {
             self.handle(runtime, Level::Detailed)?;
@@ -833,7 +831,13 @@ mod tests {
         let events = vec![
             event(400, 1, 900, "", vec![]),
             event(3001, 1, 800, "", vec![]),
-            event(3003, 3, 5000, "", vec![node("conv", 3, 3000), node("relu", 3, 2000)]),
+            event(
+                3003,
+                3,
+                5000,
+                "",
+                vec![node("conv", 3, 3000), node("relu", 3, 2000)],
+            ),
             event(3004, 1, 5, "", vec![node("conv", 1, 3), node("relu", 1, 2)]),
             event(3010, 1, 7, "", vec![]),
         ];

@@ -56,6 +56,16 @@ pub fn live_handles(lib_path: &Path) -> Result<u64> {
     read_counter(lib_path, "QnnSim_liveHandles")
 }
 
+/// Profile handles qnn_sim has created (`QnnProfile_create` calls that succeeded).
+pub fn profiles_created(lib_path: &Path) -> Result<u64> {
+    read_counter(lib_path, "QnnSim_profilesCreated")
+}
+
+/// Profile handles qnn_sim has alive (created and not yet freed).
+pub fn profiles_live(lib_path: &Path) -> Result<u64> {
+    read_counter(lib_path, "QnnSim_profilesLive")
+}
+
 /// Times a `graphExecute` started on a graph while another was running on the same graph.
 pub fn execute_overlaps(lib_path: &Path) -> Result<u64> {
     read_counter(lib_path, "QnnSim_executeOverlaps")
@@ -96,6 +106,8 @@ pub struct SimCounters {
     pub execute_count: u64,
     /// The `Qnn_Priority_t` the latest context was created with; `None` when it was given none.
     pub last_context_priority: Option<u64>,
+    pub profiles_created: u64,
+    pub profiles_live: u64,
 }
 
 /// Reads every counter qnn_sim exports.
@@ -107,6 +119,8 @@ pub fn counters(lib_path: &Path) -> Result<SimCounters> {
         execute_count: execute_count(lib_path)?,
         last_context_priority: Some(read_counter(lib_path, "QnnSim_lastContextPriority")?)
             .filter(|&p| p != u64::MAX),
+        profiles_created: profiles_created(lib_path)?,
+        profiles_live: profiles_live(lib_path)?,
     })
 }
 

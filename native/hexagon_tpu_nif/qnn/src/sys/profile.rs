@@ -237,4 +237,5 @@ pub type QnnProfile_GetExtendedEventDataFn = unsafe extern "C" fn(
     event: QnnProfile_EventId_t,
     data: *mut QnnProfile_ExtendedEventData_t,
 ) -> Qnn_ErrorHandle_t;
-pub type QnnProfile_FreeFn = unsafe extern "C" fn(profile: Qnn_ProfileHandle_t) -> Qnn_ErrorHandle_t;
+pub type QnnProfile_FreeFn =
+    unsafe extern "C" fn(profile: Qnn_ProfileHandle_t) -> Qnn_ErrorHandle_t;
