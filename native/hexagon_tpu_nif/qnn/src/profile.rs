@@ -173,6 +173,7 @@ impl Event {
 /// One op of the graph in a detailed profile.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OpProfile {
+    /// The node event's identifier without the unit the HTP appends ([`op_name`]).
     pub name: String,
     /// Accelerator cycles (the node event under the execute's cycles event).
     pub cycles: Option<u64>,
@@ -256,9 +257,10 @@ impl Profile {
                     slot.get_or_insert(event.value);
                 }
                 if event.kind == sys::QNN_PROFILE_EVENTTYPE_NODE && in_node_parent {
-                    let at = *index.entry(event.identifier.clone()).or_insert_with(|| {
+                    let name = op_name(&event.identifier);
+                    let at = *index.entry(name.to_string()).or_insert_with(|| {
                         profile.ops.push(OpProfile {
-                            name: event.identifier.clone(),
+                            name: name.to_string(),
                             cycles: None,
                             us: None,
                         });
@@ -290,6 +292,16 @@ impl Profile {
         profile.events = events;
         profile
     }
+}
+
+/// An op's name from its node event's identifier: the HTP appends the unit (`"n0_token_1:OpId_25
+/// (cycles)"`), which the name leaves out (`"n0_token_1:OpId_25"`: QNN's node name, then the op's
+/// id in the compiled graph).
+pub fn op_name(identifier: &str) -> &str {
+    [" (cycles)", " (us)", " (microsec)"]
+        .iter()
+        .find_map(|suffix| identifier.strip_suffix(suffix))
+        .unwrap_or(identifier)
 }
 
 /// One op's row of a graph's sampled table.
@@ -828,6 +840,8 @@ mod tests {
     #[test]
     fn a_detailed_profile_is_typed() {
         let node = |name, unit, value| event(404, unit, value, name, vec![]);
+        assert_eq!(op_name("n0_token_1:OpId_25 (cycles)"), "n0_token_1:OpId_25");
+        assert_eq!(op_name("Input OpId_2"), "Input OpId_2");
         let events = vec![
             event(400, 1, 900, "", vec![]),
             event(3001, 1, 800, "", vec![]),
