@@ -2,6 +2,7 @@
 # Builds the release NIF and qnn_sim (the simulated QNN backend), then runs the benchmarks
 # that print figures:
 #   bench/scheduling.exs        a fast model's latency while a slow one is saturated, and VM ping
+#   bench/profile.exs           an execute's cost with profiling off, 1 in 100, every execute
 #   qnn_tests example load_rss  peak RSS a load adds, against the file's size
 #   bench/preprocess.exs        HexagonTpu.Preprocess against the same steps in numpy (and Nx)
 #
@@ -58,5 +59,7 @@ HEXAGON_TPU_OFFLINE=1 mix run bench/preprocess.exs
 [ "$what" != preprocess ] || exit 0
 echo "==> scheduling"
 HEXAGON_TPU_OFFLINE=1 mix run bench/scheduling.exs "$root/priv/native/qnn-sim-build" "$root/priv/native/libqnn_sim.so"
+echo "==> profiling: off, profile_every: 100, every execute"
+HEXAGON_TPU_OFFLINE=1 mix run bench/profile.exs "$root/priv/native/qnn-sim-build" "$root/priv/native/libqnn_sim.so"
 echo "==> peak RSS per load"
 (cd "$crate" && cargo run --release -q -p qnn_tests --example load_rss)
