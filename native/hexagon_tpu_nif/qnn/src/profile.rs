@@ -754,7 +754,7 @@ impl Profiler {
             Some(level) => (level, false),
             None if every > 0 => {
                 let n = self.executes.fetch_add(1, Relaxed);
-                if n % u64::from(every) != 0 {
+                if !n.is_multiple_of(u64::from(every)) {
                     return Ok(None);
                 }
                 (Level::Detailed, true)

@@ -174,6 +174,7 @@ fn with_event<R>(event: u64, f: impl FnOnce(&SimEvent) -> R) -> Result<R, Qnn_Er
 ///
 /// # Safety
 /// `out` must be NULL or valid for a write.
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn QnnProfile_create(
     backend: Qnn_BackendHandle_t,
     level: u32,
@@ -214,6 +215,7 @@ pub unsafe extern "C" fn QnnProfile_create(
 ///
 /// # Safety
 /// `config` must be NULL or a NULL-terminated array of valid config pointers.
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn QnnProfile_setConfig(
     profile: Qnn_ProfileHandle_t,
     config: *const *const QnnProfile_Config_t,
@@ -250,6 +252,7 @@ pub unsafe extern "C" fn QnnProfile_setConfig(
 ///
 /// # Safety
 /// `events` and `count` must be NULL or valid for a write.
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn QnnProfile_getEvents(
     profile: Qnn_ProfileHandle_t,
     events: *mut *const QnnProfile_EventId_t,
@@ -277,6 +280,7 @@ pub unsafe extern "C" fn QnnProfile_getEvents(
 ///
 /// # Safety
 /// As [`QnnProfile_getEvents`].
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn QnnProfile_getSubEvents(
     event: QnnProfile_EventId_t,
     subs: *mut *const QnnProfile_EventId_t,
@@ -304,6 +308,7 @@ pub unsafe extern "C" fn QnnProfile_getSubEvents(
 ///
 /// # Safety
 /// `data` must be NULL or valid for a write.
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn QnnProfile_getEventData(
     event: QnnProfile_EventId_t,
     data: *mut QnnProfile_EventData_t,
@@ -328,6 +333,7 @@ pub unsafe extern "C" fn QnnProfile_getEventData(
 ///
 /// # Safety
 /// `data` must be NULL or valid for a write.
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn QnnProfile_getExtendedEventData(
     event: QnnProfile_EventId_t,
     data: *mut QnnProfile_ExtendedEventData_t,
@@ -361,6 +367,7 @@ pub unsafe extern "C" fn QnnProfile_getExtendedEventData(
 }
 
 /// `QnnProfile_free`.
+#[unsafe(no_mangle)]
 pub extern "C" fn QnnProfile_free(profile: Qnn_ProfileHandle_t) -> Qnn_ErrorHandle_t {
     guard(|| match lock(&PROFILES).live.remove(&handle_id(profile)) {
         Some(_) => {
