@@ -172,6 +172,15 @@ defmodule HexagonTpu.ProfileTest do
     end
   end
 
+  @tag :nx
+  test "a predict that makes a batch refuses :profile, naming it", %{graph: g} do
+    batch = Nx.tensor([[0.1, 0.2, 0.3, 0.4], [0.5, 0.6, 0.7, 0.8]], type: :f32)
+
+    assert_raise ArgumentError, ~r/the :profile option \(:detailed\).*batch/, fn ->
+      HexagonTpu.predict(g, [batch], profile: :detailed)
+    end
+  end
+
   test "the bang variants return the outputs and the profile", %{graph: g} do
     {[_probs], %Profile{level: :basic}} = Graph.execute!(g, input(), profile: :basic)
   end
