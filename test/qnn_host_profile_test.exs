@@ -63,6 +63,10 @@ defmodule HexagonTpu.QnnHostProfileTest do
 
     assert Enum.map(p.events, &{&1.identifier, unit_name(&1.unit)}) == ort_roots
 
+    # the ops' cycles add up to the accelerator's, in ORT's CSV as in ours
+    assert Enum.sum(Enum.map(p.ops, & &1.cycles)) == p.accelerator_cycles
+    ort_total = Enum.find(ort_rows(csv), &(&1.id == "Accelerator (execute) time (cycles)")).time
+    assert Enum.sum(Enum.map(ort_nodes, & &1.time)) == ort_total
     assert p.accelerator_cycles > 0 and p.accelerator_us > 0
     assert p.execute_us >= p.accelerator_us
     assert is_integer(p.vtcm_acquire_us) and is_integer(p.resource_power_up_us)
