@@ -5,8 +5,11 @@
 #   bench/profile.exs           an execute's cost with profiling off, 1 in 100, every execute
 #   qnn_tests example load_rss  peak RSS a load adds, against the file's size
 #   bench/preprocess.exs        HexagonTpu.Preprocess against the same steps in numpy (and Nx)
+#   bench/throughput.exs        synchronous against asynchronous pipelined throughput, 1 ms executes
 #
-#   bash bench/run.sh                 all of the above (offline: no Nx)
+#   bash bench/run.sh                 all of the above, and the kernels' table below first when
+#                                     a Python with onnxruntime is found (offline: no Nx)
+#   bash bench/run.sh throughput      the throughput comparison only
 #   bash bench/run.sh preprocess      the preprocessing pass only: ours and numpy (offline)
 #   bash bench/run.sh preprocess-nx   ours, numpy and Nx in one run, in the Debian 13 root of
 #                                     .ci/elixir-1.18.sh (Hex mode: Nx, Elixir 1.18; the NIF is
@@ -36,30 +39,45 @@ if [ "$what" = preprocess-nx ]; then
 fi
 crate="$root/native/hexagon_tpu_nif"
 target="${CARGO_TARGET_DIR:-$crate/target}"
-if [ "${1:-}" = kernels ]; then
-  shift
-  python="${HEXAGON_TPU_BENCH_PYTHON:-}"
-  if [ -z "$python" ]; then
-    for candidate in "${XDG_CACHE_HOME:-$HOME/.cache}"/hexagon_tpu/venv-ort-qnn-*/bin/python; do
-      [ -x "$candidate" ] && python="$candidate"
-    done
-  fi
+python="${HEXAGON_TPU_BENCH_PYTHON:-}"
+if [ -z "$python" ]; then
+  for candidate in "${XDG_CACHE_HOME:-$HOME/.cache}"/hexagon_tpu/venv-ort-qnn-*/bin/python; do
+    [ -x "$candidate" ] && python="$candidate"
+  done
+fi
+kernels() {
   if [ -z "$python" ]; then
     echo "bench/run.sh kernels: no Python with onnxruntime; run scripts/setup.sh or set HEXAGON_TPU_BENCH_PYTHON" >&2
-    exit 1
+    return 1
   fi
   (cd "$crate" && cargo build --release -q -p qnn --example quant_bench)
-  exec "$python" "$root/bench/kernels.py" "$target/release/examples/quant_bench" "$@"
+  "$python" "$root/bench/kernels.py" "$target/release/examples/quant_bench" "$@"
+}
+if [ "$what" = kernels ]; then
+  shift
+  kernels "$@"
+  exit
+fi
+if [ "$what" = all ]; then
+  echo "==> host kernels against memcpy and ONNX Runtime"
+  kernels || echo "(skipped: no Python with onnxruntime)"
 fi
 (cd "$crate" && cargo build --release -p hexagon_tpu_nif -p qnn_sim)
 "$root/scripts/install-native.sh" "$target/release"
 cd "$root"
+sim=("$root/priv/native/qnn-sim-build" "$root/priv/native/libqnn_sim.so")
+if [ "$what" = throughput ]; then
+  HEXAGON_TPU_OFFLINE=1 mix run bench/throughput.exs "${sim[@]}"
+  exit 0
+fi
 echo "==> preprocessing: a camera frame to a model input"
 HEXAGON_TPU_OFFLINE=1 mix run bench/preprocess.exs
 [ "$what" != preprocess ] || exit 0
-echo "==> scheduling"
-HEXAGON_TPU_OFFLINE=1 mix run bench/scheduling.exs "$root/priv/native/qnn-sim-build" "$root/priv/native/libqnn_sim.so"
+echo "==> scheduling, and predict/3 above graphExecute"
+HEXAGON_TPU_OFFLINE=1 mix run bench/scheduling.exs "${sim[@]}"
+echo "==> throughput: synchronous against asynchronous, 1 ms executes"
+HEXAGON_TPU_OFFLINE=1 mix run bench/throughput.exs "${sim[@]}"
 echo "==> profiling: off, profile_every: 100, every execute"
-HEXAGON_TPU_OFFLINE=1 mix run bench/profile.exs "$root/priv/native/qnn-sim-build" "$root/priv/native/libqnn_sim.so"
+HEXAGON_TPU_OFFLINE=1 mix run bench/profile.exs "${sim[@]}"
 echo "==> peak RSS per load"
 (cd "$crate" && cargo run --release -q -p qnn_tests --example load_rss)

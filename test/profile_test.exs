@@ -2,6 +2,8 @@ defmodule HexagonTpu.ProfileTest do
   # Counts profile handles (VM-global and qnn_sim-global) and attaches telemetry handlers.
   use ExUnit.Case, async: false
 
+  @compile {:no_warn_undefined, [Nx]}
+
   import HexagonTpu.Test.Numerics, only: [f32: 1]
 
   alias HexagonTpu.{Context, Graph, Profile, Stats}
@@ -148,6 +150,18 @@ defmodule HexagonTpu.ProfileTest do
     assert created_after == created + 1
   end
 
+  test "execute_async with :profile: await returns the profile; sampled ones go to the table",
+       %{graph: g} do
+    {:ok, pending} = Graph.execute_async(g, input(), profile: :detailed)
+    {:ok, [_], %Profile{level: :detailed} = p} = Graph.await(pending)
+    assert p.accelerator_cycles == @total
+
+    {:ok, sampled} = Graph.retrieve(g.context, "classifier", profile_every: 2)
+    pendings = for _ <- 1..4, do: elem(Graph.execute_async(sampled, input()), 1)
+    assert Enum.all?(pendings, &match?({:ok, [_]}, Graph.await(&1)))
+    assert Profile.table(sampled).samples == 2
+  end
+
   test "a graph that does not sample has an empty table", %{graph: g} do
     assert Profile.table(g) == %{every: 0, samples: 0, ops: []}
   end
@@ -165,6 +179,10 @@ defmodule HexagonTpu.ProfileTest do
       assert_raise ArgumentError, ~r/the :profile_every option.*a positive integer/, fn ->
         Graph.retrieve(g.context, "classifier", profile_every: bad)
       end
+    end
+
+    assert_raise ArgumentError, ~r/HexagonTpu.Profile.table\/1.*`graph`/, fn ->
+      Profile.table(:not_a_graph)
     end
 
     assert_raise ArgumentError, ~r/load_model\/2.*the :profile_every option/, fn ->

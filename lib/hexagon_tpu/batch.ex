@@ -10,8 +10,9 @@ defmodule HexagonTpu.Batch do
   # Nx is optional: present wherever an Nx.Tensor reaches this module, maybe absent at compile.
   @compile {:no_warn_undefined, [Nx]}
 
-  # Executes in flight per batch: one running, one queued behind it on the graph's thread, so
-  # the next starts the moment the previous ends while this side prepares the one after.
+  # Executes in flight per batch (Graph.execute_async/3): one running on the graph's thread,
+  # one queued behind it, so the next starts the moment the previous ends while this process
+  # quantizes the one after.
   @in_flight 2
 
   defstruct [:size, :model_batch, :chunks, :vectorized_axes, :batched]
@@ -39,21 +40,38 @@ defmodule HexagonTpu.Batch do
   """
   @spec run(Graph.t(), %__MODULE__{}, list(), map()) :: {:ok, list()} | {:error, Error.t()}
   def run(graph, %__MODULE__{} = plan, ordered, options) do
-    0..(plan.chunks - 1)
-    |> Task.async_stream(
-      fn chunk -> Graph.execute_checked(graph, chunk_inputs(plan, ordered, chunk), options) end,
-      max_concurrency: @in_flight,
-      ordered: true,
-      timeout: :infinity
-    )
-    |> Enum.reduce_while({:ok, []}, fn
-      {:ok, {:ok, outputs}}, {:ok, acc} -> {:cont, {:ok, [outputs | acc]}}
-      {:ok, {:error, %Error{}} = error}, _ -> {:halt, error}
-    end)
-    |> case do
-      {:ok, per_chunk} -> {:ok, assemble(plan, graph.outputs, Enum.reverse(per_chunk))}
+    start = fn chunk ->
+      Graph.execute_async_checked(graph, chunk_inputs(plan, ordered, chunk), options)
+    end
+
+    case pipeline(start, options.timeout, {0, plan.chunks}, [], []) do
+      {:ok, per_chunk} -> {:ok, assemble(plan, graph.outputs, per_chunk)}
       error -> error
     end
+  end
+
+  # Starts chunks until @in_flight are in flight, then awaits the oldest; the first error
+  # cancels the rest.
+  defp pipeline(start, timeout, {next, chunks}, in_flight, done)
+       when next < chunks and length(in_flight) < @in_flight do
+    case start.(next) do
+      {:ok, pending} -> pipeline(start, timeout, {next + 1, chunks}, in_flight ++ [pending], done)
+      {:error, %Error{}} = error -> cancel_all(in_flight, error)
+    end
+  end
+
+  defp pipeline(_start, _timeout, _chunks, [], done), do: {:ok, Enum.reverse(done)}
+
+  defp pipeline(start, timeout, chunks, [oldest | rest], done) do
+    case Graph.await(oldest, timeout) do
+      {:ok, outputs} -> pipeline(start, timeout, chunks, rest, [outputs | done])
+      {:error, %Error{}} = error -> cancel_all(rest, error)
+    end
+  end
+
+  defp cancel_all(in_flight, error) do
+    Enum.each(in_flight, &Graph.cancel/1)
+    error
   end
 
   # What an input is: :as_given (the model's shape, or not a tensor: used as is by every

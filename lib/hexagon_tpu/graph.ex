@@ -308,13 +308,26 @@ defmodule HexagonTpu.Graph do
     do: Args.type_error!(fun, "the :timeout option", "a non-negative integer or :infinity", other)
 
   defp run(graph, inputs, {quantize, dequantize, output, profile}, timeout) do
+    tag = make_ref()
+    # With a deadline the execute always waits on the graph's thread, so the caller can leave.
+    always_queue = timeout != :infinity
+
+    with {:ok, answer, output_modes} <-
+           start(graph, inputs, {quantize, dequantize, profile}, always_queue, tag),
+         {:ok, result} <- Native.reply(answer, tag, timeout) do
+      {binaries, execute_ns, reported} = Profile.split(result)
+      {:ok, build_outputs(binaries, graph.outputs, output_modes, output), execute_ns, reported}
+    end
+  end
+
+  # Checks and orders the inputs and calls the execute NIF with `tag`: its first answer (a
+  # result, or `{:queued, ticket}`), and the output modes it was given.
+  defp start(graph, inputs, {quantize, dequantize, profile}, always_queue, tag) do
     with {:ok, ordered} <- order_inputs(graph, inputs),
          {:ok, binaries, input_modes} <- prepare_inputs(graph.inputs, ordered, quantize) do
       output_modes = Enum.map(graph.outputs, &output_mode(&1, dequantize))
-      # With a deadline the execute always waits on the graph's thread, so the caller can leave.
-      always_queue = timeout != :infinity
 
-      execute = fn tag ->
+      answer =
         Native.graph_execute(
           graph.ref,
           binaries,
@@ -325,20 +338,149 @@ defmodule HexagonTpu.Graph do
           tag,
           profile
         )
-      end
 
-      case Native.call(execute, timeout) do
-        {:ok, {binaries, execute_ns}} ->
-          {:ok, build_outputs(binaries, graph.outputs, output_modes, output), execute_ns, nil}
-
-        {:ok, {binaries, execute_ns, reported}} ->
-          outputs = build_outputs(binaries, graph.outputs, output_modes, output)
-          {:ok, outputs, execute_ns, Profile.from_native(reported)}
-
-        {:error, %Error{}} = error ->
-          error
-      end
+      {:ok, answer, output_modes}
     end
+  end
+
+  @doc """
+  Starts an execute and returns at once: `{:ok, pending}`, whose result `await/2` takes, or
+  `{:error, %HexagonTpu.Error{}}` when the inputs are wrong or the graph's queue is full.
+
+  The inputs are checked and quantized before this returns (on a dirty CPU scheduler); the
+  execute itself waits for its turn and runs on the graph's own native thread, in the order
+  the executes were started, while the caller goes on. Several may be in flight on one graph:
+  starting input k+1 (quantizing it) overlaps the execute of input k, so a caller that keeps
+  two in flight hides its conversions behind the executes:
+
+      {:ok, first} = HexagonTpu.Graph.execute_async(graph, [frame0])
+      {:ok, second} = HexagonTpu.Graph.execute_async(graph, [frame1])
+      {:ok, outputs0} = HexagonTpu.Graph.await(first)
+      {:ok, outputs1} = HexagonTpu.Graph.await(second)
+
+  Takes the options of `execute/3` but `:timeout`, which belongs to `await/2` (with
+  `:profile`, `await/2` returns `{:ok, outputs, %HexagonTpu.Profile{}}`). Counts against
+  the graph's `max_queued` like any waiting execute. The result arrives as a message to the
+  calling process, so only that process may `await/2` or `cancel/1` it. An execute whose
+  caller has died, or has cancelled it, before its turn is skipped, not run; its answer never
+  reaches a mailbox.
+
+  Emits `[:hexagon_tpu, :graph, :execute, :start]` here and `:stop` when `await/2` returns.
+  """
+  @spec execute_async(t(), [input()] | map(), [execute_option()]) ::
+          {:ok, HexagonTpu.Pending.t()} | {:error, Error.t()}
+  def execute_async(graph, inputs, opts \\ []) do
+    fun = "HexagonTpu.Graph.execute_async/3"
+    graph = Args.handle!(graph, __MODULE__, "`graph`", fun)
+
+    if Keyword.keyword?(opts) and Keyword.has_key?(opts, :timeout),
+      do: raise(ArgumentError, "#{fun}: the :timeout option belongs to await/2")
+
+    execute_async_checked(graph, inputs, execute_options!(opts, fun))
+  end
+
+  @doc false
+  # execute_async/3 once its graph and options were checked (predict/3's batches).
+  @spec execute_async_checked(t(), term(), map()) ::
+          {:ok, HexagonTpu.Pending.t()} | {:error, Error.t()}
+  def execute_async_checked(graph, inputs, options) do
+    %{quantize: quantize, dequantize: dequantize, output: output} = options
+    profile = Map.get(options, :profile)
+    metadata = %{graph: graph.name, context: graph.context.source}
+    span = Telemetry.start_span([:hexagon_tpu, :graph, :execute], metadata)
+    tag = make_ref()
+
+    case start(graph, inputs, {quantize, dequantize, profile}, true, tag) do
+      {:ok, {:queued, ticket}, output_modes} ->
+        {:ok,
+         %HexagonTpu.Pending{
+           ref: tag,
+           ticket: ticket,
+           owner: self(),
+           graph: graph,
+           output_modes: output_modes,
+           output: output,
+           span: span,
+           profile: profile
+         }}
+
+      {:ok, {:error, %Error{}} = error, _} ->
+        stop_span(span, error)
+
+      {:error, %Error{}} = error ->
+        stop_span(span, error)
+    end
+  end
+
+  @doc """
+  The result of an execute started with `execute_async/3`, as `execute/3` returns it. Waits at
+  most `timeout` ms (default `:infinity`); when it passes, returns
+  `{:error, %HexagonTpu.Error{reason: :timeout}}` and the execute is given up as with
+  `cancel/1`. Only the process that started the execute may await it, once.
+  """
+  @spec await(HexagonTpu.Pending.t(), timeout()) ::
+          {:ok, [output()]} | {:ok, [output()], Profile.t()} | {:error, Error.t()}
+  def await(pending, timeout \\ :infinity) do
+    pending = owned!(pending, "await/2")
+    timeout = timeout!(timeout, "HexagonTpu.Graph.await/2")
+
+    case Native.reply({:queued, pending.ticket}, pending.ref, timeout) do
+      {:ok, result} ->
+        {binaries, execute_ns, reported} = Profile.split(result)
+        %{graph: graph, output_modes: modes, output: output} = pending
+        outputs = build_outputs(binaries, graph.outputs, modes, output)
+        Telemetry.stop_span(pending.span, %{execute_ns: execute_ns}, %{status: :ok})
+        Profile.reply(graph, outputs, reported, pending.profile)
+
+      {:error, %Error{}} = error ->
+        stop_span(pending.span, error)
+    end
+  end
+
+  @doc """
+  Gives up an execute started with `execute_async/3`: one still waiting for its turn is
+  skipped, one already running finishes and its result is dropped, one already answered is
+  taken out of the mailbox. Returns `:ok`. Only the process that started it may cancel it.
+  """
+  @spec cancel(HexagonTpu.Pending.t()) :: :ok
+  def cancel(pending) do
+    pending = owned!(pending, "cancel/1")
+
+    case Native.give_up(pending.ref, pending.ticket) do
+      :given_up -> Telemetry.stop_span(pending.span, %{execute_ns: 0}, %{status: :cancelled})
+      {:sent, result} -> stop_span(pending.span, result)
+    end
+
+    :ok
+  end
+
+  defp owned!(%HexagonTpu.Pending{owner: owner} = pending, fun) do
+    if owner != self() do
+      raise ArgumentError,
+            "HexagonTpu.Graph.#{fun}: the execute was started by #{inspect(owner)}, and its " <>
+              "answer goes to that process only"
+    end
+
+    pending
+  end
+
+  defp owned!(other, fun),
+    do:
+      Args.type_error!(
+        "HexagonTpu.Graph.#{fun}",
+        "`pending`",
+        "a HexagonTpu.Pending from execute_async/3",
+        other
+      )
+
+  defp stop_span(span, {:error, %Error{reason: reason}} = error) do
+    Telemetry.stop_span(span, %{execute_ns: 0}, %{status: :error, error: reason})
+    error
+  end
+
+  defp stop_span(span, {:ok, result}) do
+    {_binaries, execute_ns, _profile} = Profile.split(result)
+    Telemetry.stop_span(span, %{execute_ns: execute_ns}, %{status: :ok})
   end
 
   @doc false

@@ -260,11 +260,20 @@ defmodule HexagonTpu.Native do
   # the ticket, and the answer is never sent (or, sent already, taken from the mailbox).
   def call(nif, timeout \\ :infinity) when is_function(nif, 1) do
     tag = make_ref()
+    reply(nif.(tag), tag, timeout)
+  end
 
-    case nif.(tag) do
-      :queued -> receive_reply(tag)
-      {:queued, ticket} -> await(tag, ticket, timeout)
-      result -> result
+  # The answer of a NIF called with `tag`: its direct answer, or the one that follows by message.
+  def reply(:queued, tag, _timeout), do: receive_reply(tag)
+  def reply({:queued, ticket}, tag, timeout), do: await(tag, ticket, timeout)
+  def reply(result, _tag, _timeout), do: result
+
+  # A queued execute's caller stops waiting: `:given_up` (its answer will never be sent) or
+  # `{:sent, result}` (it was, and is taken from the mailbox).
+  def give_up(tag, ticket) do
+    case execute_give_up(ticket) do
+      :given_up -> :given_up
+      :sent -> {:sent, receive_reply(tag)}
     end
   end
 
@@ -273,17 +282,17 @@ defmodule HexagonTpu.Native do
       {:hexagon_tpu_reply, ^tag, result} -> result
     after
       timeout ->
-        case execute_give_up(ticket) do
+        case give_up(tag, ticket) do
           :given_up ->
             {:error,
              Error.new(
                :timeout,
-               "no answer within #{timeout} ms (the timeout: option): the execute is skipped " <>
+               "no answer within #{timeout} ms: the execute is skipped " <>
                  "if it had not started, its result dropped if it had"
              )}
 
-          :sent ->
-            receive_reply(tag)
+          {:sent, result} ->
+            result
         end
     end
   end
@@ -339,8 +348,9 @@ defmodule HexagonTpu.Native do
   @counters ~w(runtimes_alive contexts_alive graphs_alive runtimes_created contexts_created
                graphs_created executes execute_errors execute_ns_total execute_ns_last
                release_errors executes_waiting executes_overloaded executes_timed_out
-               executes_skipped profiles_created profiles_alive profile_samples profile_errors
-               runtime_jobs_pending log_lines log_dropped)a
+               executes_skipped tensors_converted convert_ns_total profiles_created
+               profiles_alive profile_samples profile_errors runtime_jobs_pending log_lines
+               log_dropped)a
   def counters, do: opaque(Map.new(@counters, &{&1, 0}))
   def ledger_live, do: opaque([])
 

@@ -84,6 +84,10 @@ defmodule HexagonTpu.Stats do
       yet freed: with profiling off both stay where they were (see `HexagonTpu.Profile`);
       `profile_samples` / `profile_errors` - executes profiled by `profile_every:`, and those
       whose events could not be read (the execute itself succeeded)
+    * `tensors_converted` / `convert_ns_total` - tensors converted on the host for executes
+      (inputs quantized or narrowed from f32, outputs dequantized or widened to f32), and the
+      nanoseconds those conversions took: the host's share of an inference beside
+      `execute_ns_total`
     * `runtime_jobs_pending` - loads, closes and frees handed to runtimes' own threads (where
       QNN's handles are created and freed) and not yet done
     * `log_lines` / `log_dropped` - lines of QNN's log forwarded to `Logger`, and those dropped

@@ -26,8 +26,12 @@ defmodule HexagonTpu.Telemetry do
         scheduler and for the graph, QNN's `graphExecute`, output conversion),
         `:execute_ns` (QNN's `graphExecute` alone, in nanoseconds; `0` when QNN was not
         reached or failed), `:monotonic_time`.
-      * Metadata: `:graph`, `:context`, `:status` (`:ok` or `:error`), and on error `:error`
+      * Metadata: `:graph`, `:context`, `:status` (`:ok` or `:error`, or `:cancelled` for an
+        asynchronous execute given up with `HexagonTpu.Graph.cancel/1`), and on error `:error`
         (the `HexagonTpu.Error` reason atom).
+
+    An asynchronous execute (`HexagonTpu.Graph.execute_async/3`) emits `:start` when it is
+    started and `:stop` when `HexagonTpu.Graph.await/2` or `cancel/1` returns.
 
     * `[:hexagon_tpu, :graph, :execute, :exception]` - when the call raised (a bug, or a NIF that is
       not loaded).
@@ -134,6 +138,39 @@ defmodule HexagonTpu.Telemetry do
       {result, _measurements, _metadata} = fun.()
       result
     end
+  end
+
+  @doc false
+  # A span whose end comes later, in another call (an asynchronous execute): the start event
+  # now, and what `stop_span/3` needs; `nil` when telemetry is absent.
+  @spec start_span([atom()], map()) :: {[atom()], integer(), map()} | nil
+  def start_span(prefix, start_metadata) do
+    if enabled?() do
+      start = System.monotonic_time()
+
+      :telemetry.execute(
+        prefix ++ [:start],
+        %{system_time: System.system_time(), monotonic_time: start},
+        start_metadata
+      )
+
+      {prefix, start, start_metadata}
+    end
+  end
+
+  @doc false
+  # The stop event of a span begun with `start_span/2`.
+  @spec stop_span({[atom()], integer(), map()} | nil, map(), map()) :: :ok
+  def stop_span(nil, _measurements, _metadata), do: :ok
+
+  def stop_span({prefix, start, start_metadata}, measurements, metadata) do
+    stop = System.monotonic_time()
+
+    :telemetry.execute(
+      prefix ++ [:stop],
+      Map.merge(measurements, %{duration: stop - start, monotonic_time: stop}),
+      Map.merge(start_metadata, metadata)
+    )
   end
 
   defp enabled?, do: HexagonTpu.Optional.available?(:telemetry)

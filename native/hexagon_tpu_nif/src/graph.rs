@@ -4,7 +4,9 @@
 //! get wrong and converts. Input binaries already in the model's dtype are handed to QNN in
 //! place, and QNN writes outputs straight into binaries allocated here, which are returned.
 
+use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 
 use rustler::{Binary, Encoder, Env, NifUnitEnum, OwnedBinary, ResourceArc, Term};
 
@@ -62,6 +64,10 @@ fn graph_close<'a>(env: Env<'a>, graph: Handle<GraphRes>, tag: Term<'a>) -> Term
 /// (`execute_give_up`). No scheduler ever waits for another caller's execute. With
 /// `max_queued` executes waiting already it is refused: `{:error, %{reason: :overloaded}}`.
 ///
+/// Either way the inputs are checked and converted here first, on the caller's scheduler and
+/// before the graph's turn, so this caller's conversion overlaps the execute running meanwhile;
+/// a direct execute converts its outputs after passing the turn on.
+///
 /// `inputs` in model order; `input_modes` / `output_modes` say, per tensor, whether the bytes
 /// are in the model's dtype (`:model`) or f32 (`:f32`).
 #[rustler::nif(schedule = "DirtyCpu")]
@@ -77,31 +83,85 @@ fn graph_execute<'a>(
     tag: Term<'a>,
     profile: Option<crate::profile::Level>,
 ) -> Term<'a> {
+    catch_unwind(AssertUnwindSafe(|| {
+        if graph.0.is_closed() {
+            // Refused before its inputs are converted for nothing.
+            return Failure::Qnn(qnn::Error::Closed { what: "graph" }).encode_error(env);
+        }
+        let input_modes: Vec<qnn::io::Mode> = input_modes.iter().map(|&m| m.into()).collect();
+        let output_modes: Vec<qnn::io::Mode> = output_modes.iter().map(|&m| m.into()).collect();
+        let binaries = match input_binaries(inputs) {
+            Ok(binaries) => binaries,
+            Err(failure) => return failure.encode_error(env),
+        };
+        let given = slices(&binaries);
+        let prepared = qnn::io::prepare(
+            graph.0.info(),
+            &given,
+            &input_modes,
+            &output_modes,
+            OwnedBinary::new,
+        );
+        match prepared {
+            Ok(execution) => {
+                let policy = qnn::QueuePolicy {
+                    max_waiting: max_queued,
+                    always_queue,
+                };
+                submit(
+                    env, &graph.0, execution, &given, inputs, policy, tag, profile,
+                )
+            }
+            Err(error) => Failure::Qnn(error).encode_error(env),
+        }
+    }))
+    .unwrap_or_else(|_| panicked(env, "the execute"))
+}
+
+/// Runs a prepared execute now if the graph is idle (and `policy` lets this caller run it),
+/// otherwise queues it with a reply to the caller, keeping `inputs` (the term `given` was read
+/// from) alive for it. `profile` asks for a profile of this execute.
+#[allow(clippy::too_many_arguments)]
+fn submit<'a>(
+    env: Env<'a>,
+    graph: &Arc<qnn::Graph>,
+    execution: Execution,
+    given: &[&[u8]],
+    inputs: Term<'a>,
+    policy: qnn::QueuePolicy,
+    tag: Term<'a>,
+    profile: Option<crate::profile::Level>,
+) -> Term<'a> {
+    // Exactly one of the two paths below takes it.
+    let execution = Cell::new(Some(execution));
     let mut ticket = None;
-    let policy = qnn::QueuePolicy {
-        max_waiting: max_queued,
-        always_queue,
-    };
-    let started = graph.0.execute_or_queue(
+    let started = graph.execute_or_queue(
         |turn| {
-            catch_unwind(AssertUnwindSafe(|| {
-                let result = execute(env, &turn, inputs, &input_modes, &output_modes, profile);
-                ok_or_error(env, result)
-            }))
-            .unwrap_or_else(|_| panicked(env, "the execute"))
+            let mut execution = execution.take()?;
+            let (report, profile) =
+                crate::profile::profiled(&turn, profile, || execution.run(&turn, given));
+            Some((execution, report, profile))
         },
         || {
             let (mut reply, inputs) = ReplyTo::keeping(env, tag, inputs);
             ticket = Some(reply.ticket());
-            let (input_modes, output_modes) = (input_modes.clone(), output_modes.clone());
+            let execution = execution.take();
             Box::new(move |turn: qnn::Turn<'_>| {
                 // Its caller died or gave up while it waited: not run at all.
                 if !reply.wanted() {
                     return reply.skip();
                 }
                 reply.send(|env| {
-                    let inputs = inputs.load(env);
-                    let result = execute(env, &turn, inputs, &input_modes, &output_modes, profile);
+                    let result = execution
+                        .ok_or_else(|| lost("the queued execute"))
+                        .and_then(|mut execution| {
+                            let binaries = input_binaries(inputs.load(env))?;
+                            let (report, profile) =
+                                crate::profile::profiled(&turn, profile, || {
+                                    execution.run(&turn, &slices(&binaries))
+                                });
+                            finish(env, turn.graph(), execution, Ok(report?), profile)
+                        });
                     ok_or_error(env, result)
                 })
             })
@@ -109,13 +169,16 @@ fn graph_execute<'a>(
         policy,
     );
     match (started, ticket) {
-        (Ok(qnn::Started::Ran(result)), _) => result,
+        (Ok(qnn::Started::Ran(Some((execution, report, profile)))), _) => {
+            // The turn is passed on already: the outputs are converted outside it.
+            ok_or_error(env, finish(env, graph, execution, report, profile))
+        }
+        (Ok(qnn::Started::Ran(None)), _) => panicked(env, "running the execute"),
         (Ok(qnn::Started::Queued), Some(ticket)) => (atoms::queued(), ticket).encode(env),
         (Ok(qnn::Started::Queued), None) => panicked(env, "queueing the execute"),
         (Err(error), _) => Failure::Qnn(error).encode_error(env),
     }
 }
-
 /// The caller of a queued execute gives up waiting: `:given_up` when its answer had not been
 /// sent (it never will be; the execute is skipped if it has not started), `:sent` when it was
 /// (the caller takes it from its mailbox).
@@ -128,19 +191,22 @@ fn execute_give_up(ticket: ResourceArc<Ticket>) -> rustler::Atom {
     }
 }
 
-fn execute<'a>(
-    env: Env<'a>,
-    turn: &qnn::Turn<'_>,
-    inputs: Term<'a>,
-    input_modes: &[Mode],
-    output_modes: &[Mode],
-    profile: Option<crate::profile::Level>,
-) -> Result<Term<'a>, Failure> {
+/// An execute's inputs and output buffers, prepared before its turn (`qnn::io::prepare`).
+type Execution = qnn::io::Execution<OwnedBinary>;
+
+fn lost(what: &str) -> Failure {
+    Failure::Qnn(qnn::Error::Internal {
+        message: format!("{what} lost its prepared data"),
+    })
+}
+
+/// The input binaries of an execute, from its list of terms.
+fn input_binaries(inputs: Term<'_>) -> Result<Vec<Binary<'_>>, Failure> {
     let invalid = |message: String| Failure::Qnn(qnn::Error::InvalidInput { message });
-    let terms: Vec<Term<'a>> = inputs
+    let terms: Vec<Term<'_>> = inputs
         .decode()
         .map_err(|_| invalid("inputs must be a list".to_string()))?;
-    let binaries = terms
+    terms
         .iter()
         .enumerate()
         .map(|(index, term)| {
@@ -151,17 +217,24 @@ fn execute<'a>(
                 ))
             })
         })
-        .collect::<Result<Vec<_>, _>>()?;
-    let inputs: Vec<&[u8]> = binaries.iter().map(Binary::as_slice).collect();
-    let input_modes: Vec<qnn::io::Mode> = input_modes.iter().map(|&m| m.into()).collect();
-    let output_modes: Vec<qnn::io::Mode> = output_modes.iter().map(|&m| m.into()).collect();
-    if let Some(level) = profile {
-        turn.profile_next(level.into());
-    }
-    let executed = qnn::io::execute(turn, &inputs, &input_modes, &output_modes, OwnedBinary::new);
-    // Taken whatever happened: a level asked for must not carry over to the next execute.
-    let profile = turn.take_profile();
-    let (outputs, report) = executed?;
+        .collect()
+}
+
+fn slices<'b>(binaries: &'b [Binary<'_>]) -> Vec<&'b [u8]> {
+    binaries.iter().map(Binary::as_slice).collect()
+}
+
+/// `{[output_binary], execute_ns}` once the execute ran: its outputs converted as asked (and
+/// a third element, the profile's map, when it was profiled).
+fn finish<'a>(
+    env: Env<'a>,
+    graph: &qnn::Graph,
+    execution: Execution,
+    report: qnn::Result<qnn::ExecuteReport>,
+    profile: Option<qnn::profile::Profile>,
+) -> Result<Term<'a>, Failure> {
+    let report = report?;
+    let outputs = execution.finish(graph.info(), OwnedBinary::new)?;
     let outputs: Vec<Binary<'a>> = outputs.into_iter().map(|b| b.release(env)).collect();
     Ok(match profile {
         None => (outputs, report.execute_ns).encode(env),

@@ -90,6 +90,10 @@ counters! {
         profile_samples,
         /// Profiled executes whose events could not be read (the execute itself succeeded).
         profile_errors,
+        /// Tensors converted on the host for an execute: inputs from f32, outputs to f32.
+        tensors_converted,
+        /// Sum of the time those conversions took (quantize, dequantize, f16).
+        convert_ns_total,
     }
     derived {
         /// Loads, frees and closes handed to runtimes' own threads and not yet done (a handle
@@ -160,6 +164,12 @@ pub(crate) fn record_profile_sample(failed: bool) {
     if failed {
         KEPT.profile_errors.fetch_add(1, Relaxed);
     }
+}
+
+/// One tensor converted on the host, taking `ns`.
+pub(crate) fn record_conversion(ns: u64) {
+    KEPT.tensors_converted.fetch_add(1, Relaxed);
+    KEPT.convert_ns_total.fetch_add(ns, Relaxed);
 }
 
 pub(crate) fn record_release_error() {

@@ -8,13 +8,16 @@
 //! has no f32 form and is passed in the model's own type. The quantization parameters were
 //! checked then too, so an execute checks only what the caller gives: counts, modes, byte sizes.
 //!
-//! [`execute`] is the whole path for callers whose data may need converting (the NIF): it checks
-//! every input, converts what needs it, has QNN write outputs straight into buffers the caller
-//! allocates (so they can be the binaries returned to Elixir), and converts outputs asked for as
-//! f32. Data in the model's own type is never copied.
+//! An execute is prepared, run and finished ([`Execution`]): [`prepare`] checks every input,
+//! converts what needs it and allocates the outputs from the caller's allocator (so they can be
+//! the binaries returned to Elixir), all before the graph's turn; [`Execution::run`] has QNN
+//! write the outputs straight into them; [`Execution::finish`] converts the outputs asked for
+//! as f32. [`execute`] is the three in one call. Data in the model's own type is never copied.
 
 use std::ops::DerefMut;
+use std::time::Instant;
 
+use crate::counters;
 use crate::error::{Error, Result};
 use crate::graph::{ExecuteReport, Turn};
 use crate::metadata::GraphInfo;
@@ -218,21 +221,6 @@ pub(crate) fn check_model_buffers(
     Ok(())
 }
 
-/// An input ready for QNN: the caller's bytes in place, or converted ones.
-enum Prepared<'a> {
-    Borrowed(&'a [u8]),
-    Converted(Vec<u8>),
-}
-
-impl Prepared<'_> {
-    fn bytes(&self) -> &[u8] {
-        match self {
-            Prepared::Borrowed(bytes) => bytes,
-            Prepared::Converted(bytes) => bytes,
-        }
-    }
-}
-
 /// Buffer `size` bytes long from the caller's allocator, for `tensor`.
 fn allocate<B: DerefMut<Target = [u8]>>(
     alloc: &mut impl FnMut(usize) -> B,
@@ -256,29 +244,39 @@ fn allocate<B: DerefMut<Target = [u8]>>(
     Ok(buffer)
 }
 
+fn elapsed_ns(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
 fn conversion_failed(role: &str, tensor: &TensorInfo, error: quant::QuantError) -> Error {
     Error::Internal {
         message: format!("{role} `{}`: {error}", tensor.name),
     }
 }
 
-/// Runs the graph once on the caller's data. `inputs[i]` holds input `i` in the form
-/// `input_modes[i]` says; outputs come back in the form `output_modes` says, each in a buffer
-/// from `alloc(size)` (which must return exactly `size` bytes). Every input is checked (count,
-/// mode, byte size) before anything is converted or QNN is called.
-///
-/// QNN reads model-type inputs where they are and writes each output straight into its
-/// buffer, zeroed first (QNN is trusted to fill outputs, but a backend that writes less must not
-/// leak old heap contents). An output wanted as f32 is converted into a second buffer, which the
-/// conversion fills completely.
-pub fn execute<B: DerefMut<Target = [u8]>>(
-    turn: &Turn<'_>,
+/// An execute prepared before its turn: inputs checked and converted, output buffers allocated.
+/// [`prepare`] runs on the caller's thread, so converting the next input overlaps the graph's
+/// running execute; [`Execution::run`] needs the turn; [`Execution::finish`] converts the
+/// outputs once the turn is passed on.
+pub struct Execution<B> {
+    /// Per input: its bytes converted to the model's type, or `None` when the caller's bytes go
+    /// to QNN in place (given again to [`Execution::run`]).
+    converted: Vec<Option<Vec<u8>>>,
+    /// What QNN writes: one buffer per output, in the model's own type.
+    raw_outputs: Vec<B>,
+    output_modes: Vec<Mode>,
+}
+
+/// Checks the caller's data for `graph` and prepares an execute of it. `inputs[i]` holds input
+/// `i` in the form `input_modes[i]` says; outputs come back in the forms `output_modes` says.
+/// Every buffer is asked of `alloc` (so outputs can be the binaries returned to Elixir).
+pub fn prepare<B: DerefMut<Target = [u8]>>(
+    graph: &GraphInfo,
     inputs: &[&[u8]],
     input_modes: &[Mode],
     output_modes: &[Mode],
     mut alloc: impl FnMut(usize) -> B,
-) -> Result<(Vec<B>, ExecuteReport)> {
-    let graph = turn.graph().info();
+) -> Result<Execution<B>> {
     check_count("input", graph, &graph.inputs, inputs.len())?;
     if input_modes.len() != graph.inputs.len() || output_modes.len() != graph.outputs.len() {
         return Err(Error::invalid_input(format!(
@@ -290,57 +288,119 @@ pub fn execute<B: DerefMut<Target = [u8]>>(
             output_modes.len()
         )));
     }
-    let output_forms = graph
-        .outputs
-        .iter()
-        .zip(output_modes)
-        .map(|(tensor, &mode)| conversion("output", tensor, mode))
-        .collect::<Result<Vec<_>>>()?;
+    for (tensor, &mode) in graph.outputs.iter().zip(output_modes) {
+        conversion("output", tensor, mode)?;
+    }
 
-    let mut prepared = Vec::with_capacity(inputs.len());
+    let mut converted = Vec::with_capacity(inputs.len());
     for ((tensor, &bytes), &mode) in graph.inputs.iter().zip(inputs).zip(input_modes) {
         let form = conversion("input", tensor, mode)?;
         check_size("input", tensor, form.is_some(), bytes.len())?;
-        prepared.push(match form {
-            None => Prepared::Borrowed(bytes),
+        converted.push(match form {
+            None => None,
             Some(form) => {
-                let mut converted = vec![0u8; tensor.byte_size];
-                form.to_model(bytes, &mut converted)
+                let mut model = vec![0u8; tensor.byte_size];
+                let started = Instant::now();
+                form.to_model(bytes, &mut model)
                     .map_err(|e| conversion_failed("input", tensor, e))?;
-                Prepared::Converted(converted)
+                counters::record_conversion(elapsed_ns(started));
+                Some(model)
             }
         });
     }
 
-    let mut raw = Vec::with_capacity(graph.outputs.len());
+    let mut raw_outputs = Vec::with_capacity(graph.outputs.len());
     for tensor in &graph.outputs {
         let mut buffer = allocate(&mut alloc, "output", tensor, tensor.byte_size)?;
         buffer.fill(0);
-        raw.push(buffer);
+        raw_outputs.push(buffer);
     }
-    let report = {
-        let input_slices: Vec<&[u8]> = prepared.iter().map(Prepared::bytes).collect();
-        let mut output_slices: Vec<&mut [u8]> = raw.iter_mut().map(|b| &mut **b).collect();
-        // SAFETY: one buffer per tensor, each exactly its tensor's byte size: model-type inputs
-        // were checked above, converted ones and outputs are allocated at that size.
-        unsafe { turn.execute_unchecked(&input_slices, &mut output_slices) }?
-    };
-    drop(prepared);
+    Ok(Execution {
+        converted,
+        raw_outputs,
+        output_modes: output_modes.to_vec(),
+    })
+}
 
-    let mut outputs = Vec::with_capacity(raw.len());
-    for ((buffer, tensor), form) in raw.into_iter().zip(&graph.outputs).zip(output_forms) {
-        match form {
-            None => outputs.push(buffer),
-            Some(form) => {
-                let mut f32s =
-                    allocate(&mut alloc, "output", tensor, f32_bytes("output", tensor)?)?;
-                form.to_f32(&buffer, &mut f32s)
-                    .map_err(|e| conversion_failed("output", tensor, e))?;
-                outputs.push(f32s);
+impl<B: DerefMut<Target = [u8]>> Execution<B> {
+    /// Runs the graph once, with the turn. `given` are the inputs [`prepare`] was given: those
+    /// it did not convert go to QNN in place.
+    pub fn run(&mut self, turn: &Turn<'_>, given: &[&[u8]]) -> Result<ExecuteReport> {
+        let graph = turn.graph().info();
+        let lost = |what: &str| Error::Internal {
+            message: format!(
+                "graph `{}`: {what} differ from the prepared ones",
+                graph.name
+            ),
+        };
+        if given.len() != self.converted.len()
+            || self.converted.len() != graph.inputs.len()
+            || self.raw_outputs.len() != graph.outputs.len()
+        {
+            return Err(lost("the tensor counts"));
+        }
+        let inputs: Vec<&[u8]> = self
+            .converted
+            .iter()
+            .zip(given)
+            .map(|(converted, given)| converted.as_deref().unwrap_or(given))
+            .collect();
+        let sized = |buffers: &mut dyn Iterator<Item = usize>, tensors: &[TensorInfo]| {
+            buffers.zip(tensors).all(|(len, t)| len == t.byte_size)
+        };
+        if !sized(&mut inputs.iter().map(|b| b.len()), &graph.inputs)
+            || !sized(
+                &mut self.raw_outputs.iter().map(|b| b.len()),
+                &graph.outputs,
+            )
+        {
+            return Err(lost("the buffer sizes"));
+        }
+        let mut outputs: Vec<&mut [u8]> = self.raw_outputs.iter_mut().map(|b| &mut **b).collect();
+        // SAFETY: one buffer per tensor, each exactly its tensor's byte size (checked just above).
+        unsafe { turn.execute_unchecked(&inputs, &mut outputs) }
+    }
+
+    /// The outputs in the forms asked for: QNN's buffers as they are, or converted to f32 into
+    /// buffers from `alloc`.
+    pub fn finish(self, graph: &GraphInfo, mut alloc: impl FnMut(usize) -> B) -> Result<Vec<B>> {
+        let mut outputs = Vec::with_capacity(self.raw_outputs.len());
+        for ((buffer, tensor), &mode) in self
+            .raw_outputs
+            .into_iter()
+            .zip(&graph.outputs)
+            .zip(&self.output_modes)
+        {
+            match conversion("output", tensor, mode)? {
+                None => outputs.push(buffer),
+                Some(form) => {
+                    let mut f32s =
+                        allocate(&mut alloc, "output", tensor, f32_bytes("output", tensor)?)?;
+                    let started = Instant::now();
+                    form.to_f32(&buffer, &mut f32s)
+                        .map_err(|e| conversion_failed("output", tensor, e))?;
+                    counters::record_conversion(elapsed_ns(started));
+                    outputs.push(f32s);
+                }
             }
         }
+        Ok(outputs)
     }
-    Ok((outputs, report))
+}
+
+/// Runs the graph once on the caller's data, with the turn: [`prepare`], [`Execution::run`] and
+/// [`Execution::finish`] in one call. Data in the model's own type is never copied.
+pub fn execute<B: DerefMut<Target = [u8]>>(
+    turn: &Turn<'_>,
+    inputs: &[&[u8]],
+    input_modes: &[Mode],
+    output_modes: &[Mode],
+    mut alloc: impl FnMut(usize) -> B,
+) -> Result<(Vec<B>, ExecuteReport)> {
+    let graph = turn.graph().info();
+    let mut execution = prepare(graph, inputs, input_modes, output_modes, &mut alloc)?;
+    let report = execution.run(turn, inputs)?;
+    Ok((execution.finish(graph, alloc)?, report))
 }
 
 /// Converts caller f32 data (little-endian bytes) into the tensor's own type, for callers that

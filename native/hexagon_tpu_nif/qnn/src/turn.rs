@@ -3,14 +3,22 @@
 //! thread they do not own: an execute that finds the graph busy is queued, and the graph's own
 //! worker thread runs the queue in order once the running execute is done. The uncontended
 //! execute therefore stays a direct call on the caller's thread, unless the caller asks for its
-//! work to be queued even then (a caller with a deadline must be free to stop waiting). The queue
-//! is bounded by each caller's limit: beyond it the work is refused, not queued.
+//! work to be queued even then (a caller with a deadline, or an asynchronous execute, must be
+//! free to stop waiting). The queue is bounded by each caller's limit: beyond it the work is
+//! refused, not queued.
+//!
+//! The worker stays parked for [`WORKER_IDLE`] after the queue empties, so a stream of queued
+//! executes (asynchronous ones, a batch, callers with deadlines) does not start a thread each.
 
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
 
 use crate::counters;
+
+/// How long a graph's worker waits for more work before its thread ends.
+pub(crate) const WORKER_IDLE: Duration = Duration::from_millis(250);
 
 /// Work that runs while holding the turn.
 pub(crate) type Queued = Box<dyn FnOnce() + Send>;
@@ -22,14 +30,27 @@ pub(crate) struct TurnSlot {
     state: Mutex<SlotState>,
     /// Signalled when the slot goes idle (for blocking callers).
     idle: Condvar,
+    /// Signalled when a parked worker is handed the turn.
+    wake: Condvar,
 }
 
 #[derive(Default)]
 struct SlotState {
     busy: bool,
     queue: VecDeque<Queued>,
-    /// Whether a worker thread is draining `queue`.
-    draining: bool,
+    worker: Worker,
+}
+
+/// The graph's worker thread.
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+enum Worker {
+    /// No thread.
+    #[default]
+    None,
+    /// Running queued work, holding the turn.
+    Running,
+    /// Waiting for work, without the turn.
+    Parked,
 }
 
 /// How a caller's work may wait for the turn.
@@ -78,11 +99,19 @@ impl TurnSlot {
         policy: QueuePolicy,
     ) -> Taken {
         let mut state = self.lock();
-        if !state.busy && !policy.always_queue {
+        if !state.busy {
             state.busy = true;
-            return Taken::Now(TurnGuard {
-                slot: Arc::clone(self),
-            });
+            if !policy.always_queue {
+                return Taken::Now(TurnGuard {
+                    slot: Arc::clone(self),
+                });
+            }
+            // Idle, but the caller asked not to run it: the worker takes the turn now (the work
+            // waits for nobody, so the limit does not apply).
+            state.queue.push_back(later());
+            counters::record_waiting(1);
+            self.hand_to_worker(state);
+            return Taken::Queued;
         }
         if state.queue.len() >= policy.max_waiting {
             return Taken::Full {
@@ -91,13 +120,6 @@ impl TurnSlot {
         }
         state.queue.push_back(later());
         counters::record_waiting(1);
-        if !state.busy {
-            // Idle, but the caller asked not to run it: the worker takes the turn now.
-            state.busy = true;
-            state.draining = true;
-            drop(state);
-            Arc::clone(self).start_worker();
-        }
         Taken::Queued
     }
 
@@ -113,39 +135,67 @@ impl TurnSlot {
         }
     }
 
-    /// Starts the worker that drains the queue (the turn is taken and `draining` set).
-    fn start_worker(self: Arc<Self>) {
-        let slot = Arc::clone(&self);
-        let spawned = std::thread::Builder::new()
-            .name("qnn-graph".into())
-            .spawn(move || slot.drain());
-        if spawned.is_err() {
-            // No thread to be had: drain here rather than strand the queue.
-            self.drain();
+    /// Gives the turn (taken, with work queued) to the worker: wakes it when parked, starts it
+    /// when there is none.
+    fn hand_to_worker(self: &Arc<Self>, mut state: MutexGuard<'_, SlotState>) {
+        match state.worker {
+            Worker::Parked => {
+                state.worker = Worker::Running;
+                self.wake.notify_one();
+            }
+            Worker::None => {
+                state.worker = Worker::Running;
+                drop(state);
+                self.start_worker();
+            }
+            // It holds the turn and finds the work when it looks at the queue again.
+            Worker::Running => {}
         }
     }
 
-    /// The worker: runs queued work in order, then lets the slot go idle and ends.
-    fn drain(self: Arc<Self>) {
+    /// Starts the worker (the turn is taken and the worker marked running).
+    fn start_worker(self: &Arc<Self>) {
+        let slot = Arc::clone(self);
+        let spawned = std::thread::Builder::new()
+            .name("qnn-graph".into())
+            .spawn(move || slot.work(true));
+        if spawned.is_err() {
+            // No thread to be had: drain here rather than strand the queue, then let it go.
+            Arc::clone(self).work(false);
+        }
+    }
+
+    /// The worker: runs queued work in order while holding the turn; when the queue is empty it
+    /// lets the turn go and, if `park`, waits up to [`WORKER_IDLE`] to be handed it again.
+    fn work(self: Arc<Self>, park: bool) {
+        let mut state = self.lock();
         loop {
-            let next = {
-                let mut state = self.lock();
-                match state.queue.pop_front() {
-                    Some(next) => {
-                        counters::record_waiting(-1);
-                        next
-                    }
-                    None => {
-                        state.busy = false;
-                        state.draining = false;
-                        self.idle.notify_all();
-                        return;
-                    }
-                }
-            };
-            // A panic in queued work is answered by the work's own guards (its reply); the
-            // queue goes on, or every later execute on the graph would wait forever.
-            let _ = catch_unwind(AssertUnwindSafe(next));
+            if let Some(next) = state.queue.pop_front() {
+                counters::record_waiting(-1);
+                drop(state);
+                // A panic in queued work is answered by the work's own guards (its reply); the
+                // queue goes on, or every later execute on the graph would wait forever.
+                let _ = catch_unwind(AssertUnwindSafe(next));
+                state = self.lock();
+                continue;
+            }
+            state.busy = false;
+            self.idle.notify_all();
+            if !park {
+                state.worker = Worker::None;
+                return;
+            }
+            state.worker = Worker::Parked;
+            let (woken, _) = self
+                .wake
+                .wait_timeout_while(state, WORKER_IDLE, |s| s.worker == Worker::Parked)
+                .unwrap_or_else(|e| e.into_inner());
+            state = woken;
+            if state.worker == Worker::Parked {
+                // Nobody came: the thread ends (the next queued work starts another).
+                state.worker = Worker::None;
+                return;
+            }
         }
     }
 }
@@ -159,11 +209,6 @@ impl Drop for TurnGuard {
             return;
         }
         // Queued work goes next, on the graph's worker; the turn stays taken meanwhile.
-        if state.draining {
-            return;
-        }
-        state.draining = true;
-        drop(state);
-        Arc::clone(&self.slot).start_worker();
+        self.slot.hand_to_worker(state);
     }
 }
