@@ -1,7 +1,8 @@
-# What profiling costs an execute: predict/3's time with profiling off, with `profile_every:
-# 100`, with every execute sampled (`profile_every: 1`), and with `profile: :detailed` asked on
-# every call, interleaved round by round so that drift hits every mode alike. Prints the
-# median and mean per mode and the profile handles each mode created (0 when off).
+# What profiling costs an execute: Graph.execute/3's time with profiling off, with
+# `profile_every: 100`, with every execute sampled (`profile_every: 1`), and with
+# `profile: :detailed` asked on every call, interleaved round by round (each round starting
+# with the next mode) so that drift and ordering hit every mode alike. Prints the median and
+# mean per mode and the profile handles each mode created (0 when off).
 #
 #   bash bench/run.sh            (builds the release NIF and qnn_sim, then runs this on qnn_sim)
 #   mix run bench/profile.exs BUILDER LIBQNN_SIM [QNN_LIB_DIR CONTEXT_BINARY ROUNDS]
@@ -72,9 +73,14 @@ bench = fn label, runtime, bin, rounds ->
   # warm-up: the first execute of a graph, and the asked handle's creation
   for mode <- modes, _ <- 1..3, do: run.(mode)
 
+  # Each round starts with the next mode, so none always follows the same one.
   samples =
-    Enum.reduce(1..rounds, Map.new(modes, &{&1, []}), fn _, acc ->
-      Enum.reduce(modes, acc, fn mode, acc -> Map.update!(acc, mode, &[run.(mode) | &1]) end)
+    Enum.reduce(1..rounds, Map.new(modes, &{&1, []}), fn round, acc ->
+      {first, last} = Enum.split(modes, rem(round, length(modes)))
+
+      Enum.reduce(last ++ first, acc, fn mode, acc ->
+        Map.update!(acc, mode, &[run.(mode) | &1])
+      end)
     end)
 
   IO.puts("#{label}: #{rounds} executes per mode, interleaved")
