@@ -440,13 +440,13 @@ predict(Mod) ->
                            R -> R
                        end
                end,
-        {ok, {Runtime, _}} = Call(fun(T) -> Mod:runtime_create(Sim, Sim, error, Site, T) end),
-        {ok, {Context, _Graphs, _Warnings}} =
-            Call(fun(T) -> Mod:context_from_file(Runtime, Model, 1 bsl 31, on, default, Site, T) end),
+        {ok, {Runtime, _}} = Call(fun(T) -> Mod:runtime_create(Sim, Sim, error, {default, 300}, Site, T) end),
+        {ok, {Context, _Graphs, _Warnings, worker}} =
+            Call(fun(T) -> Mod:context_from_file(Runtime, Model, 1 bsl 31, on, {default, nil}, Site, T) end),
         {ok, Graph} = Mod:graph_retrieve(Context, <<"smoke">>, Site),
         A = F32([1.0, 2.0, 3.5, 4.0]),
         B = F32([0.5, 0.5, 1.0, 10.0]),
-        Execute = fun(T) -> Mod:graph_execute(Graph, [A, B], [f32, f32], [f32], 64, false, T) end,
+        Execute = fun(T) -> Mod:graph_execute(Graph, [A, B], [f32, f32], [f32], 64, false, T, nil) end,
         {ok, {[Sum], Ns}} = Call(Execute),
         Expected = F32([1.5, 2.5, 4.5, 14.0]),
         io:format("smoke: predict -> ~w (graphExecute ~b ns)~n",

@@ -2,6 +2,7 @@
 # Builds the release NIF and qnn_sim (the simulated QNN backend), then runs the benchmarks
 # that print figures:
 #   bench/scheduling.exs        a fast model's latency while a slow one is saturated, and VM ping
+#   bench/profile.exs           an execute's cost with profiling off, 1 in 100, every execute
 #   qnn_tests example load_rss  peak RSS a load adds, against the file's size
 #   bench/preprocess.exs        HexagonTpu.Preprocess against the same steps in numpy (and Nx)
 #   bench/throughput.exs        synchronous against asynchronous pipelined throughput, 1 ms executes
@@ -76,5 +77,7 @@ echo "==> scheduling, and predict/3 above graphExecute"
 HEXAGON_TPU_OFFLINE=1 mix run bench/scheduling.exs "${sim[@]}"
 echo "==> throughput: synchronous against asynchronous, 1 ms executes"
 HEXAGON_TPU_OFFLINE=1 mix run bench/throughput.exs "${sim[@]}"
+echo "==> profiling: off, profile_every: 100, every execute"
+HEXAGON_TPU_OFFLINE=1 mix run bench/profile.exs "${sim[@]}"
 echo "==> peak RSS per load"
 (cd "$crate" && cargo run --release -q -p qnn_tests --example load_rss)

@@ -65,7 +65,9 @@ defmodule HexagonTpu do
           {:graph, String.t()}
           | {:preflight, boolean() | :strict}
           | {:max_queued, non_neg_integer()}
+          | {:profile_every, pos_integer()}
           | {:priority, :default | :low | :normal | :normal_high | :high}
+          | {:async_queue_depth, pos_integer() | nil}
           | {:runtime, Runtime.t()}
           | {:lib_path, Path.t()}
           | {:system_lib_path, Path.t()}
@@ -88,9 +90,13 @@ defmodule HexagonTpu do
       asked
     * `:priority` - the context's priority on the accelerator (`:low`, `:normal`,
       `:normal_high`, `:high`, or `:default`; see `HexagonTpu.Context.from_file/3`)
+    * `:async_queue_depth` - run the model's executes in the backend's own asynchronous
+      queue, this deep, where the backend has one (see `HexagonTpu.Context.from_file/3`)
     * `:max_queued` - how many executes may wait for the model's turn when it is busy
       (`HexagonTpu.Graph.retrieve/3`; default 64); beyond that an execute answers
       `{:error, %HexagonTpu.Error{reason: :overloaded}}` at once
+    * `:profile_every` - profile one predict in this many (`HexagonTpu.Graph.retrieve/3`;
+      default off): see `HexagonTpu.Profile`, "Sampled profiling"
 
   Every option is checked before anything is opened or loaded (see "Arguments and errors").
 
@@ -111,14 +117,25 @@ defmodule HexagonTpu do
     opts =
       Args.keyword!(
         opts,
-        [:graph, :runtime, :preflight, :max_queued, :priority | @runtime_opts],
+        [
+          :graph,
+          :runtime,
+          :preflight,
+          :max_queued,
+          :priority,
+          :async_queue_depth,
+          :profile_every | @runtime_opts
+        ],
         fun
       )
 
-    priority = Context.priority!(Keyword.get(opts, :priority, :default), fun)
+    # checked here, with the rest, before anything is loaded
+    Context.context_args!(opts, fun)
+    context_opts = Keyword.take(opts, [:priority, :async_queue_depth])
 
     graph_opts =
-      if opts[:max_queued], do: [max_queued: Graph.max_queued!(opts[:max_queued], fun)], else: []
+      if(opts[:max_queued], do: [max_queued: Graph.max_queued!(opts[:max_queued], fun)], else: []) ++
+        [profile_every: HexagonTpu.Profile.every!(opts[:profile_every], fun)]
 
     graph = if opts[:graph] != nil, do: Args.name!(opts[:graph], "the :graph option", fun)
     preflight = Keyword.get(opts, :preflight, true)
@@ -149,7 +166,7 @@ defmodule HexagonTpu do
     with :ok <- Args.check_path(path, "`path`"),
          {:ok, runtime} <- runtime(runtime, runtime_opts),
          {:ok, context} <-
-           Context.from_file(runtime, path, preflight: preflight, priority: priority) do
+           Context.from_file(runtime, path, [preflight: preflight] ++ context_opts) do
       case pick_graph(context, graph, graph_opts) do
         {:ok, graph} ->
           {:ok, graph}
@@ -249,7 +266,9 @@ defmodule HexagonTpu do
       {:ok, [scores]} = HexagonTpu.predict(model, [Nx.concatenate(images)])
   """
   @spec predict(model(), [Graph.input()] | map(), [Graph.execute_option()]) ::
-          {:ok, [Graph.output()]} | {:error, Error.t()}
+          {:ok, [Graph.output()]}
+          | {:ok, [Graph.output()], HexagonTpu.Profile.t()}
+          | {:error, Error.t()}
   def predict(model, inputs, opts \\ []), do: predict(model, inputs, opts, "HexagonTpu.predict/3")
 
   @doc "Like `predict/3`, but raises `HexagonTpu.Error`."
@@ -267,6 +286,7 @@ defmodule HexagonTpu do
       {:ok, ordered} ->
         case Batch.plan(model, ordered) do
           :single -> Graph.execute_checked(model, ordered, options)
+          {:ok, _plan} when options.profile != nil -> profile_batch!(options.profile, fun)
           {:ok, plan} -> Batch.run(model, plan, ordered, options)
           {:error, %Error{}} = error -> error
         end
@@ -276,6 +296,15 @@ defmodule HexagonTpu do
         Graph.execute_checked(model, inputs, options)
     end
   end
+
+  defp profile_batch!(level, fun),
+    do:
+      raise(
+        ArgumentError,
+        "#{fun}: the :profile option (#{inspect(level)}) profiles one execute, but these inputs " <>
+          "make a batch of several; profile one entry at a time, or sample a model with " <>
+          "profile_every: (see HexagonTpu.Profile)"
+      )
 
   @doc """
   Whether inference can run here: the NIF is loaded and the backend libraries open.

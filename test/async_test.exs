@@ -214,4 +214,154 @@ defmodule HexagonTpu.AsyncTest do
     assert_raise ArgumentError, ~r/:timeout option/, fn -> Graph.await(pending, -1) end
     assert {:ok, [_]} = Graph.await(pending)
   end
+
+  describe "in the backend's own queue (async_queue_depth:)" do
+    # qnn_sim implements QnnGraph_executeAsync: one FIFO queue and worker per context, the
+    # notification on that worker; its async_paused knob holds the worker, so nothing here
+    # depends on how long anything takes.
+
+    defp sim(ctx), do: Support.qnn_sim_counters(ctx.lib)
+
+    defp in_backend(ctx, n),
+      do: Support.wait_until(fn -> sim(ctx).async_in_flight == n end)
+
+    defp paused(ctx, on?),
+      do: :ok = HexagonTpu.Native.qnn_sim_configure(ctx.lib, "async_paused", to_string(on?))
+
+    test "every execute runs there, in start order, answered from its notification", ctx do
+      {:ok, graph} = HexagonTpu.load_model(ctx.fast, runtime: ctx.runtime, async_queue_depth: 4)
+      assert graph.context.execute_queue == {:backend, 4}
+      before = sim(ctx)
+
+      pendings =
+        for k <- 1..6 do
+          {:ok, pending} = Graph.execute_async(graph, [f32([k, k, k, k])], output: :binary)
+          pending
+        end
+
+      assert {:ok, [out]} = Graph.await(List.last(pendings))
+      assert from_f32(out) == [6.0, 6.0, 6.0, 6.0]
+      {:messages, messages} = Process.info(self(), :messages)
+      tags = for {:hexagon_tpu_reply, tag, _} <- messages, do: tag
+      assert tags == Enum.map(Enum.drop(pendings, -1), & &1.ref)
+
+      for {pending, k} <- Enum.with_index(Enum.drop(pendings, -1), 1) do
+        assert {:ok, [out]} = Graph.await(pending)
+        assert from_f32(out) == [k * 1.0, k * 1.0, k * 1.0, k * 1.0]
+      end
+
+      # a synchronous execute goes the same way; inputs in the model's type are copied
+      assert {:ok, [out]} = HexagonTpu.predict(graph, [f32([9, 8, 7, 6])], output: :binary)
+      assert from_f32(out) == [9.0, 8.0, 7.0, 6.0]
+      u8 = <<1, 2, 3, 4>>
+
+      assert {:ok, [^u8]} =
+               Graph.execute(graph, [u8], quantize: :none, dequantize: :none, output: :binary)
+
+      assert sim(ctx).async_notifications == before.async_notifications + 8
+    end
+
+    test "the caller goes on while the backend holds its executes", ctx do
+      {:ok, graph} = HexagonTpu.load_model(ctx.fast, runtime: ctx.runtime, async_queue_depth: 8)
+      before = counters()
+      paused(ctx, true)
+
+      pendings =
+        for k <- 1..3 do
+          {:ok, pending} = Graph.execute_async(graph, [f32([k, 0, 0, 0])], output: :binary)
+          pending
+        end
+
+      # all three quantized and in the backend's queue, none answered
+      assert in_backend(ctx, 3)
+      assert counters().tensors_converted == before.tensors_converted + 3
+      refute_received {:hexagon_tpu_reply, _, _}
+
+      paused(ctx, false)
+
+      for {pending, k} <- Enum.with_index(pendings, 1) do
+        assert {:ok, [out]} = Graph.await(pending)
+        assert from_f32(out) == [k * 1.0, 0.0, 0.0, 0.0]
+      end
+    end
+
+    test "a context closed with executes in the backend's queue is freed after them", ctx do
+      {:ok, graph} = HexagonTpu.load_model(ctx.fast, runtime: ctx.runtime, async_queue_depth: 4)
+      alive = Stats.native().contexts_alive
+      paused(ctx, true)
+      {:ok, first} = Graph.execute_async(graph, [f32([1, 2, 3, 4])], output: :binary)
+      {:ok, second} = Graph.execute_async(graph, [f32([4, 3, 2, 1])], output: :binary)
+      assert in_backend(ctx, 2)
+
+      closing = Task.async(fn -> HexagonTpu.Context.close(graph.context) end)
+      assert Support.wait_until(fn -> HexagonTpu.Context.closed?(graph.context) end)
+      # QNN still holds two executes of it: not freed
+      assert Stats.native().contexts_alive == alive
+
+      paused(ctx, false)
+      assert {:ok, [a]} = Graph.await(first)
+      assert {:ok, [b]} = Graph.await(second)
+      assert {from_f32(a), from_f32(b)} == {[1.0, 2.0, 3.0, 4.0], [4.0, 3.0, 2.0, 1.0]}
+      assert Task.await(closing) == :ok
+      assert Support.wait_until(fn -> Stats.native().contexts_alive == alive - 1 end)
+      {:ok, late} = Graph.execute_async(graph, [f32([1, 1, 1, 1])])
+      assert {:error, %Error{reason: :closed}} = Graph.await(late)
+    end
+
+    test "a caller that dies while its execute is in the backend's queue: dropped, no leak",
+         ctx do
+      base = sim(ctx)
+      {:ok, graph} = HexagonTpu.load_model(ctx.fast, runtime: ctx.runtime, async_queue_depth: 4)
+      before = sim(ctx)
+      paused(ctx, true)
+
+      {pid, monitor} =
+        spawn_monitor(fn ->
+          {:ok, _} = Graph.execute_async(graph, [f32([3, 3, 3, 3])])
+
+          receive do
+            :exit -> :ok
+          end
+        end)
+
+      # handed to the backend while its caller lived; then the caller goes
+      assert in_backend(ctx, 1)
+      send(pid, :exit)
+      assert_receive {:DOWN, ^monitor, :process, ^pid, :normal}, 30_000
+      paused(ctx, false)
+
+      notified? = fn -> sim(ctx).async_notifications == before.async_notifications + 1 end
+      assert Support.wait_until(notified?)
+      :ok = HexagonTpu.Context.close(graph.context)
+      assert Support.wait_until(fn -> sim(ctx).async_in_flight == 0 end)
+      assert Support.wait_until(fn -> sim(ctx).live_handles == base.live_handles end)
+    end
+
+    test "without the backend's support the graphs' threads run them", ctx do
+      :ok = HexagonTpu.Native.qnn_sim_configure(ctx.lib, "null_entries", "graphExecuteAsync")
+      runtime = Support.runtime!(ctx.lib)
+      before = sim(ctx)
+      {:ok, graph} = HexagonTpu.load_model(ctx.fast, runtime: runtime, async_queue_depth: 4)
+      assert graph.context.execute_queue == :worker
+      {:ok, pending} = Graph.execute_async(graph, [f32([1, 2, 3, 4])], output: :binary)
+      assert {:ok, [out]} = Graph.await(pending)
+      assert from_f32(out) == [1.0, 2.0, 3.0, 4.0]
+      assert sim(ctx).async_notifications == before.async_notifications
+    end
+
+    test "wrong depths and profiles", ctx do
+      for depth <- [0, 301, -1, 2.0, :deep] do
+        assert_raise ArgumentError, ~r/:async_queue_depth option/, fn ->
+          HexagonTpu.load_model(ctx.fast, runtime: ctx.runtime, async_queue_depth: depth)
+        end
+      end
+
+      {:ok, graph} = HexagonTpu.load_model(ctx.fast, runtime: ctx.runtime, async_queue_depth: 2)
+
+      assert {:error, %Error{reason: :invalid_input, message: message}} =
+               Graph.execute(graph, [f32([1, 2, 3, 4])], profile: :basic)
+
+      assert message =~ "async_queue_depth"
+    end
+  end
 end

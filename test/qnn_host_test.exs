@@ -137,6 +137,21 @@ defmodule HexagonTpu.QnnHostTest do
         do: <<(v - q.zero_point) * q.scale::float-32-little>>
   end
 
+  test "async_queue_depth: without asynchronous execution in the emulator, the graphs' threads run the executes, with the same results",
+       %{runtime: runtime, models: models} do
+    bin = models["u8_io"].bin
+    plain = QnnHost.graph!(bin, runtime)
+    context = Context.from_file!(runtime, bin, async_queue_depth: 4)
+    # QAIRT 2.51's emulator answers propertyHasCapability(ASYNC_EXECUTION) 1000
+    assert context.execute_queue == :worker
+    graph = Graph.retrieve!(context, hd(Context.graphs(context)))
+    [%{byte_size: size}] = Graph.inputs(graph)
+    input = for i <- 1..size, into: <<>>, do: <<rem(i * 7, 256)>>
+    opts = [quantize: :none, dequantize: :none, output: :binary]
+    {:ok, pending} = Graph.execute_async(graph, [input], opts)
+    assert Graph.await(pending) == Graph.execute(plain, [input], opts)
+  end
+
   test "the a16w8 model differs from the u8 models' precision: its graph I/O is 16-bit",
        %{models: models} = ctx do
     graph = QnnHost.graph!(models["a16w8"].bin, ctx.runtime)

@@ -122,6 +122,34 @@ defmodule HexagonTpu.TraceTest do
     assert e >= TraceCheck.finish(first) and e <= second["ts"]
   end
 
+  test "a profiled execute's ops are spans inside its graphExecute, in the profile's order",
+       %{lib: lib, dir: dir} do
+    model = Models.classifier([0.01, 0.02, 0.03], Enum.to_list(1..12), [0, 0, 0])
+    runtime = Support.runtime!(lib)
+    graph = Graph.retrieve!(Context.from_file!(runtime, Models.build!(model)), "classifier")
+    :ok = Trace.start()
+    {:ok, _, profile} = Graph.execute(graph, [f32([0.1, 0.2, 0.3, 0.4])], profile: :detailed)
+    {:ok, _} = Graph.execute(graph, [f32([0.1, 0.2, 0.3, 0.4])])
+    :ok = Trace.stop()
+
+    export = Path.join(dir, "ops.json")
+    {:ok, _} = Trace.export(export)
+    {events, _json} = TraceCheck.read!(export)
+
+    # Only the profiled execute has ops: qnn_sim reports each op's µs, which the spans take.
+    [profiled, _plain] =
+      events |> Enum.filter(&(&1["name"] == "QnnGraph_execute")) |> Enum.sort_by(& &1["ts"])
+
+    ops = events |> Enum.filter(&(&1["name"] == "op")) |> Enum.sort_by(& &1["ts"])
+    assert Enum.map(ops, & &1["args"]["op"]) == Enum.map(profile.ops, & &1.name)
+    assert Enum.map(ops, & &1["dur"]) == Enum.map(profile.ops, & &1.us)
+    assert Enum.all?(ops, &(&1["tid"] == profiled["tid"]))
+    # laid end to end from the call's start (the backend gives no op a start time)
+    [first, second] = ops
+    assert first["ts"] >= profiled["ts"] and first["ts"] - profiled["ts"] < profiled["dur"]
+    assert_in_delta second["ts"], TraceCheck.finish(first), 0.002
+  end
+
   test "off by default and when stopped: nothing is recorded", %{path: path, lib: lib} do
     :ok = Trace.start(capacity: 8)
     :ok = Trace.stop()

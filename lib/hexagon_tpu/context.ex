@@ -23,7 +23,7 @@ defmodule HexagonTpu.Context do
 
   @default_max_bytes 2 * 1024 * 1024 * 1024
 
-  defstruct [:ref, :runtime, :source, graphs: [], warnings: []]
+  defstruct [:ref, :runtime, :source, graphs: [], warnings: [], execute_queue: :worker]
 
   @typedoc "Where the context was loaded from: a path, or `{:binary, byte_size}`."
   @type source :: binary() | {:binary, non_neg_integer()}
@@ -51,7 +51,8 @@ defmodule HexagonTpu.Context do
           runtime: Runtime.t(),
           source: source(),
           graphs: [graph_info()],
-          warnings: [finding()]
+          warnings: [finding()],
+          execute_queue: :worker | {:backend, pos_integer()}
         }
 
   @doc """
@@ -83,6 +84,13 @@ defmodule HexagonTpu.Context do
       (`QNN_CONTEXT_CONFIG_OPTION_PRIORITY`): `:low`, `:normal`, `:normal_high`, `:high`, or
       `:default` (the default: no config, QNN's own). QNN documents every level above `:low`
       as possibly restricted; a level the backend refuses fails the load with its code
+    * `:async_queue_depth` - run the graphs' queued executes in the backend's own
+      asynchronous queue (`QnnGraph_executeAsync`), this many deep (1 to 300), where the
+      backend says it has one; every execute of the context is then queued there, handed over
+      by the graph's thread, and answered from the backend's notification. Where the backend
+      has none (Qualcomm's x86 emulator answers "not supported") the context runs as without
+      the option. `nil` (the default): executes queue on each graph's own thread. The
+      context's `:execute_queue` says which: `:worker` or `{:backend, depth}`
 
   ## Graph names
 
@@ -110,13 +118,19 @@ defmodule HexagonTpu.Context do
     opts =
       Args.keyword!(
         opts,
-        [max_bytes: @default_max_bytes, preflight: true, graph_names: :auto, priority: :default],
+        [
+          max_bytes: @default_max_bytes,
+          preflight: true,
+          graph_names: :auto,
+          priority: :default,
+          async_queue_depth: nil
+        ],
         fun
       )
 
     max_bytes = opts[:max_bytes]
     preflight = preflight!(opts[:preflight], fun)
-    priority = priority!(opts[:priority], fun)
+    context_args = context_args!(opts, fun)
 
     unless is_integer(max_bytes) and max_bytes > 0,
       do: Args.type_error!(fun, "the :max_bytes option", "a positive integer", max_bytes)
@@ -129,7 +143,15 @@ defmodule HexagonTpu.Context do
 
       load(runtime, path, names, fn ->
         Native.call(
-          &Native.context_from_file(runtime.ref, path, max_bytes, preflight, priority, site, &1)
+          &Native.context_from_file(
+            runtime.ref,
+            path,
+            max_bytes,
+            preflight,
+            context_args,
+            site,
+            &1
+          )
         )
       end)
     end
@@ -138,7 +160,8 @@ defmodule HexagonTpu.Context do
   @doc """
   Loads a context binary already in memory. It is copied once, for the runtime's own thread
   (where QNN creates every context), and that copy is freed after the load. Takes the
-  `:preflight` and `:priority` options of `from_file/3`, and `:graph_names`, a map
+  `:preflight`, `:priority` and `:async_queue_depth` options of `from_file/3`, and
+  `:graph_names`, a map
   `%{"qnn graph name" => "name"}` (see `from_file/3`).
   """
   @spec from_binary(Runtime.t(), binary(), keyword()) :: {:ok, t()} | {:error, Error.t()}
@@ -146,9 +169,16 @@ defmodule HexagonTpu.Context do
     fun = "HexagonTpu.Context.from_binary/3"
     runtime = Args.handle!(runtime, Runtime, "`runtime`", fun)
     unless is_binary(binary), do: Args.type_error!(fun, "`binary`", "a binary", binary)
-    opts = Args.keyword!(opts, [preflight: true, graph_names: %{}, priority: :default], fun)
+
+    opts =
+      Args.keyword!(
+        opts,
+        [preflight: true, graph_names: %{}, priority: :default, async_queue_depth: nil],
+        fun
+      )
+
     preflight = preflight!(opts[:preflight], fun)
-    priority = priority!(opts[:priority], fun)
+    context_args = context_args!(opts, fun)
     names = opts[:graph_names]
     check_names_option!(names, fun)
 
@@ -158,7 +188,9 @@ defmodule HexagonTpu.Context do
     site = Site.caller()
 
     load(runtime, {:binary, byte_size(binary)}, names, fn ->
-      Native.call(&Native.context_from_binary(runtime.ref, binary, preflight, priority, site, &1))
+      Native.call(
+        &Native.context_from_binary(runtime.ref, binary, preflight, context_args, site, &1)
+      )
     end)
   end
 
@@ -195,12 +227,25 @@ defmodule HexagonTpu.Context do
     )
   end
 
+  @doc false
+  # The NIF's context arguments, {priority, async_queue_depth}, from the options (from_file/3,
+  # from_binary/3, HexagonTpu.load_model/2).
+  @spec context_args!(keyword(), String.t()) :: {atom(), pos_integer() | nil}
+  def context_args!(opts, fun) do
+    depth = Keyword.get(opts, :async_queue_depth)
+
+    unless depth == nil or (is_integer(depth) and depth in 1..300),
+      do: Args.type_error!(fun, "the :async_queue_depth option", "1 to 300, or nil", depth)
+
+    {priority!(Keyword.get(opts, :priority, :default), fun), depth}
+  end
+
   defp load(runtime, source, names, load_fun) do
     Telemetry.span(
       [:hexagon_tpu, :context, :load],
       %{source: source, backend: runtime.backend_lib},
       fn ->
-        with {:ok, {ref, graphs, warnings}} <- load_fun.(),
+        with {:ok, {ref, graphs, warnings, queue}} <- load_fun.(),
              {:ok, graphs} <- name_graphs(ref, graphs, names, source) do
           for %{reason: reason, message: message} <- warnings,
               do: Logger.warning("hexagon_tpu pre-flight (#{reason}): #{message}")
@@ -210,7 +255,8 @@ defmodule HexagonTpu.Context do
             runtime: runtime,
             source: source,
             graphs: graphs,
-            warnings: warnings
+            warnings: warnings,
+            execute_queue: queue
           }
 
           {{:ok, context}, %{}, %{status: :ok, graphs: Enum.map(graphs, & &1.name)}}

@@ -101,5 +101,7 @@ defmodule HexagonTpu.Error do
   # Unwraps `{:ok, value}` for the bang variants.
   @spec unwrap!({:ok, value} | {:error, t()}) :: value when value: term()
   def unwrap!({:ok, value}), do: value
+  # An execute that returned a profile (`profile:`): both.
+  def unwrap!({:ok, value, profile}), do: {value, profile}
   def unwrap!({:error, %__MODULE__{} = error}), do: raise(error)
 end

@@ -57,8 +57,8 @@ defmodule HexagonTpu.Graph do
   `executes_skipped`.
   """
 
-  alias HexagonTpu.{Args, Context, Error, Native, Optional, Performance, Site, Telemetry}
-  alias HexagonTpu.TensorInfo
+  alias HexagonTpu.{Args, Context, Error, Native, Optional, Performance, Profile, Site}
+  alias HexagonTpu.{Telemetry, TensorInfo}
 
   # Executes that may wait for a busy graph's turn, per caller's graph (see "Concurrency").
   @default_max_queued 64
@@ -86,6 +86,7 @@ defmodule HexagonTpu.Graph do
           | {:output, :tensor | :binary}
           | {:timeout, timeout()}
           | {:performance, Performance.mode()}
+          | {:profile, Profile.level() | nil}
 
   @doc """
   Retrieves the graph called `name` from a context.
@@ -100,6 +101,9 @@ defmodule HexagonTpu.Graph do
     * `:max_queued` - how many executes may wait for this graph's turn when it is busy
       (default #{@default_max_queued}); an execute beyond that returns
       `{:error, %HexagonTpu.Error{reason: :overloaded}}` at once (see "Concurrency")
+    * `:profile_every` - profile one execute in this many (a positive integer; default off)
+      and add each sample's per-op cycles to the table `HexagonTpu.Profile.table/1` reads (see
+      `HexagonTpu.Profile`, "Sampled profiling")
   """
   @spec retrieve(Context.t(), String.t(), [{:max_queued, non_neg_integer()}]) ::
           {:ok, t()} | {:error, Error.t()}
@@ -107,8 +111,9 @@ defmodule HexagonTpu.Graph do
     fun = "HexagonTpu.Graph.retrieve/3"
     context = Args.handle!(context, Context, "`context`", fun)
     name = Args.name!(name, "`name`", fun)
-    opts = Args.keyword!(opts, [max_queued: @default_max_queued], fun)
+    opts = Args.keyword!(opts, [max_queued: @default_max_queued, profile_every: nil], fun)
     max_queued = max_queued!(opts[:max_queued], fun)
+    profile_every = Profile.every!(opts[:profile_every], fun)
 
     # The metadata is the context's, read when it was loaded; the NIF returns only the handle.
     # A graph named in the binary's `.names` file is found by that name or by QNN's.
@@ -117,15 +122,17 @@ defmodule HexagonTpu.Graph do
 
     case Native.graph_retrieve(context.ref, qnn_name, Site.caller()) do
       {:ok, ref} ->
-        {:ok,
-         %__MODULE__{
-           ref: ref,
-           name: info.name,
-           context: context,
-           inputs: info.inputs,
-           outputs: info.outputs,
-           max_queued: max_queued
-         }}
+        Profile.sample(
+          %__MODULE__{
+            ref: ref,
+            name: info.name,
+            context: context,
+            inputs: info.inputs,
+            outputs: info.outputs,
+            max_queued: max_queued
+          },
+          profile_every
+        )
 
       {:error, %Error{reason: :graph_not_found}} = error ->
         if Enum.any?(context.graphs, &Map.has_key?(&1, :qnn_name)),
@@ -194,6 +201,9 @@ defmodule HexagonTpu.Graph do
       `:performance_idle` delay (counted from the end of the call; for `execute_async/3`,
       and so for each execute of a `HexagonTpu.predict/3` batch, from its start). Default: the
       runtime's mode
+    * `:profile` - `:basic`, `:detailed` or `:optrace`: the call returns
+      `{:ok, outputs, %HexagonTpu.Profile{}}`, what the backend reported about this execute
+      (see `HexagonTpu.Profile`); `nil` (default) collects nothing
 
   Every input is checked (count, names, type, shape, byte size) before QNN is called; a
   mismatch returns `{:error, %HexagonTpu.Error{reason: :invalid_input}}` naming the tensor,
@@ -211,7 +221,7 @@ defmodule HexagonTpu.Graph do
       {:ok, [raw]} = HexagonTpu.Graph.execute(graph, [u8_image], quantize: :none, dequantize: :none)
   """
   @spec execute(t(), [input()] | %{optional(String.t() | atom()) => input()}, [execute_option()]) ::
-          {:ok, [output()]} | {:error, Error.t()}
+          {:ok, [output()]} | {:ok, [output()], Profile.t()} | {:error, Error.t()}
   def execute(graph, inputs, opts \\ []),
     do: execute(graph, inputs, opts, "HexagonTpu.Graph.execute/3")
 
@@ -238,15 +248,23 @@ defmodule HexagonTpu.Graph do
 
   defp execute_voted(graph, inputs, options) do
     %{quantize: quantize, dequantize: dequantize, output: output, timeout: timeout} = options
+    profile = Map.get(options, :profile)
 
     Telemetry.span(
       [:hexagon_tpu, :graph, :execute],
       %{graph: graph.name, context: graph.context.source},
       fn ->
-        case run(graph, inputs, {quantize, dequantize, output}, timeout) do
-          {:ok, outputs, execute_ns} ->
-            stop = Telemetry.put_present(%{status: :ok}, performance: options[:performance])
-            {{:ok, outputs}, %{execute_ns: execute_ns}, stop}
+        case run(graph, inputs, {quantize, dequantize, output, profile}, timeout) do
+          {:ok, outputs, execute_ns, reported} ->
+            reply = Profile.reply(graph, outputs, reported, profile)
+
+            stop =
+              Telemetry.put_present(%{status: :ok},
+                performance: options[:performance],
+                profile: reported
+              )
+
+            {reply, %{execute_ns: execute_ns}, stop}
 
           {:error, %Error{reason: reason}} = error ->
             {error, %{execute_ns: 0}, %{status: :error, error: reason}}
@@ -262,7 +280,8 @@ defmodule HexagonTpu.Graph do
           dequantize: :auto | :none,
           output: :tensor | :binary,
           timeout: timeout(),
-          performance: Performance.mode() | nil
+          performance: Performance.mode() | nil,
+          profile: Profile.level() | nil
         }
   def execute_options!(opts, fun) do
     opts =
@@ -273,7 +292,8 @@ defmodule HexagonTpu.Graph do
           dequantize: :auto,
           output: default_output(),
           timeout: :infinity,
-          performance: nil
+          performance: nil,
+          profile: nil
         ],
         fun
       )
@@ -283,7 +303,8 @@ defmodule HexagonTpu.Graph do
       dequantize: option!(opts, :dequantize, [:auto, :none], fun),
       output: option!(opts, :output, output_kinds(), fun),
       timeout: timeout!(opts[:timeout], fun),
-      performance: opts[:performance] && Performance.mode!(opts[:performance], fun)
+      performance: opts[:performance] && Performance.mode!(opts[:performance], fun),
+      profile: Profile.level!(opts[:profile], fun)
     }
   end
 
@@ -312,21 +333,22 @@ defmodule HexagonTpu.Graph do
   defp timeout!(other, fun),
     do: Args.type_error!(fun, "the :timeout option", "a non-negative integer or :infinity", other)
 
-  defp run(graph, inputs, {quantize, dequantize, output}, timeout) do
+  defp run(graph, inputs, {quantize, dequantize, output, profile}, timeout) do
     tag = make_ref()
     # With a deadline the execute always waits on the graph's thread, so the caller can leave.
     always_queue = timeout != :infinity
 
     with {:ok, answer, output_modes} <-
-           start(graph, inputs, {quantize, dequantize}, always_queue, tag),
-         {:ok, {binaries, execute_ns}} <- Native.reply(answer, tag, timeout) do
-      {:ok, build_outputs(binaries, graph.outputs, output_modes, output), execute_ns}
+           start(graph, inputs, {quantize, dequantize, profile}, always_queue, tag),
+         {:ok, result} <- Native.reply(answer, tag, timeout) do
+      {binaries, execute_ns, reported} = Profile.split(result)
+      {:ok, build_outputs(binaries, graph.outputs, output_modes, output), execute_ns, reported}
     end
   end
 
   # Checks and orders the inputs and calls the execute NIF with `tag`: its first answer (a
   # result, or `{:queued, ticket}`), and the output modes it was given.
-  defp start(graph, inputs, {quantize, dequantize}, always_queue, tag) do
+  defp start(graph, inputs, {quantize, dequantize, profile}, always_queue, tag) do
     with {:ok, ordered} <- order_inputs(graph, inputs),
          {:ok, binaries, input_modes} <- prepare_inputs(graph.inputs, ordered, quantize) do
       output_modes = Enum.map(graph.outputs, &output_mode(&1, dequantize))
@@ -339,7 +361,8 @@ defmodule HexagonTpu.Graph do
           output_modes,
           graph.max_queued,
           always_queue,
-          tag
+          tag,
+          profile
         )
 
       {:ok, answer, output_modes}
@@ -361,7 +384,8 @@ defmodule HexagonTpu.Graph do
       {:ok, outputs0} = HexagonTpu.Graph.await(first)
       {:ok, outputs1} = HexagonTpu.Graph.await(second)
 
-  Takes the options of `execute/3` but `:timeout`, which belongs to `await/2`. Counts against
+  Takes the options of `execute/3` but `:timeout`, which belongs to `await/2` (with
+  `:profile`, `await/2` returns `{:ok, outputs, %HexagonTpu.Profile{}}`). Counts against
   the graph's `max_queued` like any waiting execute. The result arrives as a message to the
   calling process, so only that process may `await/2` or `cancel/1` it. An execute whose
   caller has died, or has cancelled it, before its turn is skipped, not run; its answer never
@@ -388,11 +412,12 @@ defmodule HexagonTpu.Graph do
   def execute_async_checked(graph, inputs, options) do
     %{quantize: quantize, dequantize: dequantize, output: output} = options
     :ok = Performance.vote(graph.context.runtime, options.performance)
+    profile = Map.get(options, :profile)
     metadata = %{graph: graph.name, context: graph.context.source}
     span = Telemetry.start_span([:hexagon_tpu, :graph, :execute], metadata)
     tag = make_ref()
 
-    case start(graph, inputs, {quantize, dequantize}, true, tag) do
+    case start(graph, inputs, {quantize, dequantize, profile}, true, tag) do
       {:ok, {:queued, ticket}, output_modes} ->
         {:ok,
          %HexagonTpu.Pending{
@@ -402,7 +427,8 @@ defmodule HexagonTpu.Graph do
            graph: graph,
            output_modes: output_modes,
            output: output,
-           span: span
+           span: span,
+           profile: profile
          }}
 
       {:ok, {:error, %Error{}} = error, _} ->
@@ -419,17 +445,20 @@ defmodule HexagonTpu.Graph do
   `{:error, %HexagonTpu.Error{reason: :timeout}}` and the execute is given up as with
   `cancel/1`. Only the process that started the execute may await it, once.
   """
-  @spec await(HexagonTpu.Pending.t(), timeout()) :: {:ok, [output()]} | {:error, Error.t()}
+  @spec await(HexagonTpu.Pending.t(), timeout()) ::
+          {:ok, [output()]} | {:ok, [output()], Profile.t()} | {:error, Error.t()}
   def await(pending, timeout \\ :infinity) do
     pending = owned!(pending, "await/2")
     timeout = timeout!(timeout, "HexagonTpu.Graph.await/2")
 
     case Native.reply({:queued, pending.ticket}, pending.ref, timeout) do
-      {:ok, {binaries, execute_ns}} ->
+      {:ok, result} ->
+        {binaries, execute_ns, reported} = Profile.split(result)
         %{graph: graph, output_modes: modes, output: output} = pending
         outputs = build_outputs(binaries, graph.outputs, modes, output)
-        Telemetry.stop_span(pending.span, %{execute_ns: execute_ns}, %{status: :ok})
-        {:ok, outputs}
+        stop = Telemetry.put_present(%{status: :ok}, profile: reported)
+        Telemetry.stop_span(pending.span, %{execute_ns: execute_ns}, stop)
+        Profile.reply(graph, outputs, reported, pending.profile)
 
       {:error, %Error{}} = error ->
         stop_span(pending.span, error)
@@ -477,8 +506,10 @@ defmodule HexagonTpu.Graph do
     error
   end
 
-  defp stop_span(span, {:ok, {_binaries, execute_ns}}),
-    do: Telemetry.stop_span(span, %{execute_ns: execute_ns}, %{status: :ok})
+  defp stop_span(span, {:ok, result}) do
+    {_binaries, execute_ns, _profile} = Profile.split(result)
+    Telemetry.stop_span(span, %{execute_ns: execute_ns}, %{status: :ok})
+  end
 
   @doc false
   # The inputs as a list in the graph's order, from a list or a map by name.

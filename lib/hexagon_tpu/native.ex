@@ -319,10 +319,12 @@ defmodule HexagonTpu.Native do
   def runtime_performance_leave(_runtime), do: opaque(:ok)
 
   # context.rs
-  def context_from_file(_runtime, _path, _max_bytes, _preflight, _priority, _site, _tag),
+  def context_from_file(_runtime, _path, _max_bytes, _preflight, _context_args, _site, _tag),
     do: not_loaded()
 
-  def context_from_binary(_runtime, _binary, _preflight, _priority, _site, _tag), do: not_loaded()
+  def context_from_binary(_runtime, _binary, _preflight, _context_args, _site, _tag),
+    do: not_loaded()
+
   def inspect_model(_system_lib, _path, _max_bytes), do: not_loaded()
   def context_closed(_context), do: opaque(true)
   def context_close(_context, _tag), do: not_loaded()
@@ -330,11 +332,22 @@ defmodule HexagonTpu.Native do
   # graph.rs
   def graph_retrieve(_context, _name, _site), do: not_loaded()
 
-  def graph_execute(_graph, _inputs, _in_modes, _out_modes, _max_queued, _always_queue, _tag),
-    do: not_loaded()
+  def graph_execute(
+        _graph,
+        _inputs,
+        _in_modes,
+        _out_modes,
+        _max_queued,
+        _always_queue,
+        _tag,
+        _profile
+      ),
+      do: not_loaded()
 
   def execute_give_up(_ticket), do: opaque(:given_up)
   def graph_close(_graph, _tag), do: not_loaded()
+  def graph_profile_every(_graph, _every), do: not_loaded()
+  def graph_profile_table(_graph), do: not_loaded()
 
   # preprocess.rs: a camera frame to a model input's bytes (HexagonTpu.Preprocess builds `spec`)
   def preprocess_image(_frame, _spec), do: not_loaded()
@@ -347,7 +360,8 @@ defmodule HexagonTpu.Native do
                graphs_created executes execute_errors execute_ns_total execute_ns_last
                release_errors executes_waiting executes_overloaded executes_timed_out
                executes_skipped tensors_converted convert_ns_total performance_votes
-               performance_votes_refused runtime_jobs_pending log_lines log_dropped)a
+               performance_votes_refused profiles_created profiles_alive profile_samples
+               profile_errors runtime_jobs_pending log_lines log_dropped)a
   def counters, do: opaque(Map.new(@counters, &{&1, 0}))
   def ledger_live, do: opaque([])
 

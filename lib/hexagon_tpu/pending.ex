@@ -7,7 +7,7 @@ defmodule HexagonTpu.Pending do
   """
 
   @enforce_keys [:ref, :ticket, :owner, :graph, :output_modes, :output]
-  defstruct [:ref, :ticket, :owner, :graph, :output_modes, :output, :span]
+  defstruct [:ref, :ticket, :owner, :graph, :output_modes, :output, :span, :profile]
 
   @type t :: %__MODULE__{
           ref: reference(),
@@ -16,7 +16,8 @@ defmodule HexagonTpu.Pending do
           graph: HexagonTpu.Graph.t(),
           output_modes: [:model | :f32],
           output: :tensor | :binary,
-          span: term()
+          span: term(),
+          profile: HexagonTpu.Profile.level() | nil
         }
 
   defimpl Inspect do

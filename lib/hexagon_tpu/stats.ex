@@ -83,6 +83,11 @@ defmodule HexagonTpu.Stats do
       `executes_timed_out` - those whose caller gave up (`timeout:`) before the answer;
       `executes_skipped` - queued ones not run because their caller had died or given up
       (see `HexagonTpu.Graph`, "Concurrency")
+    * `profiles_created` / `profiles_alive` - QnnProfile handles made (one per graph and level
+      the first time an execute asks for `profile:`, or when `profile_every:` is set) and not
+      yet freed: with profiling off both stay where they were (see `HexagonTpu.Profile`);
+      `profile_samples` / `profile_errors` - executes profiled by `profile_every:`, and those
+      whose events could not be read (the execute itself succeeded)
     * `tensors_converted` / `convert_ns_total` - tensors converted on the host for executes
       (inputs quantized or narrowed from f32, outputs dequantized or widened to f32), and the
       nanoseconds those conversions took: the host's share of an inference beside

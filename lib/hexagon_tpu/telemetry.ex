@@ -48,6 +48,15 @@ defmodule HexagonTpu.Telemetry do
       * Metadata: `:graph`, `:context`, `:telemetry_span_context`, `:kind`, `:reason`,
         `:stacktrace`.
 
+  ## Sampled profiles
+
+    * `[:hexagon_tpu, :execute, :profile]` - after each execute that a graph's `profile_every:`
+      sampled (see `HexagonTpu.Profile`), once the execute returned; not for a `profile:`
+      asked on the call (the caller has that profile already).
+      * Measurements: `:accelerator_cycles` and `:execute_us` (as the backend reported them;
+        `0` when it did not).
+      * Metadata: `:graph`, `:context`, `:profile` (the `%HexagonTpu.Profile{}`, `sampled: true`).
+
   ## Context loading
 
     * `[:hexagon_tpu, :context, :load, :start]` - before `HexagonTpu.Context.from_file/3` or

@@ -305,7 +305,7 @@ def write_model(name, directory):
 # -------------------------------------------------------------------------- reference runs
 
 
-def qnn_session(path, lib_dir, fallback):
+def qnn_session(path, lib_dir, fallback, provider_options=None):
     import onnxruntime as ort
     import onnxruntime_qnn
 
@@ -315,8 +315,20 @@ def qnn_session(path, lib_dir, fallback):
     so = ort.SessionOptions()
     so.log_severity_level = 3
     so.add_session_config_entry("session.disable_cpu_ep_fallback", "0" if fallback else "1")
-    so.add_provider_for_devices(devs, {"backend_path": os.path.join(lib_dir, "libQnnHtp.so")})
+    options = {"backend_path": os.path.join(lib_dir, "libQnnHtp.so"), **(provider_options or {})}
+    so.add_provider_for_devices(devs, options)
     return ort.InferenceSession(path, so)
+
+
+def profile(args):
+    """One inference of an EP-context model on the emulator with the QNN EP's profiling at
+    `--level`, written as ORT's CSV to `csv` (the events of the last QNN call: the execute)."""
+    options = {"profiling_level": args.level, "profiling_file_path": args.csv}
+    session = qnn_session(args.model, args.lib_dir, fallback=True, provider_options=options)
+    feeds = {}
+    for i in session.get_inputs():
+        feeds[i.name] = np.load(os.path.join(args.inputs, f"{stem(i.name)}_0.npy"))
+    session.run(None, feeds)
 
 
 def raw_model(ctx_path, out_path):
@@ -484,6 +496,12 @@ def main():
     r.add_argument("--backend", choices=["cpu", "qnn"], required=True)
     r.add_argument("--raw", action="store_true")
     r.add_argument("--lib-dir")
+    p = sub.add_parser("profile")
+    p.add_argument("model")
+    p.add_argument("inputs")
+    p.add_argument("csv")
+    p.add_argument("--level", choices=["basic", "detailed"], default="detailed")
+    p.add_argument("--lib-dir", required=True)
     c = sub.add_parser("ort-compile")
     c.add_argument("model")
     c.add_argument("out")
@@ -498,6 +516,8 @@ def main():
         write_model(args.name, args.dir)
     elif args.command == "run":
         run(args)
+    elif args.command == "profile":
+        profile(args)
     elif args.command == "ort-compile":
         ort_compile(args)
     elif args.command == "weight-scales":

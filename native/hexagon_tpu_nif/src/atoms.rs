@@ -15,6 +15,8 @@ rustler::atoms! {
     context,
     graph,
     queued,
+    backend,
+    worker,
     given_up,
     sent,
     none,

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use rustler::{Binary, Encoder, Env, NifUnitEnum, ResourceArc, Term};
 
+use crate::atoms;
 use crate::error::ok_or_error;
 use crate::quote;
 use crate::reply::answer;
@@ -23,7 +24,16 @@ fn encode_loaded(env: Env<'_>, result: qnn::Result<Arc<qnn::Context>>) -> Term<'
             .collect();
         let graphs = graphs.encode(env);
         let warnings = findings_term(env, context.warnings());
-        (ResourceArc::new(ContextRes(context)), graphs, warnings)
+        let queue = match context.execute_queue() {
+            Ok(qnn::ExecuteQueue::Backend { depth }) => (atoms::backend(), depth).encode(env),
+            _ => atoms::worker().encode(env),
+        };
+        (
+            ResourceArc::new(ContextRes(context)),
+            graphs,
+            warnings,
+            queue,
+        )
     });
     ok_or_error(env, result)
 }
@@ -60,10 +70,18 @@ impl From<PriorityArg> for Option<qnn::context::Priority> {
     }
 }
 
-fn load_options(preflight: PreflightArg, priority: PriorityArg) -> qnn::context::LoadOptions {
+/// `{priority, async_queue_depth}`: how the context is created (a depth of `nil`: executes
+/// queue on the graphs' own threads).
+type ContextArgs = (PriorityArg, Option<u32>);
+
+fn load_options(
+    preflight: PreflightArg,
+    (priority, async_queue_depth): ContextArgs,
+) -> qnn::context::LoadOptions {
     qnn::context::LoadOptions {
         preflight: preflight.into(),
         priority: priority.into(),
+        async_queue_depth,
     }
 }
 
@@ -88,7 +106,7 @@ fn context_from_file<'a>(
     path: Binary<'a>,
     max_bytes: u64,
     preflight: PreflightArg,
-    priority: PriorityArg,
+    context_args: ContextArgs,
     site: String,
     tag: Term<'a>,
 ) -> Term<'a> {
@@ -103,7 +121,7 @@ fn context_from_file<'a>(
                 bytes,
                 Some(&path),
                 &qnn::Site::named(site),
-                load_options(preflight, priority),
+                load_options(preflight, context_args),
                 done,
             ),
             Err(error) => done(Err(error)),
@@ -119,7 +137,7 @@ fn context_from_binary<'a>(
     runtime: Handle<RuntimeRes>,
     bytes: Binary<'a>,
     preflight: PreflightArg,
-    priority: PriorityArg,
+    context_args: ContextArgs,
     site: String,
     tag: Term<'a>,
 ) -> Term<'a> {
@@ -130,7 +148,7 @@ fn context_from_binary<'a>(
             binary,
             None,
             &qnn::Site::named(site),
-            load_options(preflight, priority),
+            load_options(preflight, context_args),
             done,
         )
     })

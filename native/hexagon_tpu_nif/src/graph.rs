@@ -8,6 +8,7 @@ use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
+use rustler::env::SavedTerm;
 use rustler::{Binary, Encoder, Env, NifUnitEnum, OwnedBinary, ResourceArc, Term};
 
 use crate::atoms;
@@ -56,7 +57,8 @@ fn graph_close<'a>(env: Env<'a>, graph: Handle<GraphRes>, tag: Term<'a>) -> Term
     answer(env, tag, encode_unit, |done| graph.0.close_then(done))
 }
 
-/// `{:ok, {[output_binary], execute_ns}} | {:error, %HexagonTpu.Error{}}` when the graph was
+/// `{:ok, {[output_binary], execute_ns}} | {:error, %HexagonTpu.Error{}}` (with a third element,
+/// the profile's map, when `profile` asked for one or the graph sampled this execute) when the graph was
 /// idle (the execute ran here), or `{:queued, ticket}` when it was busy (or `always_queue`): the
 /// execute then runs on the graph's own thread after the ones before it, and the result follows
 /// by message (see `crate::reply`), unless the caller gives up first with the ticket
@@ -80,11 +82,19 @@ fn graph_execute<'a>(
     max_queued: usize,
     always_queue: bool,
     tag: Term<'a>,
+    profile: Option<crate::profile::Level>,
 ) -> Term<'a> {
     catch_unwind(AssertUnwindSafe(|| {
         if graph.0.is_closed() {
             // Refused before its inputs are converted for nothing.
             return Failure::Qnn(qnn::Error::Closed { what: "graph" }).encode_error(env);
+        }
+        let on_backend = graph.0.execute_queue() != qnn::ExecuteQueue::Worker;
+        if on_backend && profile.is_some() {
+            let message = "profile: is not available on a context whose executes run in the \
+                           backend's queue (async_queue_depth:)"
+                .to_string();
+            return Failure::Qnn(qnn::Error::InvalidInput { message }).encode_error(env);
         }
         // The whole execute when it runs here; discarded when it is queued (the graph's thread
         // records its own), leaving this thread's quantize on its own.
@@ -107,13 +117,16 @@ fn graph_execute<'a>(
             Ok(execution) => {
                 let policy = qnn::QueuePolicy {
                     max_waiting: max_queued,
-                    always_queue,
+                    // The backend's queue is reached from the graph's thread only: handing an
+                    // execute over blocks while that queue is full.
+                    always_queue: always_queue || on_backend,
                 };
                 let prepared = Prepared {
                     execution,
                     given: &given,
                     inputs,
                     span,
+                    profile,
                 };
                 submit(env, &graph.0, prepared, policy, tag)
             }
@@ -132,6 +145,8 @@ struct Prepared<'a, 'g> {
     inputs: Term<'a>,
     /// The trace's span of the whole execute, if it runs here.
     span: qnn::trace::Span,
+    /// A profile of this execute, asked for by the caller.
+    profile: Option<crate::profile::Level>,
 }
 
 /// Runs a prepared execute now if the graph is idle (and `policy` lets this caller run it),
@@ -148,6 +163,7 @@ fn submit<'a>(
         given,
         inputs,
         span,
+        profile,
     } = prepared;
     // Exactly one of the two paths below takes it.
     let execution = Cell::new(Some(execution));
@@ -155,17 +171,22 @@ fn submit<'a>(
     let started = graph.execute_or_queue(
         |turn| {
             let mut execution = execution.take()?;
-            let report = execution.run(&turn, given);
-            Some((execution, report))
+            let (report, profile) =
+                crate::profile::profiled(&turn, profile, || execution.run(&turn, given));
+            Some((execution, report, profile))
         },
         || {
             let (mut reply, inputs) = ReplyTo::keeping(env, tag, inputs);
             ticket = Some(reply.ticket());
             let execution = execution.take();
+            let graph = Arc::clone(graph);
             Box::new(move |turn: qnn::Turn<'_>| {
                 // Its caller died or gave up while it waited: not run at all.
                 if !reply.wanted() {
                     return reply.skip();
+                }
+                if graph.execute_queue() != qnn::ExecuteQueue::Worker {
+                    return run_on_backend(&turn, graph, execution, reply, inputs);
                 }
                 reply.send(|env| {
                     let _span = qnn::trace::span(qnn::trace::Phase::Execute, turn.graph().name());
@@ -173,8 +194,11 @@ fn submit<'a>(
                         .ok_or_else(|| lost("the queued execute"))
                         .and_then(|mut execution| {
                             let binaries = input_binaries(inputs.load(env))?;
-                            let report = execution.run(&turn, &slices(&binaries))?;
-                            finish(env, turn.graph(), execution, Ok(report))
+                            let (report, profile) =
+                                crate::profile::profiled(&turn, profile, || {
+                                    execution.run(&turn, &slices(&binaries))
+                                });
+                            finish(env, turn.graph(), execution, Ok(report?), profile)
                         });
                     ok_or_error(env, result)
                 })
@@ -186,9 +210,9 @@ fn submit<'a>(
         span.discard();
     }
     match (started, ticket) {
-        (Ok(qnn::Started::Ran(Some((execution, report)))), _) => {
+        (Ok(qnn::Started::Ran(Some((execution, report, profile)))), _) => {
             // The turn is passed on already: the outputs are converted outside it.
-            ok_or_error(env, finish(env, graph, execution, report))
+            ok_or_error(env, finish(env, graph, execution, report, profile))
         }
         (Ok(qnn::Started::Ran(None)), _) => panicked(env, "running the execute"),
         (Ok(qnn::Started::Queued), Some(ticket)) => (atoms::queued(), ticket).encode(env),
@@ -196,6 +220,34 @@ fn submit<'a>(
         (Err(error), _) => Failure::Qnn(error).encode_error(env),
     }
 }
+/// Hands a queued execute to the backend's asynchronous queue; the notification answers it.
+fn run_on_backend(
+    turn: &qnn::Turn<'_>,
+    graph: Arc<qnn::Graph>,
+    execution: Option<Execution>,
+    mut reply: ReplyTo,
+    inputs: SavedTerm,
+) {
+    let Some(mut execution) = execution else {
+        return reply.send(|env| lost("the queued execute").encode_error(env));
+    };
+    // The inputs given in the model's type are copied: the execute outlives this environment.
+    let owned = reply.with_env(|env| {
+        input_binaries(inputs.load(env)).map(|b| execution.own_inputs(&slices(&b)))
+    });
+    if let Some(Err(failure)) = owned {
+        return reply.send(move |env| failure.encode_error(env));
+    }
+    execution.run_on_backend(turn, move |execution, result| {
+        reply.send(|env| {
+            let result = result
+                .map_err(Failure::Qnn)
+                .and_then(|report| finish(env, &graph, execution, Ok(report), None));
+            ok_or_error(env, result)
+        })
+    });
+}
+
 /// The caller of a queued execute gives up waiting: `:given_up` when its answer had not been
 /// sent (it never will be; the execute is skipped if it has not started), `:sent` when it was
 /// (the caller takes it from its mailbox).
@@ -241,15 +293,20 @@ fn slices<'b>(binaries: &'b [Binary<'_>]) -> Vec<&'b [u8]> {
     binaries.iter().map(Binary::as_slice).collect()
 }
 
-/// `{[output_binary], execute_ns}` once the execute ran: its outputs converted as asked.
+/// `{[output_binary], execute_ns}` once the execute ran: its outputs converted as asked (and
+/// a third element, the profile's map, when it was profiled).
 fn finish<'a>(
     env: Env<'a>,
     graph: &qnn::Graph,
     execution: Execution,
     report: qnn::Result<qnn::ExecuteReport>,
-) -> Result<(Vec<Binary<'a>>, u64), Failure> {
+    profile: Option<qnn::profile::Profile>,
+) -> Result<Term<'a>, Failure> {
     let report = report?;
     let outputs = execution.finish(graph.info(), OwnedBinary::new)?;
-    let outputs = outputs.into_iter().map(|b| b.release(env)).collect();
-    Ok((outputs, report.execute_ns))
+    let outputs: Vec<Binary<'a>> = outputs.into_iter().map(|b| b.release(env)).collect();
+    Ok(match profile {
+        None => (outputs, report.execute_ns).encode(env),
+        Some(p) => (outputs, report.execute_ns, crate::profile::encode(env, &p)).encode(env),
+    })
 }

@@ -22,6 +22,7 @@ mod graph;
 mod log;
 mod perf;
 mod preprocess;
+mod profile;
 mod quote;
 mod reply;
 mod resources;

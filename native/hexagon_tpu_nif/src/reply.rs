@@ -118,6 +118,12 @@ impl ReplyTo {
         }
     }
 
+    /// Runs `work` in the answer's environment (where [`ReplyTo::keeping`] saved its term), before
+    /// the answer is built; `None` once the answer is gone.
+    pub fn with_env<R>(&mut self, work: impl for<'a> FnOnce(Env<'a>) -> R) -> Option<R> {
+        self.inner.as_mut().map(|inner| inner.env.run(work))
+    }
+
     /// Nothing will be sent: the work was skipped, its caller gone or given up.
     pub fn skip(mut self) {
         qnn::counters::record_skipped();

@@ -20,6 +20,10 @@ struct SimCountersTerm<'a> {
     live_power_config_ids: u64,
     set_power_config_calls: u64,
     last_power_config: LastPowerConfigTerm<'a>,
+    profiles_created: u64,
+    profiles_live: u64,
+    async_in_flight: u64,
+    async_notifications: u64,
 }
 
 /// qnn_sim's last accepted `setPowerConfig`: each option's values, `nil` when absent.
@@ -53,6 +57,10 @@ fn qnn_sim_counters<'a>(env: Env<'a>, path: String) -> Term<'a> {
                 rpc_polling_time: c.last_power_config.rpc_polling_time,
                 rpc_control_latency: c.last_power_config.rpc_control_latency,
             },
+            profiles_created: c.profiles_created,
+            profiles_live: c.profiles_live,
+            async_in_flight: c.async_in_flight,
+            async_notifications: c.async_notifications,
         })
         .map_err(Failure::from);
     ok_or_error(env, result)

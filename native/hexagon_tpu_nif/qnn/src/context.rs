@@ -34,6 +34,7 @@ pub(crate) struct ContextCore {
     /// One turn per graph of the binary: QNN hands out the same handle each time a graph is
     /// retrieved, so every `Graph` retrieved for one name shares it.
     pub turns: Vec<Arc<TurnSlot>>,
+    pub queue: ExecuteQueue,
 }
 
 /// Who uses the handle, and whether it is to be freed. A close never waits for the calls in
@@ -64,12 +65,19 @@ impl std::ops::Deref for HandleUse<'_> {
 
 impl Drop for HandleUse<'_> {
     fn drop(&mut self) {
-        let mut state = self.core.lock();
-        state.users -= 1;
-        if state.users == 0 && state.closing.is_some() {
-            let done = state.closing.take();
-            self.core.free_later(&mut state, done, None);
-        }
+        self.core.end_use();
+    }
+}
+
+/// A [`HandleUse`] that owns its context: for a call that ends on another thread (an
+/// asynchronous execute, until QNN notifies it).
+pub(crate) struct OwnedHandleUse {
+    core: Arc<ContextCore>,
+}
+
+impl Drop for OwnedHandleUse {
+    fn drop(&mut self) {
+        self.core.end_use();
     }
 }
 
@@ -91,6 +99,36 @@ impl ContextCore {
                 })
             }
             _ => Err(Error::Closed { what: "context" }),
+        }
+    }
+
+    /// [`ContextCore::try_handle`] for a call that outlives the caller's borrow: the handle,
+    /// and the use that keeps it from being freed until dropped.
+    pub(crate) fn try_handle_owned(
+        self: &Arc<Self>,
+    ) -> Result<(sys::Qnn_ContextHandle_t, OwnedHandleUse)> {
+        let raw = {
+            let in_use = self.try_handle()?;
+            let raw = *in_use;
+            // The use is handed to the owned guard: not ended here.
+            std::mem::forget(in_use);
+            raw
+        };
+        Ok((
+            raw,
+            OwnedHandleUse {
+                core: Arc::clone(self),
+            },
+        ))
+    }
+
+    /// A use of the handle ended: the last one after a close hands the free on.
+    fn end_use(&self) {
+        let mut state = self.lock();
+        state.users -= 1;
+        if state.users == 0 && state.closing.is_some() {
+            let done = state.closing.take();
+            self.free_later(&mut state, done, None);
         }
     }
 
@@ -201,12 +239,25 @@ impl Priority {
     }
 }
 
-/// How [`Context::load_with`] loads: the pre-flight verdict's mode, and the context priority
-/// (`None`: QNN's default, no config passed).
+/// How [`Context::load_with`] loads: the pre-flight verdict's mode, the context priority
+/// (`None`: QNN's default, no config passed), and the depth of the backend's asynchronous
+/// execution queue to use when the backend has one (`None`: executes queue on the graphs'
+/// worker threads).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LoadOptions {
     pub preflight: Mode,
     pub priority: Option<Priority>,
+    pub async_queue_depth: Option<u32>,
+}
+
+/// Where a context's queued executes wait and run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExecuteQueue {
+    /// On each graph's own worker thread, which calls `graphExecute` (every backend).
+    Worker,
+    /// In the backend's asynchronous queue (`QnnGraph_executeAsync`), this deep: asked for with
+    /// [`LoadOptions::async_queue_depth`] and granted when the backend says it has one.
+    Backend { depth: u32 },
 }
 
 /// A callback that receives the result of an operation handed to another thread.
@@ -284,7 +335,7 @@ impl Context {
                 core,
                 graphs,
                 &binary,
-                options.priority,
+                options,
                 Origin {
                     source,
                     site: site.as_str(),
@@ -336,6 +387,11 @@ impl Context {
         }
     }
 
+    /// Where its queued executes wait and run.
+    pub fn execute_queue(&self) -> Result<ExecuteQueue> {
+        Ok(self.core()?.queue)
+    }
+
     /// Whether `close` was called.
     pub fn is_closed(&self) -> bool {
         self.core.is_closed()
@@ -369,7 +425,7 @@ fn create(
     runtime: Arc<RuntimeCore>,
     graphs: Vec<Arc<GraphMetadata>>,
     bytes: &[u8],
-    priority: Option<Priority>,
+    options: LoadOptions,
     origin: Origin<'_>,
 ) -> Result<Arc<Context>> {
     let Origin { source, site, held } = origin;
@@ -378,18 +434,38 @@ fn create(
     let span = trace::span(Phase::CreateFromBinary, &loaded_from);
     let in_qnn = crate::exit::enter()?;
     let mut handle: sys::Qnn_ContextHandle_t = std::ptr::null_mut();
+    // The backend's queue only where it says it executes asynchronously (Qualcomm's x86
+    // emulator has the entry but answers "not supported").
+    let queue = match options.async_queue_depth {
+        Some(depth)
+            if lib.fns.graph_execute_async.is_some()
+                && lib.has_capability(sys::QNN_PROPERTY_GRAPH_SUPPORT_ASYNC_EXECUTION) =>
+        {
+            ExecuteQueue::Backend { depth }
+        }
+        _ => ExecuteQueue::Worker,
+    };
     // A NULL-terminated list of configs, or NULL for QNN's defaults.
-    let priority = priority.map(|p| sys::QnnContext_Config_t::priority(p.raw()));
-    let configs: [*const sys::QnnContext_Config_t; 2] = [
-        priority
-            .as_ref()
-            .map_or(std::ptr::null(), |config| config as *const _),
-        std::ptr::null(),
-    ];
-    let config = if priority.is_some() {
-        configs.as_ptr()
-    } else {
+    let configs: Vec<sys::QnnContext_Config_t> = options
+        .priority
+        .map(|p| sys::QnnContext_Config_t::priority(p.raw()))
+        .into_iter()
+        .chain(match queue {
+            ExecuteQueue::Backend { depth } => {
+                Some(sys::QnnContext_Config_t::async_execution_queue_depth(depth))
+            }
+            ExecuteQueue::Worker => None,
+        })
+        .collect();
+    let config_list: Vec<*const sys::QnnContext_Config_t> = configs
+        .iter()
+        .map(|c| c as *const _)
+        .chain(std::iter::once(std::ptr::null()))
+        .collect();
+    let config = if configs.is_empty() {
         std::ptr::null()
+    } else {
+        config_list.as_ptr()
     };
     // SAFETY: backend/device are live handles of this library, created on this thread; the
     // config list is NULL or NULL-terminated and outlives the call; the binary is valid for
@@ -429,6 +505,7 @@ fn create(
         turns: graphs.iter().map(|_| Arc::default()).collect(),
         graphs,
         name: loaded_from,
+        queue,
     };
     Ok(Arc::new(Context {
         graphs: infos,

@@ -82,6 +82,14 @@ counters! {
         executes_timed_out,
         /// Queued executes not run: their caller had died or given up by their turn.
         executes_skipped,
+        /// QnnProfile handles created (none while no execute asks for a profile).
+        profiles_created,
+        /// QnnProfile handles not yet freed.
+        profiles_alive,
+        /// Executes profiled because of a graph's `profile_every`.
+        profile_samples,
+        /// Profiled executes whose events could not be read (the execute itself succeeded).
+        profile_errors,
         /// Tensors converted on the host for an execute: inputs from f32, outputs to f32.
         tensors_converted,
         /// Sum of the time those conversions took (quantize, dequantize, f16).
@@ -143,6 +151,24 @@ pub fn record_timed_out() {
 /// A queued execute was not run: its caller had died or given up.
 pub fn record_skipped() {
     KEPT.executes_skipped.fetch_add(1, Relaxed);
+}
+
+/// A profile handle was created (`true`) or freed (`false`).
+pub(crate) fn record_profile_handle(created: bool) {
+    if created {
+        KEPT.profiles_created.fetch_add(1, Relaxed);
+        KEPT.profiles_alive.fetch_add(1, Relaxed);
+    } else {
+        KEPT.profiles_alive.fetch_sub(1, Relaxed);
+    }
+}
+
+/// A sampled execute was profiled; `failed` when its events could not be read.
+pub(crate) fn record_profile_sample(failed: bool) {
+    KEPT.profile_samples.fetch_add(1, Relaxed);
+    if failed {
+        KEPT.profile_errors.fetch_add(1, Relaxed);
+    }
 }
 
 /// One tensor converted on the host, taking `ns`.

@@ -7,12 +7,13 @@ use std::time::Instant;
 
 use crate::closable::Closable;
 use crate::context::Done;
-use crate::context::{Context, ContextCore};
+use crate::context::{Context, ContextCore, ExecuteQueue, OwnedHandleUse};
 use crate::counters;
 use crate::error::{Error, Result};
 use crate::io;
 use crate::ledger::{Alive, Kind, Site};
 use crate::metadata::{GraphInfo, GraphMetadata};
+use crate::profile::{self, Profiler};
 use crate::sys;
 use crate::trace::{self, Phase};
 pub use crate::turn::QueuePolicy;
@@ -48,6 +49,9 @@ pub struct Graph {
     /// This graph's turn in its context, shared with every `Graph` of the same name.
     turn: Arc<TurnSlot>,
     state: Closable<GraphState>,
+    profiler: Profiler,
+    /// Where its queued executes run: its context's choice.
+    queue: ExecuteQueue,
 }
 
 /// Proof that the caller holds the graph's turn: only a `Turn` can execute.
@@ -69,6 +73,7 @@ impl Graph {
     /// entry in the [ledger](crate::ledger).
     pub fn retrieve(context: &Arc<Context>, name: &str, site: &Site) -> Result<Arc<Graph>> {
         let core = context.core()?;
+        let queue = core.queue;
         let not_found = || Error::GraphNotFound {
             name: name.to_string(),
             available: core.graphs.iter().map(|g| g.info.name.clone()).collect(),
@@ -115,6 +120,8 @@ impl Graph {
                     _alive: Alive::new(Kind::Graph, site.as_str(), name.to_string()),
                 },
             ),
+            profiler: Profiler::default(),
+            queue,
         }))
     }
 
@@ -126,6 +133,13 @@ impl Graph {
     /// The graph's name.
     pub fn name(&self) -> &str {
         &self.metadata.info.name
+    }
+
+    /// Where its queued executes wait and run: on its worker thread, or in the backend's
+    /// asynchronous queue (then every execute is queued, and run with
+    /// [`io::Execution::run_on_backend`]).
+    pub fn execute_queue(&self) -> ExecuteQueue {
+        self.queue
     }
 
     /// Runs `now` with the graph's turn if the graph is idle (and `policy` lets the caller run
@@ -205,7 +219,21 @@ impl Graph {
     }
 
     fn take_state(&self) -> Result<()> {
+        self.profiler.close();
         self.state.close().map(drop)
+    }
+
+    /// Profiles one execute in `every` (`None` stops), adding each sample's per-op cycles to
+    /// [`Graph::profile_table`]; see [`crate::profile`]. Creates the graph's detailed profile
+    /// handle now (waiting for the runtime's thread), so that no execute waits for it later.
+    pub fn set_profile_every(&self, every: Option<u32>) -> Result<()> {
+        let state = self.state.get()?;
+        self.profiler.sample_every(&state.context.runtime, every)
+    }
+
+    /// The per-op cycles of the executes sampled since [`Graph::set_profile_every`].
+    pub fn profile_table(&self) -> profile::OpTable {
+        self.profiler.table()
     }
 
     /// Releases the graph after the executes running or queued before it; later calls report
@@ -248,24 +276,13 @@ impl Turn<'_> {
         // Held until the execute returns: the context is not freed under it.
         let _context_handle = state.context.try_handle()?;
 
-        // QNN takes `const` inputs; the data pointer in a client buffer is declared mutable but
-        // is only read for inputs.
-        let raw_inputs: Vec<sys::Qnn_Tensor_t> = graph
-            .metadata
-            .input_templates
-            .iter()
-            .zip(inputs)
-            .map(|(t, b)| t.to_raw(b.as_ptr().cast_mut(), b.len() as u32))
-            .collect();
-        let mut raw_outputs: Vec<sys::Qnn_Tensor_t> = graph
-            .metadata
-            .output_templates
-            .iter()
-            .zip(outputs.iter_mut())
-            .map(|(t, b)| t.to_raw(b.as_mut_ptr(), b.len() as u32))
-            .collect();
+        let AsyncTensors {
+            inputs: raw_inputs,
+            outputs: mut raw_outputs,
+        } = self.tensors(inputs, outputs);
 
         let lib = &state.context.runtime.backend_lib;
+        let profiling = graph.profiler.begin(&state.context.runtime)?;
         let in_qnn = crate::exit::enter()?;
         let _span = trace::span(Phase::GraphExecute, graph.name());
         let started = Instant::now();
@@ -280,7 +297,7 @@ impl Turn<'_> {
                 raw_inputs.len() as u32,
                 raw_outputs.as_mut_ptr(),
                 raw_outputs.len() as u32,
-                std::ptr::null_mut(),
+                profiling.as_ref().map_or(std::ptr::null_mut(), |p| p.raw()),
                 std::ptr::null_mut(),
             )
         });
@@ -288,6 +305,9 @@ impl Turn<'_> {
         counters::record_execute(execute_ns, !status.is_ok());
         lib.check("graphExecute", status)?;
         drop(in_qnn);
+        if let Some(profiling) = profiling {
+            graph.profiler.finish(profiling, started, execute_ns)?;
+        }
         // A load first, so that later executes only read the flag (no write on the hot path).
         if !state.executed.load(Relaxed) && !state.executed.swap(true, Relaxed) {
             // The first execute may have made QNN register exit-time destructors.
@@ -296,10 +316,157 @@ impl Turn<'_> {
         Ok(ExecuteReport { execute_ns })
     }
 
+    /// The tensors QNN is given for these buffers (pointers into them, not copies).
+    pub(crate) fn tensors(&self, inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> AsyncTensors {
+        let metadata = &self.graph.metadata;
+        AsyncTensors {
+            // QNN takes `const` inputs; the data pointer in a client buffer is declared mutable
+            // but is only read for inputs.
+            inputs: (metadata.input_templates.iter())
+                .zip(inputs)
+                .map(|(t, b)| t.to_raw(b.as_ptr().cast_mut(), b.len() as u32))
+                .collect(),
+            outputs: (metadata.output_templates.iter())
+                .zip(outputs.iter_mut())
+                .map(|(t, b)| t.to_raw(b.as_mut_ptr(), b.len() as u32))
+                .collect(),
+        }
+    }
+
+    /// Queues one execute of `tensors` in the backend's asynchronous queue
+    /// (`QnnGraph_executeAsync`) and returns; `done` gets its result on a thread of the
+    /// backend's when QNN notifies it, or here when it could not be queued. Blocks while the
+    /// backend's queue is full, so call it from a thread of the caller's own (the graph's
+    /// worker). The context is kept from being freed until the notification.
+    ///
+    /// # Safety
+    /// `tensors` must come from [`Turn::tensors`] on one buffer per tensor, each exactly its
+    /// tensor's `byte_size` long, and those buffers must stay valid, unmoved and otherwise
+    /// untouched until `done` is called: QNN reads and writes them until it notifies.
+    pub(crate) unsafe fn execute_async_unchecked(
+        &self,
+        tensors: AsyncTensors,
+        done: Box<dyn FnOnce(Result<ExecuteReport>) + Send>,
+    ) {
+        let graph = self.graph;
+        let state = match graph.state.get() {
+            Ok(state) => state,
+            Err(error) => return done(Err(error)),
+        };
+        let lib = &state.context.runtime.backend_lib;
+        let Some(execute_async) = lib.fns.graph_execute_async else {
+            return done(Err(Error::Internal {
+                message: "the backend has no graphExecuteAsync".into(),
+            }));
+        };
+        let (_, in_use) = match state.context.try_handle_owned() {
+            Ok(handle) => handle,
+            Err(error) => return done(Err(error)),
+        };
+        let in_qnn = match crate::exit::enter() {
+            Ok(in_qnn) => in_qnn,
+            Err(error) => return done(Err(error)),
+        };
+        let handle = state.handle;
+        let call = Box::into_raw(Box::new(AsyncCall {
+            tensors,
+            state: Arc::clone(&state),
+            _in_use: in_use,
+            started: Instant::now(),
+            done,
+        }));
+        // SAFETY: the graph handle is live (the owned use keeps its context); holding the turn
+        // orders the submissions. `call` owns the tensor arrays and is leaked to QNN until the
+        // notification takes it back (`notify`), or until the call fails below, when QNN will
+        // not notify; the buffers behind the tensors are the caller's contract.
+        let status = sys::Status(unsafe {
+            execute_async(
+                handle,
+                (*call).tensors.inputs.as_ptr(),
+                (*call).tensors.inputs.len() as u32,
+                (*call).tensors.outputs.as_mut_ptr(),
+                (*call).tensors.outputs.len() as u32,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                Some(notify),
+                call.cast(),
+            )
+        });
+        drop(in_qnn);
+        if !status.is_ok() {
+            // SAFETY: QNN refused the call and will not notify: `call` is still ours.
+            let call = unsafe { Box::from_raw(call) };
+            counters::record_execute(0, true);
+            let error = lib.error("graphExecuteAsync", status.0);
+            (call.done)(Err(error));
+        }
+    }
+
+    /// Asks the next execute on this turn to collect a profile at `level`; read it with
+    /// [`Turn::take_profile`] after the execute. The first execute at a level on a graph waits
+    /// for the runtime's thread to create the graph's handle for it.
+    pub fn profile_next(&self, level: profile::Level) {
+        self.graph.profiler.ask(level);
+    }
+
+    /// The profile of the last execute on this graph, when it was asked for or sampled.
+    pub fn take_profile(&self) -> Option<profile::Profile> {
+        self.graph.profiler.take_last()
+    }
+
     /// The graph whose turn this is.
     pub fn graph(&self) -> &Graph {
         self.graph
     }
+}
+
+/// The tensors of one execute, as QNN is given them.
+pub(crate) struct AsyncTensors {
+    inputs: Vec<sys::Qnn_Tensor_t>,
+    outputs: Vec<sys::Qnn_Tensor_t>,
+}
+
+// SAFETY: plain C descriptions whose data pointers point into buffers the execute's owner keeps
+// (see `Turn::execute_async_unchecked`); nothing here is tied to a thread.
+unsafe impl Send for AsyncTensors {}
+
+/// An execute in the backend's asynchronous queue: what must live until QNN notifies it.
+struct AsyncCall {
+    /// Read by QNN until the notification.
+    tensors: AsyncTensors,
+    state: Arc<GraphState>,
+    /// Keeps the context from being freed meanwhile.
+    _in_use: OwnedHandleUse,
+    started: Instant,
+    done: Box<dyn FnOnce(Result<ExecuteReport>) + Send>,
+}
+
+/// QNN's notification of an asynchronous execute, on a thread of the backend's.
+unsafe extern "C" fn notify(param: *mut std::ffi::c_void, status: sys::Qnn_NotifyStatus_t) {
+    // A panic must not unwind into QNN; the reply's own guard answers the caller.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: `param` is the `AsyncCall` leaked by `execute_async_unchecked`, notified once.
+        let call = unsafe { Box::from_raw(param.cast::<AsyncCall>()) };
+        let AsyncCall {
+            tensors,
+            state,
+            _in_use,
+            started,
+            done,
+        } = *call;
+        // The time from the submission: the backend queue's wait is in it.
+        let execute_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let status = sys::Status(status.error);
+        counters::record_execute(execute_ns, !status.is_ok());
+        let result = (state.context.runtime.backend_lib)
+            .check("graphExecuteAsync", status)
+            .map(|()| ExecuteReport { execute_ns });
+        if result.is_ok() && !state.executed.swap(true, Relaxed) {
+            crate::exit::guard_exit();
+        }
+        drop(tensors);
+        done(result);
+    }));
 }
 
 impl std::fmt::Debug for Graph {

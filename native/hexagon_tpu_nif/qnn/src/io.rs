@@ -364,6 +364,65 @@ impl<B: DerefMut<Target = [u8]>> Execution<B> {
         unsafe { turn.execute_unchecked(&inputs, &mut outputs) }
     }
 
+    /// Copies the inputs [`prepare`] left in place (`given`, as it was given them) into the
+    /// execution, so that it owns every buffer QNN reads: an execute in the backend's queue
+    /// outlives the caller's data.
+    pub fn own_inputs(&mut self, given: &[&[u8]]) {
+        for (converted, given) in self.converted.iter_mut().zip(given) {
+            if converted.is_none() {
+                *converted = Some(given.to_vec());
+            }
+        }
+    }
+
+    /// Queues the execute in the backend's asynchronous queue (the graph's
+    /// [`ExecuteQueue::Backend`](crate::context::ExecuteQueue)), holding the turn only while it
+    /// is handed over. `done` gets the execution back with the result, on a thread of the
+    /// backend's when QNN notifies it, or here when it could not be queued. Needs every input
+    /// owned ([`Execution::own_inputs`]); blocks while the backend's queue is full.
+    pub fn run_on_backend(
+        self,
+        turn: &Turn<'_>,
+        done: impl FnOnce(Execution<B>, Result<ExecuteReport>) + Send + 'static,
+    ) where
+        B: Send + 'static,
+    {
+        // On the heap, so the buffers QNN is pointed at stay where they are until `done`.
+        let mut boxed = Box::new(self);
+        let graph = turn.graph().info();
+        let tensors = {
+            let Execution {
+                converted,
+                raw_outputs,
+                ..
+            } = &mut *boxed;
+            let sized = converted.len() == graph.inputs.len()
+                && raw_outputs.len() == graph.outputs.len()
+                && (converted.iter().zip(&graph.inputs))
+                    .all(|(c, t)| c.as_ref().is_some_and(|c| c.len() == t.byte_size))
+                && (raw_outputs.iter().zip(&graph.outputs)).all(|(b, t)| b.len() == t.byte_size);
+            if !sized {
+                let error = Error::Internal {
+                    message: format!(
+                        "graph `{}`: an execute for the backend's queue must own buffers of \
+                         its tensors' sizes",
+                        graph.name
+                    ),
+                };
+                return done(*boxed, Err(error));
+            }
+            let inputs: Vec<&[u8]> = converted.iter().flatten().map(Vec::as_slice).collect();
+            let mut outputs: Vec<&mut [u8]> = raw_outputs.iter_mut().map(|b| &mut **b).collect();
+            turn.tensors(&inputs, &mut outputs)
+        };
+        // SAFETY: one buffer per tensor, each exactly its tensor's size (checked above), all
+        // owned by `boxed`, which the callback keeps, unmoved on the heap and untouched, until
+        // QNN notifies the execute.
+        unsafe {
+            turn.execute_async_unchecked(tensors, Box::new(move |result| done(*boxed, result)))
+        }
+    }
+
     /// The outputs in the forms asked for: QNN's buffers as they are, or converted to f32 into
     /// buffers from `alloc`.
     pub fn finish(self, graph: &GraphInfo, mut alloc: impl FnMut(usize) -> B) -> Result<Vec<B>> {

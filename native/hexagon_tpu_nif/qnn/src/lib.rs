@@ -26,6 +26,7 @@ pub mod perf;
 mod platform;
 pub mod preflight;
 pub mod preprocess;
+pub mod profile;
 pub mod quant;
 pub mod runtime;
 #[cfg(feature = "test-support")]
@@ -36,7 +37,7 @@ pub mod trace;
 mod turn;
 pub mod version;
 
-pub use context::Context;
+pub use context::{Context, ExecuteQueue};
 pub use counters::{Counters, counters};
 pub use error::{Error, LibraryRole, Result};
 pub use exit::exiting;

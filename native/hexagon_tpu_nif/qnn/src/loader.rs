@@ -50,6 +50,9 @@ pub(crate) struct CoreFns {
     pub error_get_message: Option<sys::QnnError_GetMessageFn>,
     pub error_get_verbose_message: Option<sys::QnnError_GetVerboseMessageFn>,
     pub error_free_verbose_message: Option<sys::QnnError_FreeVerboseMessageFn>,
+    pub property_has_capability: Option<sys::QnnProperty_HasCapabilityFn>,
+    /// The QnnProfile entries, when the library has every one the runtime needs.
+    pub profile: Option<crate::profile::ProfileFns>,
 }
 
 /// An opened backend library and the provider chosen from it.
@@ -64,6 +67,18 @@ pub(crate) struct BackendLibrary {
 }
 
 impl BackendLibrary {
+    /// Whether the library says it has `property` (`propertyHasCapability` answers success);
+    /// `false` without the entry, and once exit has begun.
+    pub(crate) fn has_capability(&self, property: u32) -> bool {
+        self.fns.property_has_capability.is_some_and(|has| {
+            let Ok(_in_qnn) = crate::exit::enter() else {
+                return false;
+            };
+            // SAFETY: a table entry of the loaded library, taking a key by value.
+            sys::Status(unsafe { has(property) }).is_ok()
+        })
+    }
+
     /// `Ok(())` when the call `op` succeeded, else its error (see [`BackendLibrary::error`]).
     pub(crate) fn check(&self, op: &'static str, status: sys::Status) -> Result<()> {
         status.ok_or_else(|raw| self.error(op, raw))
@@ -347,6 +362,16 @@ fn open_backend(path: &Path) -> Result<BackendLibrary> {
         error_get_message: entry!(errorGetMessage),
         error_get_verbose_message: entry!(errorGetVerboseMessage),
         error_free_verbose_message: entry!(errorFreeVerboseMessage),
+        property_has_capability: entry!(propertyHasCapability),
+        profile: crate::profile::ProfileFns::from_entries(
+            (
+                entry!(profileCreate),
+                entry!(profileSetConfig),
+                entry!(profileGetEvents),
+            ),
+            (entry!(profileGetSubEvents), entry!(profileGetEventData)),
+            (entry!(profileGetExtendedEventData), entry!(profileFree)),
+        ),
     };
     Ok(BackendLibrary {
         path: path.to_path_buf(),

@@ -56,6 +56,16 @@ pub fn live_handles(lib_path: &Path) -> Result<u64> {
     read_counter(lib_path, "QnnSim_liveHandles")
 }
 
+/// Profile handles qnn_sim has created (`QnnProfile_create` calls that succeeded).
+pub fn profiles_created(lib_path: &Path) -> Result<u64> {
+    read_counter(lib_path, "QnnSim_profilesCreated")
+}
+
+/// Profile handles qnn_sim has alive (created and not yet freed).
+pub fn profiles_live(lib_path: &Path) -> Result<u64> {
+    read_counter(lib_path, "QnnSim_profilesLive")
+}
+
 /// Times a `graphExecute` started on a graph while another was running on the same graph.
 pub fn execute_overlaps(lib_path: &Path) -> Result<u64> {
     read_counter(lib_path, "QnnSim_executeOverlaps")
@@ -102,6 +112,11 @@ pub struct SimCounters {
     pub set_power_config_calls: u64,
     /// What the last accepted vote carried.
     pub last_power_config: LastPowerConfig,
+    pub profiles_created: u64,
+    pub profiles_live: u64,
+    /// Asynchronous executes accepted and not yet notified, and notifications sent.
+    pub async_in_flight: u64,
+    pub async_notifications: u64,
 }
 
 /// The options of qnn_sim's last accepted `setPowerConfig`.
@@ -165,6 +180,10 @@ pub fn counters(lib_path: &Path) -> Result<SimCounters> {
         live_power_config_ids: read_counter(lib_path, "QnnSim_livePowerConfigIds")?,
         set_power_config_calls: read_counter(lib_path, "QnnSim_setPowerConfigCalls")?,
         last_power_config: last_power_config(lib_path)?,
+        profiles_created: profiles_created(lib_path)?,
+        profiles_live: profiles_live(lib_path)?,
+        async_in_flight: async_in_flight(lib_path)?,
+        async_notifications: async_notifications(lib_path)?,
     })
 }
 

@@ -276,6 +276,35 @@ layouts! {
         option @ 0, memGrowSizeConfig as "__bindgen_anon_1.memGrowSizeConfig" @ 4,
     }
 
+    // QnnProfile.h.
+    struct QnnProfile_EventData_t, size 24, align 8 {
+        type_ as "type" @ 0, unit @ 4, value @ 8, identifier @ 16,
+    }
+    union Qnn_ScalarValue_t as "Qnn_Scalar_t.__bindgen_anon_1", size 8, align 8 {
+        floatValue @ 0, doubleValue @ 0, uint64Value @ 0, int64Value @ 0, uint32Value @ 0,
+        int32Value @ 0, uint16Value @ 0, int16Value @ 0, uint8Value @ 0, int8Value @ 0,
+        bool8Value @ 0, bfloat16Value @ 0, stringValue @ 0,
+    }
+    struct Qnn_Scalar_t, size 16, align 8 { dataType @ 0, value as "__bindgen_anon_1" @ 8 }
+    struct Qnn_OpaqueObject_t, size 16, align 8 { data @ 0, len @ 8 }
+    struct QnnProfile_BackendOpaqueObject_t, size 24, align 8 { opaqueObject @ 0, fileName @ 16 }
+    union QnnProfile_ExtendedEventValue_t as "QnnProfile_ExtendedEventDataV1_t.__bindgen_anon_1",
+        size 24, align 8 {
+        value @ 0, backendOpaqueObject @ 0,
+    }
+    struct QnnProfile_ExtendedEventDataV1_t, size 48, align 8 {
+        type_ as "type" @ 0, unit @ 4, data as "__bindgen_anon_1" @ 8, timestamp @ 32,
+        identifier @ 40,
+    }
+    // C: `union { QnnProfile_ExtendedEventDataV1_t v1; }`, its only member held directly.
+    struct QnnProfile_ExtendedEventData_t, size 56, align 8 {
+        version @ 0, v1 as "__bindgen_anon_1.v1" @ 8,
+    }
+    union QnnProfile_ConfigValue_t as "QnnProfile_Config_t.__bindgen_anon_1", size 8, align 8 {
+        customConfig @ 0, numMaxEvents @ 0, enableOptrace @ 0,
+    }
+    struct QnnProfile_Config_t, size 16, align 8 { option @ 0, value as "__bindgen_anon_1" @ 8 }
+
     struct QnnSystemContext_BinaryInfoV1_t, size 128, align 8 {
         backendId @ 0, buildId @ 8, coreApiVersion @ 16, backendApiVersion @ 28,
         socVersion @ 40, hwInfoBlobVersion @ 48, contextBlobVersion @ 60, hwInfoBlobSize @ 72,
@@ -374,6 +403,16 @@ mod tests {
         ("QnnHtpPerfInfrastructure_PowerConfigUnion_t", 7),
         ("QnnHtpPerfInfrastructure_PowerConfig_t", 2),
         ("QnnHtpPerfInfrastructure_MemoryConfig_t", 2),
+        ("QnnProfile_EventData_t", 4),
+        ("Qnn_ScalarValue_t", 13),
+        ("Qnn_Scalar_t", 2),
+        ("Qnn_OpaqueObject_t", 2),
+        ("QnnProfile_BackendOpaqueObject_t", 2),
+        ("QnnProfile_ExtendedEventValue_t", 2),
+        ("QnnProfile_ExtendedEventDataV1_t", 5),
+        ("QnnProfile_ExtendedEventData_t", 2),
+        ("QnnProfile_ConfigValue_t", 3),
+        ("QnnProfile_Config_t", 2),
         ("QnnSystemContext_BinaryInfoV1_t", 14),
         ("QnnSystemContext_BinaryInfoV2_t", 15),
         ("QnnSystemContext_BinaryInfoV3_t", 15),

@@ -20,6 +20,7 @@ mod device;
 mod interface;
 pub mod layout;
 mod perf;
+mod profile;
 mod system;
 mod tensor;
 
@@ -29,6 +30,7 @@ pub use device::*;
 pub use interface::*;
 pub use layout::{DECLARED, FieldLayout, StructLayout};
 pub use perf::*;
+pub use profile::*;
 pub use system::*;
 pub use tensor::*;
 

@@ -55,11 +55,13 @@ pub unsafe extern "C" fn QnnInterface_getProviders(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn QnnProperty_hasCapability(key: u32) -> Qnn_ErrorHandle_t {
     guard(|| {
-        let async_on = !knobs()
-            .null_entries
-            .iter()
-            .any(|n| n == "graphExecuteAsync");
-        if key == QNN_PROPERTY_GRAPH_SUPPORT_ASYNC_EXECUTION && async_on {
+        let nulls = knobs().null_entries;
+        let on = |entry: &str| !nulls.iter().any(|n| n == entry);
+        if (key == QNN_PROPERTY_GRAPH_SUPPORT_ASYNC_EXECUTION && on("graphExecuteAsync"))
+            || (key == QNN_PROPERTY_PROFILE_SUPPORTS_EXTENDED_EVENT
+                && on("profileGetExtendedEventData"))
+            || (key == QNN_PROPERTY_PROFILE_SUPPORT_OPTRACE_CONFIG && on("profileSetConfig"))
+        {
             0
         } else {
             err(QNN_COMMON_ERROR_NOT_SUPPORTED)

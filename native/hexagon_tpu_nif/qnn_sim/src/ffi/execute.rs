@@ -255,7 +255,7 @@ pub unsafe extern "C" fn QnnGraph_execute(
     num_inputs: u32,
     outputs: *mut Qnn_Tensor_t,
     num_outputs: u32,
-    _profile: Qnn_ProfileHandle_t,
+    profile: Qnn_ProfileHandle_t,
     signal: Qnn_SignalHandle_t,
 ) -> Qnn_ErrorHandle_t {
     guard(|| {
@@ -263,6 +263,9 @@ pub unsafe extern "C" fn QnnGraph_execute(
             Ok(g) => g,
             Err(e) => return e,
         };
+        if let Err(e) = super::profile::check_handle(profile) {
+            return e;
+        }
         EXECUTE_COUNT.fetch_add(1, Ordering::SeqCst);
         // Each side raises its own counter before it reads the other's, so of two executes
         // that overlap at least one sees the other.
@@ -279,7 +282,13 @@ pub unsafe extern "C" fn QnnGraph_execute(
         }
         // SAFETY: forwarded caller contract for the tensors.
         match unsafe { prepare(&g, inputs, num_inputs, outputs, num_outputs) } {
-            Ok(p) => run(&g, &p),
+            Ok(p) => {
+                let status = run(&g, &p);
+                if status == 0 {
+                    super::profile::record_execute(profile, &g.model.graphs[g.index]);
+                }
+                status
+            }
             Err(e) => e,
         }
     })

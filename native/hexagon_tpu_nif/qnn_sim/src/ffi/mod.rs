@@ -11,6 +11,7 @@ pub mod execute;
 pub mod execute_async;
 mod metadata;
 pub mod perf;
+pub mod profile;
 pub mod providers;
 pub mod state;
 pub mod system;
@@ -174,6 +175,18 @@ pub extern "C" fn QnnSim_peakConcurrentExecutes() -> u64 {
 #[unsafe(no_mangle)]
 pub extern "C" fn QnnSim_executeCount() -> u64 {
     counter(|| EXECUTE_COUNT.load(Ordering::SeqCst))
+}
+
+/// `QnnProfile_create` calls that made a handle.
+#[unsafe(no_mangle)]
+pub extern "C" fn QnnSim_profilesCreated() -> u64 {
+    counter(|| profile::PROFILES_CREATED.load(Ordering::SeqCst))
+}
+
+/// Profile handles created and not yet freed.
+#[unsafe(no_mangle)]
+pub extern "C" fn QnnSim_profilesLive() -> u64 {
+    counter(|| profile::PROFILES_LIVE.load(Ordering::SeqCst))
 }
 
 /// Frees refused because of the caller's ordering (a log before its backend, a backend or

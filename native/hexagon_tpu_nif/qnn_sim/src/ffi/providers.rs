@@ -16,12 +16,20 @@ use qnn::sys::*;
 use super::core::*;
 use super::execute::*;
 use super::execute_async::*;
+use super::profile::*;
 use super::state::*;
 use super::system::*;
 
 /// Table entries that `null_entries` may name (the ones this backend implements).
-const ENTRY_NAMES: [&str; 23] = [
+const ENTRY_NAMES: [&str; 30] = [
     "propertyHasCapability",
+    "profileCreate",
+    "profileSetConfig",
+    "profileGetEvents",
+    "profileGetSubEvents",
+    "profileGetEventData",
+    "profileGetExtendedEventData",
+    "profileFree",
     "backendCreate",
     "backendGetApiVersion",
     "backendGetBuildId",
@@ -158,6 +166,13 @@ fn core_table(nulls: &[String]) -> QnnInterface_ImplementationV2_32_t {
         super::perf::QnnDevice_getInfrastructure
     );
     set!(errorGetMessage, QnnError_getMessage);
+    set!(profileCreate, QnnProfile_create);
+    set!(profileSetConfig, QnnProfile_setConfig);
+    set!(profileGetEvents, QnnProfile_getEvents);
+    set!(profileGetSubEvents, QnnProfile_getSubEvents);
+    set!(profileGetEventData, QnnProfile_getEventData);
+    set!(profileGetExtendedEventData, QnnProfile_getExtendedEventData);
+    set!(profileFree, QnnProfile_free);
     t
 }
 
