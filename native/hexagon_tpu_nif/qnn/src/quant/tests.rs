@@ -874,6 +874,45 @@ fn x86_quantize_paths_match_scalar() {
 
 #[test]
 #[cfg(target_arch = "x86_64")]
+fn x86_quantize_of_a_large_frame_streams_bit_exact() {
+    // Past `STREAM_FROM` elements the byte quantize stores around the caches from `dst`'s first
+    // 64-byte boundary: every alignment of `dst`, a length that ends off a vector, and nothing
+    // written outside `dst`.
+    let mut rng = Rng(0x5742);
+    let (scale, offset, range) = (0.018_658_f32, -114, (0, 255));
+    let p = x86::FastQ::new(QuantType::U8, scale, offset, range).expect("u8 fast path");
+    let len = x86::STREAM_FROM + 101;
+    let mut xs: Vec<f32> = (0..len).map(|_| rng.uniform(-3.0, 3.0)).collect();
+    let edges = x86_edge_inputs(scale, range, 114, &mut rng);
+    xs[..edges.len()].copy_from_slice(&edges);
+    let want: Vec<i64> = xs
+        .iter()
+        .map(|&x| quantize_scalar(x, scale, offset, range))
+        .collect();
+    let src = f32_bytes(&xs);
+    let src = src.as_chunks::<4>().0;
+    for &level in x86_levels().iter().filter(|&&l| l != x86::Level::Portable) {
+        for skew in [0, 1, 17, 63] {
+            let mut dst = vec![0xa5u8; skew + len + 64];
+            assert!(x86::quantize(src, &mut dst[skew..skew + len], 1, p, level));
+            assert!(dst[..skew].iter().all(|&b| b == 0xa5), "wrote before dst");
+            assert!(
+                dst[skew + len..].iter().all(|&b| b == 0xa5),
+                "wrote past dst"
+            );
+            let got = read_q(QuantType::U8, &dst[skew..skew + len]);
+            if let Some(i) = (0..len).find(|&i| got[i] != want[i]) {
+                panic!(
+                    "{level:?}, skew {skew}: x[{i}] = {:e} gave {}, not {}",
+                    xs[i], got[i], want[i]
+                );
+            }
+        }
+    }
+}
+
+#[test]
+#[cfg(target_arch = "x86_64")]
 fn x86_fast_quantize_declines_where_f32_is_not_exact() {
     // lo/hi beyond 2^24 in f32, 32-bit containers: the portable loops serve them.
     assert!(x86::FastQ::new(QuantType::U8, 1.0, 1 << 25, (0, 255)).is_none());

@@ -112,6 +112,10 @@ impl Level {
     }
 }
 
+/// Elements from which a quantize to bytes streams its output past the caches: 1 Mi f32 (4 MiB
+/// of input), more than a core's L2 holds.
+pub(super) const STREAM_FROM: usize = 1 << 20;
+
 #[target_feature(enable = "avx512f,avx512bw")]
 fn quantize_avx512(src: &[[u8; 4]], dst: &mut [u8], size: usize, p: FastQ) {
     let scale = _mm512_set1_ps(p.scale);
@@ -137,11 +141,60 @@ fn quantize_avx512(src: &[[u8; 4]], dst: &mut [u8], size: usize, p: FastQ) {
             unsafe { _mm512_mask_cvtepi32_storeu_epi16(d.add(2 * i).cast(), mask, q) };
         }
     };
-    // Two vectors an iteration, then what is left under a mask.
-    let whole = n / 32 * 32;
     let mut i = 0;
-    while i < whole {
-        // SAFETY: elements `i..i + 32` are inside `src` (`i + 32 <= whole <= n`).
+    if size == 1 {
+        // Four vectors an iteration, narrowed in registers and stored as one: a narrowing store
+        // to memory costs several micro-ops each. Past the caches (a large frame), the stores
+        // bypass them: the bytes go to QNN, not back to this core.
+        let streaming = n >= STREAM_FROM;
+        if streaming {
+            // Up to the first 64-byte boundary of `dst` under masks (a streaming store must be
+            // aligned).
+            let head = d.align_offset(64).min(n);
+            while i < head {
+                let left = head - i;
+                let mask: __mmask16 = if left >= 16 {
+                    0xffff
+                } else {
+                    (1u16 << left) - 1
+                };
+                // SAFETY: the lanes under `mask` are elements `i..min(i + 16, head)` of `src`,
+                // `head <= n`; masked-off lanes are not read and cannot fault.
+                let x = unsafe { _mm512_maskz_loadu_ps(mask, s.add(i)) };
+                store(i, mask, core(x));
+                i += 16.min(left);
+            }
+        }
+        let whole = i + (n - i) / 64 * 64;
+        while i < whole {
+            // SAFETY: elements `i..i + 64` are inside `src` (`i + 64 <= whole <= n`).
+            let x = unsafe { [0, 16, 32, 48].map(|k| core(_mm512_loadu_ps(s.add(i + k)))) };
+            let bytes = x.map(|q| _mm512_cvtepi32_epi8(q));
+            let v = _mm512_inserti32x4::<3>(
+                _mm512_inserti32x4::<2>(
+                    _mm512_inserti32x4::<1>(_mm512_castsi128_si512(bytes[0]), bytes[1]),
+                    bytes[2],
+                ),
+                bytes[3],
+            );
+            if streaming {
+                // SAFETY: bytes `i..i + 64` are inside `dst`, 64-byte aligned (`i` started at
+                // `dst`'s first boundary and moves by 64).
+                unsafe { _mm512_stream_si512(d.add(i).cast(), v) };
+            } else {
+                // SAFETY: bytes `i..i + 64` are inside `dst`; no alignment requirement.
+                unsafe { _mm512_storeu_si512(d.add(i).cast(), v) };
+            }
+            i += 64;
+        }
+        if streaming {
+            // The streamed stores are ordered before anything after this function.
+            _mm_sfence();
+        }
+    }
+    // Two vectors an iteration, then what is left under a mask.
+    while i + 32 <= n {
+        // SAFETY: elements `i..i + 32` are inside `src` (`i + 32 <= n`).
         let (a, b) = unsafe { (_mm512_loadu_ps(s.add(i)), _mm512_loadu_ps(s.add(i + 16))) };
         let (a, b) = (core(a), core(b));
         store(i, 0xffff, a);
