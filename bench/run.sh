@@ -10,6 +10,9 @@
 #   bash bench/run.sh                 all of the above, and the kernels' table below first when
 #                                     a Python with onnxruntime is found (offline: no Nx)
 #   bash bench/run.sh throughput      the throughput comparison only
+#   bash bench/run.sh versus-ort [N]  predict/3 against ONNX Runtime's QNN EP on one binary on
+#                                     Qualcomm's emulator, interleaved (bench/versus_ort.exs;
+#                                     also part of "all" when the QNN venv is there)
 #   bash bench/run.sh preprocess      the preprocessing pass only: ours and numpy (offline)
 #   bash bench/run.sh preprocess-nx   ours, numpy and Nx in one run, in the Debian 13 root of
 #                                     .ci/elixir-1.18.sh (Hex mode: Nx, Elixir 1.18; the NIF is
@@ -66,6 +69,11 @@ fi
 "$root/scripts/install-native.sh" "$target/release"
 cd "$root"
 sim=("$root/priv/native/qnn-sim-build" "$root/priv/native/libqnn_sim.so")
+if [ "$what" = versus-ort ]; then
+  shift
+  MIX_ENV=test HEXAGON_TPU_OFFLINE=1 mix run bench/versus_ort.exs "$@"
+  exit 0
+fi
 if [ "$what" = throughput ]; then
   HEXAGON_TPU_OFFLINE=1 mix run bench/throughput.exs "${sim[@]}"
   exit 0
@@ -79,5 +87,9 @@ echo "==> throughput: synchronous against asynchronous, 1 ms executes"
 HEXAGON_TPU_OFFLINE=1 mix run bench/throughput.exs "${sim[@]}"
 echo "==> profiling: off, profile_every: 100, every execute"
 HEXAGON_TPU_OFFLINE=1 mix run bench/profile.exs "${sim[@]}"
+if [ -n "$python" ]; then
+  echo "==> predict/3 against ONNX Runtime on the same binary, on Qualcomm's HTP emulator"
+  MIX_ENV=test HEXAGON_TPU_OFFLINE=1 mix run bench/versus_ort.exs
+fi
 echo "==> peak RSS per load"
 (cd "$crate" && cargo run --release -q -p qnn_tests --example load_rss)

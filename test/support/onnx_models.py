@@ -483,6 +483,29 @@ def weight_scales(args):
             print(node.input[0], scales.size, float(scales.max() / scales.min()))
 
 
+def serve(args):
+    """Times ORT's QNN EP `session.run` on the emulator for bench/versus_ort.exs: the first
+    sample of `inputs`, one run per `run` line on stdin, each answered with its nanoseconds on
+    stdout; the first run's output is written to `out` (raw little-endian f32). QNN and ORT may
+    print on fd 1 as well: the answers go to a copy of it, fd 1 itself to /dev/null."""
+    import time
+
+    answers = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    session = qnn_session(args.model, args.lib_dir, fallback=True)
+    feeds = {i.name: np.load(os.path.join(args.inputs, f"{stem(i.name)}_0.npy")) for i in session.get_inputs()}
+    (output,) = session.run(None, feeds)
+    np.asarray(output, dtype="<f4").tofile(args.out)
+    os.write(answers, b"ready\n")
+    for line in sys.stdin:
+        if line.strip() != "run":
+            break
+        started = time.perf_counter_ns()
+        session.run(None, feeds)
+        os.write(answers, f"{time.perf_counter_ns() - started}\n".encode())
+
+
 def main():
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command", required=True)
@@ -502,6 +525,11 @@ def main():
     p.add_argument("csv")
     p.add_argument("--level", choices=["basic", "detailed"], default="detailed")
     p.add_argument("--lib-dir", required=True)
+    v = sub.add_parser("serve")
+    v.add_argument("model")
+    v.add_argument("inputs")
+    v.add_argument("out")
+    v.add_argument("--lib-dir", required=True)
     c = sub.add_parser("ort-compile")
     c.add_argument("model")
     c.add_argument("out")
@@ -518,6 +546,8 @@ def main():
         run(args)
     elif args.command == "profile":
         profile(args)
+    elif args.command == "serve":
+        serve(args)
     elif args.command == "ort-compile":
         ort_compile(args)
     elif args.command == "weight-scales":
