@@ -34,15 +34,10 @@ defmodule HexagonTpu.AsyncTest do
         :tensors_converted
       ])
 
-  # Starts an execute that holds the graph's turn (1 s in qnn_sim) and returns once it runs.
-  defp hold(graph, lib) do
-    entered = Support.qnn_sim_counters(lib).execute_count
-    task = Task.async(fn -> Graph.execute(graph, [f32([1, 1, 1, 1])], output: :binary) end)
-    assert Support.await_executes_entered(lib, entered)
-    task
-  end
+  # An execute that holds the graph's turn (1 s in qnn_sim), running once this returns.
+  defp hold(graph, lib), do: Support.hold_graph(graph, lib, f32([1, 1, 1, 1]))
 
-  defp waiting(n), do: Support.wait_until(fn -> Stats.native().executes_waiting == n end)
+  defp waiting(n), do: Support.executes_waiting?(n)
 
   test "results come back in the order the executes were started", ctx do
     {:ok, graph} = HexagonTpu.load_model(ctx.fast, runtime: ctx.runtime)

@@ -95,6 +95,22 @@ defmodule HexagonTpu.Test.Support do
   end
 
   @doc """
+  Starts an execute of `input` on `graph` in a task and returns the task once the execute is
+  inside QNN (qnn_sim `lib`'s count of executes entered moved): with a slow model (its
+  `sleep_ms`), it holds the graph's turn while a test queues others behind it.
+  """
+  def hold_graph(graph, lib, input) do
+    entered = qnn_sim_counters(lib).execute_count
+    task = Task.async(fn -> Graph.execute(graph, [input], output: :binary) end)
+    true = await_executes_entered(lib, entered)
+    task
+  end
+
+  @doc "Waits until `Stats.native/0` counts `n` executes waiting for a graph's turn."
+  def executes_waiting?(n),
+    do: wait_until(fn -> HexagonTpu.Stats.native().executes_waiting == n end)
+
+  @doc """
   Waits until the qnn_sim library at `lib` has entered more than `count` executes (it counts
   them on entry), so a test knows an execute is running inside QNN rather than guessing with
   a sleep. Returns false on timeout.

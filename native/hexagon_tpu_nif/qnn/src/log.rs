@@ -60,7 +60,7 @@ impl LogLevel {
 
 /// The lines Qualcomm's HTP libraries (the device's and the x86 emulator's, QAIRT 2.4x) log at
 /// WARN on every backend start and context load when nothing is wrong. Each is matched whole,
-/// after [`tidy`]; `#` stands for one or more ASCII digits. Measured on the emulator of
+/// after `tidy`; `#` stands for one or more ASCII digits. Measured on the emulator of
 /// onnxruntime-qnn 2.7.0 (QAIRT 2.43): creating a runtime logs the first, loading a context the
 /// other three.
 pub const STARTUP_CHATTER: [&str; 4] = [

@@ -2,11 +2,11 @@
 //! (`deviceGetInfrastructure` → `createPowerConfigId`, `setPowerConfig`,
 //! `destroyPowerConfigId`).
 //!
-//! Each runtime has one [`Voter`]: a power config id created on its owner thread right after
+//! Each runtime has one `Voter`: a power config id created on its owner thread right after
 //! the device (device 0, core 0, as ONNX Runtime's QNN EP does), the runtime's own mode, the
 //! mode a call asked for, and the parameters of the vote in force (kept so that a recovery
 //! after a DSP restart can replay them, as Qualcomm's HTP library does with its own DCVS v3
-//! votes: [`Voter::replay`]). The id is destroyed on the owner thread when the runtime's
+//! votes: `Voter::replay`). The id is destroyed on the owner thread when the runtime's
 //! handles are freed, before the device.
 //!
 //! No vote is sent twice: a vote goes to the backend only when the mode wanted differs from the
@@ -203,7 +203,7 @@ pub struct Vote {
     pub rpc_polling_time: u32,
 }
 
-/// A runtime's performance state, as [`Voter::state`] reads it.
+/// A runtime's performance state, as `Voter::state` reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PerfState {
     /// The runtime's own mode.

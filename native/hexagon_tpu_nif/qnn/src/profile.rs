@@ -18,7 +18,7 @@
 //!   adds each sample's per-op cycles to the graph's [`OpTable`].
 //!
 //! With neither, an execute passes a NULL profile: no handle exists, nothing is read
-//! (`profiles_created` in [`crate::counters`] stays where it was).
+//! (`profiles_created` in [`mod@crate::counters`] stays where it was).
 
 use std::collections::BTreeMap;
 use std::ffi::{CStr, c_char};

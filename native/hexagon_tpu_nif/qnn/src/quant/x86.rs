@@ -141,6 +141,24 @@ fn quantize_avx512(src: &[[u8; 4]], dst: &mut [u8], size: usize, p: FastQ) {
             unsafe { _mm512_mask_cvtepi32_storeu_epi16(d.add(2 * i).cast(), mask, q) };
         }
     };
+    // Elements `from..to` (`to <= n`) under masks, 16 at a time; returns `to`.
+    let masked = |from: usize, to: usize| {
+        let mut i = from;
+        while i < to {
+            let left = to - i;
+            let mask: __mmask16 = if left >= 16 {
+                0xffff
+            } else {
+                (1u16 << left) - 1
+            };
+            // SAFETY: the lanes under `mask` are elements `i..min(i + 16, to)` of `src`, and
+            // `to <= n`; masked-off lanes are not read and cannot fault.
+            let x = unsafe { _mm512_maskz_loadu_ps(mask, s.add(i)) };
+            store(i, mask, core(x));
+            i += left.min(16);
+        }
+        to
+    };
     let mut i = 0;
     if size == 1 {
         // Four vectors an iteration, narrowed in registers and stored as one: a narrowing store
@@ -150,20 +168,7 @@ fn quantize_avx512(src: &[[u8; 4]], dst: &mut [u8], size: usize, p: FastQ) {
         if streaming {
             // Up to the first 64-byte boundary of `dst` under masks (a streaming store must be
             // aligned).
-            let head = d.align_offset(64).min(n);
-            while i < head {
-                let left = head - i;
-                let mask: __mmask16 = if left >= 16 {
-                    0xffff
-                } else {
-                    (1u16 << left) - 1
-                };
-                // SAFETY: the lanes under `mask` are elements `i..min(i + 16, head)` of `src`,
-                // `head <= n`; masked-off lanes are not read and cannot fault.
-                let x = unsafe { _mm512_maskz_loadu_ps(mask, s.add(i)) };
-                store(i, mask, core(x));
-                i += 16.min(left);
-            }
+            i = masked(0, d.align_offset(64).min(n));
         }
         let whole = i + (n - i) / 64 * 64;
         while i < whole {
@@ -201,19 +206,7 @@ fn quantize_avx512(src: &[[u8; 4]], dst: &mut [u8], size: usize, p: FastQ) {
         store(i + 16, 0xffff, b);
         i += 32;
     }
-    while i < n {
-        let left = n - i;
-        let mask: __mmask16 = if left >= 16 {
-            0xffff
-        } else {
-            (1u16 << left) - 1
-        };
-        // SAFETY: the lanes under `mask` are elements `i..min(i + 16, n)` of `src`; masked-off
-        // lanes are not read and cannot fault.
-        let x = unsafe { _mm512_maskz_loadu_ps(mask, s.add(i)) };
-        store(i, mask, core(x));
-        i += 16;
-    }
+    masked(i, n);
 }
 
 #[target_feature(enable = "avx2")]
