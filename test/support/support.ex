@@ -173,7 +173,14 @@ defmodule HexagonTpu.Test.Support do
 
   defp do_quiesce(last, same, deadline) do
     HexagonTpu.Stats.sweep()
-    alive = Map.take(HexagonTpu.Stats.native(), [:runtimes_alive, :contexts_alive, :graphs_alive])
+
+    alive =
+      Map.take(HexagonTpu.Stats.native(), [
+        :runtimes_alive,
+        :contexts_alive,
+        :graphs_alive,
+        :profiles_alive
+      ])
 
     cond do
       alive == last and same >= 2 ->
