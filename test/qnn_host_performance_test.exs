@@ -10,7 +10,8 @@ defmodule HexagonTpu.QnnHostPerformanceTest do
   @moduletag timeout: 600_000
 
   setup_all do
-    %{bin: QnnHost.compiled!("float_io", ["float_io"]).bin}
+    # the options qnn_host_test compiles float_io with: the compiled binary is shared by key
+    %{bin: QnnHost.compiled!("float_io", ["float_io"], io: :float).bin}
   end
 
   test "every mode is accepted on create" do

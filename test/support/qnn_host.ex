@@ -116,6 +116,22 @@ defmodule HexagonTpu.Test.QnnHost do
         end
       end)
 
+    # One binary per key: asking for a key with other names or options is a test's mistake
+    # (it would get the binary the first caller made).
+    made_for = inspect({names, Enum.sort(opts)})
+    stamp = Path.join(out, "made_for")
+
+    case File.read(stamp) do
+      {:ok, ^made_for} ->
+        :ok
+
+      {:ok, other} ->
+        raise "QnnHost.compiled!(#{inspect(key)}): made for #{other}, asked for #{made_for}"
+
+      {:error, _} ->
+        File.write!(stamp, made_for)
+    end
+
     %{
       bin: bin,
       ctx: Enum.map(names, &Path.join(out, "#{&1}_ctx.onnx")),
