@@ -171,9 +171,8 @@ fn submit<'a>(
     let started = graph.execute_or_queue(
         |turn| {
             let mut execution = execution.take()?;
-            let (report, profile) =
-                crate::profile::profiled(&turn, profile, || execution.run(&turn, given));
-            Some((execution, report, profile))
+            let executed = execution.run(&turn, given, profile.map(Into::into));
+            Some((execution, executed))
         },
         || {
             let (mut reply, inputs) = ReplyTo::keeping(env, tag, inputs);
@@ -194,11 +193,9 @@ fn submit<'a>(
                         .ok_or_else(|| lost("the queued execute"))
                         .and_then(|mut execution| {
                             let binaries = input_binaries(inputs.load(env))?;
-                            let (report, profile) =
-                                crate::profile::profiled(&turn, profile, || {
-                                    execution.run(&turn, &slices(&binaries))
-                                });
-                            finish(env, turn.graph(), execution, Ok(report?), profile)
+                            let executed =
+                                execution.run(&turn, &slices(&binaries), profile.map(Into::into));
+                            finish(env, turn.graph(), execution, executed)
                         });
                     ok_or_error(env, result)
                 })
@@ -210,9 +207,9 @@ fn submit<'a>(
         span.discard();
     }
     match (started, ticket) {
-        (Ok(qnn::Started::Ran(Some((execution, report, profile)))), _) => {
+        (Ok(qnn::Started::Ran(Some((execution, executed)))), _) => {
             // The turn is passed on already: the outputs are converted outside it.
-            ok_or_error(env, finish(env, graph, execution, report, profile))
+            ok_or_error(env, finish(env, graph, execution, executed))
         }
         (Ok(qnn::Started::Ran(None)), _) => panicked(env, "running the execute"),
         (Ok(qnn::Started::Queued), Some(ticket)) => (atoms::queued(), ticket).encode(env),
@@ -240,10 +237,8 @@ fn run_on_backend(
     }
     execution.run_on_backend(turn, move |execution, result| {
         reply.send(|env| {
-            let result = result
-                .map_err(Failure::Qnn)
-                .and_then(|report| finish(env, &graph, execution, Ok(report), None));
-            ok_or_error(env, result)
+            let executed = result.map(|report| (report, None));
+            ok_or_error(env, finish(env, &graph, execution, executed))
         })
     });
 }
@@ -299,10 +294,9 @@ fn finish<'a>(
     env: Env<'a>,
     graph: &qnn::Graph,
     execution: Execution,
-    report: qnn::Result<qnn::ExecuteReport>,
-    profile: Option<qnn::profile::Profile>,
+    executed: qnn::Result<(qnn::ExecuteReport, Option<qnn::profile::Profile>)>,
 ) -> Result<Term<'a>, Failure> {
-    let report = report?;
+    let (report, profile) = executed?;
     let outputs = execution.finish(graph.info(), OwnedBinary::new)?;
     let outputs: Vec<Binary<'a>> = outputs.into_iter().map(|b| b.release(env)).collect();
     Ok(match profile {

@@ -24,21 +24,6 @@ impl From<Level> for qnn::profile::Level {
     }
 }
 
-/// Runs `run` (an execute holding `turn`) asking for a profile at `level`, and takes the
-/// profile of that execute (asked for, or sampled by the graph) before the turn is passed on.
-pub fn profiled<R>(
-    turn: &qnn::Turn<'_>,
-    level: Option<Level>,
-    run: impl FnOnce() -> R,
-) -> (R, Option<qnn::profile::Profile>) {
-    if let Some(level) = level {
-        turn.profile_next(level.into());
-    }
-    let result = run();
-    // Taken whatever happened: a level asked for must not carry over to the next execute.
-    (result, turn.take_profile())
-}
-
 #[derive(NifMap)]
 #[rustler(encode)]
 struct EventTerm {

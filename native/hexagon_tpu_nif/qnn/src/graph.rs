@@ -254,12 +254,27 @@ impl Turn<'_> {
     /// reads and writes these buffers directly. For data that needs converting, see
     /// [`io::execute`].
     pub fn execute(&self, inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Result<ExecuteReport> {
-        io::check_model_buffers(self.graph.info(), inputs, outputs)?;
-        // SAFETY: just checked.
-        unsafe { self.execute_unchecked(inputs, outputs) }
+        self.execute_profiled(inputs, outputs, None)
+            .map(|(report, _)| report)
     }
 
-    /// Runs the graph once on buffers already checked.
+    /// [`Turn::execute`], with a profile of this execute at `level` (the first execute at a
+    /// level on a graph waits for the runtime's thread to create the graph's handle for it).
+    /// The profile is `Some` when one was asked for, or when the graph's sampling
+    /// ([`Graph::set_profile_every`]) took this execute.
+    pub fn execute_profiled(
+        &self,
+        inputs: &[&[u8]],
+        outputs: &mut [&mut [u8]],
+        level: Option<profile::Level>,
+    ) -> Result<(ExecuteReport, Option<profile::Profile>)> {
+        io::check_model_buffers(self.graph.info(), inputs, outputs)?;
+        // SAFETY: just checked.
+        unsafe { self.execute_unchecked(inputs, outputs, level) }
+    }
+
+    /// Runs the graph once on buffers already checked, profiled at `level` if given (see
+    /// [`Turn::execute_profiled`]).
     ///
     /// # Safety
     /// There must be one buffer per input and per output, each exactly its tensor's
@@ -268,7 +283,8 @@ impl Turn<'_> {
         &self,
         inputs: &[&[u8]],
         outputs: &mut [&mut [u8]],
-    ) -> Result<ExecuteReport> {
+        level: Option<profile::Level>,
+    ) -> Result<(ExecuteReport, Option<profile::Profile>)> {
         let graph = self.graph;
         #[cfg(feature = "test-support")]
         crate::sim_probe::panic_if_armed();
@@ -282,7 +298,7 @@ impl Turn<'_> {
         } = self.tensors(inputs, outputs);
 
         let lib = &state.context.runtime.backend_lib;
-        let profiling = graph.profiler.begin(&state.context.runtime)?;
+        let profiling = graph.profiler.begin(&state.context.runtime, level)?;
         let in_qnn = crate::exit::enter()?;
         let _span = trace::span(Phase::GraphExecute, graph.name());
         let started = Instant::now();
@@ -305,15 +321,16 @@ impl Turn<'_> {
         counters::record_execute(execute_ns, !status.is_ok());
         lib.check("graphExecute", status)?;
         drop(in_qnn);
-        if let Some(profiling) = profiling {
-            graph.profiler.finish(profiling, started, execute_ns)?;
-        }
+        let profile = match profiling {
+            Some(profiling) => graph.profiler.finish(profiling, started, execute_ns)?,
+            None => None,
+        };
         // A load first, so that later executes only read the flag (no write on the hot path).
         if !state.executed.load(Relaxed) && !state.executed.swap(true, Relaxed) {
             // The first execute may have made QNN register exit-time destructors.
             crate::exit::guard_exit();
         }
-        Ok(ExecuteReport { execute_ns })
+        Ok((ExecuteReport { execute_ns }, profile))
     }
 
     /// The tensors QNN is given for these buffers (pointers into them, not copies).
@@ -400,18 +417,6 @@ impl Turn<'_> {
             let error = lib.error("graphExecuteAsync", status.0);
             (call.done)(Err(error));
         }
-    }
-
-    /// Asks the next execute on this turn to collect a profile at `level`; read it with
-    /// [`Turn::take_profile`] after the execute. The first execute at a level on a graph waits
-    /// for the runtime's thread to create the graph's handle for it.
-    pub fn profile_next(&self, level: profile::Level) {
-        self.graph.profiler.ask(level);
-    }
-
-    /// The profile of the last execute on this graph, when it was asked for or sampled.
-    pub fn take_profile(&self) -> Option<profile::Profile> {
-        self.graph.profiler.take_last()
     }
 
     /// The graph whose turn this is.

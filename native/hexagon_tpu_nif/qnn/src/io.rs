@@ -21,6 +21,7 @@ use crate::counters;
 use crate::error::{Error, Result};
 use crate::graph::{ExecuteReport, Turn};
 use crate::metadata::GraphInfo;
+use crate::profile;
 use crate::quant::{self, AxisLayout, QuantType};
 use crate::tensor::{DataType, Quantization, TensorInfo};
 use crate::trace::{self, Phase};
@@ -326,42 +327,22 @@ pub fn prepare<B: DerefMut<Target = [u8]>>(
 }
 
 impl<B: DerefMut<Target = [u8]>> Execution<B> {
-    /// Runs the graph once, with the turn. `given` are the inputs [`prepare`] was given: those
-    /// it did not convert go to QNN in place.
-    pub fn run(&mut self, turn: &Turn<'_>, given: &[&[u8]]) -> Result<ExecuteReport> {
-        let graph = turn.graph().info();
-        let lost = |what: &str| Error::Internal {
-            message: format!(
-                "graph `{}`: {what} differ from the prepared ones",
-                graph.name
-            ),
-        };
-        if given.len() != self.converted.len()
-            || self.converted.len() != graph.inputs.len()
-            || self.raw_outputs.len() != graph.outputs.len()
-        {
-            return Err(lost("the tensor counts"));
-        }
-        let inputs: Vec<&[u8]> = self
-            .converted
-            .iter()
+    /// Runs the graph once, with the turn, profiled at `level` if given
+    /// ([`Turn::execute_profiled`]). `given` are the inputs [`prepare`] was given: those it did
+    /// not convert go to QNN in place.
+    pub fn run(
+        &mut self,
+        turn: &Turn<'_>,
+        given: &[&[u8]],
+        level: Option<profile::Level>,
+    ) -> Result<(ExecuteReport, Option<profile::Profile>)> {
+        let inputs: Vec<&[u8]> = (self.converted.iter())
             .zip(given)
             .map(|(converted, given)| converted.as_deref().unwrap_or(given))
             .collect();
-        let sized = |buffers: &mut dyn Iterator<Item = usize>, tensors: &[TensorInfo]| {
-            buffers.zip(tensors).all(|(len, t)| len == t.byte_size)
-        };
-        if !sized(&mut inputs.iter().map(|b| b.len()), &graph.inputs)
-            || !sized(
-                &mut self.raw_outputs.iter().map(|b| b.len()),
-                &graph.outputs,
-            )
-        {
-            return Err(lost("the buffer sizes"));
-        }
         let mut outputs: Vec<&mut [u8]> = self.raw_outputs.iter_mut().map(|b| &mut **b).collect();
-        // SAFETY: one buffer per tensor, each exactly its tensor's byte size (checked just above).
-        unsafe { turn.execute_unchecked(&inputs, &mut outputs) }
+        // Counts and sizes are checked there, as for any caller's buffers.
+        turn.execute_profiled(&inputs, &mut outputs, level)
     }
 
     /// Copies the inputs [`prepare`] left in place (`given`, as it was given them) into the
@@ -396,23 +377,12 @@ impl<B: DerefMut<Target = [u8]>> Execution<B> {
                 raw_outputs,
                 ..
             } = &mut *boxed;
-            let sized = converted.len() == graph.inputs.len()
-                && raw_outputs.len() == graph.outputs.len()
-                && (converted.iter().zip(&graph.inputs))
-                    .all(|(c, t)| c.as_ref().is_some_and(|c| c.len() == t.byte_size))
-                && (raw_outputs.iter().zip(&graph.outputs)).all(|(b, t)| b.len() == t.byte_size);
-            if !sized {
-                let error = Error::Internal {
-                    message: format!(
-                        "graph `{}`: an execute for the backend's queue must own buffers of \
-                         its tensors' sizes",
-                        graph.name
-                    ),
-                };
-                return done(*boxed, Err(error));
-            }
+            // Every input owned: one that is not leaves the list short, and the check refuses it.
             let inputs: Vec<&[u8]> = converted.iter().flatten().map(Vec::as_slice).collect();
             let mut outputs: Vec<&mut [u8]> = raw_outputs.iter_mut().map(|b| &mut **b).collect();
+            if let Err(error) = check_model_buffers(graph, &inputs, &outputs) {
+                return done(*boxed, Err(error));
+            }
             turn.tensors(&inputs, &mut outputs)
         };
         // SAFETY: one buffer per tensor, each exactly its tensor's size (checked above), all
@@ -463,7 +433,7 @@ pub fn execute<B: DerefMut<Target = [u8]>>(
     let graph = turn.graph().info();
     let _span = trace::span(Phase::Execute, &graph.name);
     let mut execution = prepare(graph, inputs, input_modes, output_modes, &mut alloc)?;
-    let report = execution.run(turn, inputs)?;
+    let (report, _) = execution.run(turn, inputs, None)?;
     Ok((execution.finish(graph, alloc)?, report))
 }
 

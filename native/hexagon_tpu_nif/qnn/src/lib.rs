@@ -50,3 +50,9 @@ pub use perf::{PerfMode, PerfState, Vote};
 pub use runtime::{PerfConfig, Runtime, RuntimeConfig, RuntimeInfo};
 pub use tensor::{DataType, Quantization, TensorInfo};
 pub use version::Version;
+
+/// Locks `mutex`, taking its state even when a holder panicked: the state this crate keeps under
+/// a lock is whole between statements, and one panic must not make every later caller panic.
+pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}

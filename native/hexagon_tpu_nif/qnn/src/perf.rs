@@ -23,13 +23,14 @@
 //! runtime, and the calls run at the clocks they have.
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::SeqCst};
-use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, TryLockError, Weak};
+use std::sync::{Arc, Condvar, LazyLock, Mutex, TryLockError, Weak};
 use std::time::{Duration, Instant};
 
 use crate::counters;
 use crate::error::Result;
 use crate::exit;
 use crate::loader::BackendLibrary;
+use crate::lock;
 use crate::log::{self, LogLevel};
 use crate::sys;
 
@@ -335,10 +336,6 @@ pub(crate) struct Voter {
     /// The vote in force and whether there is a power config id, copied out of `voted` after
     /// each change, so that reading them never waits for a vote being sent.
     shown: Mutex<(Option<Vote>, bool)>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Voter {

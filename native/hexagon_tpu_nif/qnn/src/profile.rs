@@ -11,8 +11,8 @@
 //! thread, when the graph is closed or dropped, and not at all once exit has begun.
 //!
 //! Two ways to profile:
-//! - **asked**: [`Turn::profile_next`](crate::Turn::profile_next) before an execute; the first
-//!   execute at a level on a graph waits for the runtime's thread to create the handle;
+//! - **asked**: [`Turn::execute_profiled`](crate::Turn::execute_profiled) with a level; the
+//!   first execute at a level on a graph waits for the runtime's thread to create the handle;
 //! - **sampled**: [`Graph::set_profile_every`](crate::Graph::set_profile_every) creates the
 //!   detailed handle there and then profiles one execute in N, never waiting for anything, and
 //!   adds each sample's per-op cycles to the graph's [`OpTable`].
@@ -30,6 +30,7 @@ use crate::counters;
 use crate::error::{Error, Result};
 use crate::exit;
 use crate::loader::BackendLibrary;
+use crate::lock;
 use crate::owner::blocking;
 use crate::runtime::RuntimeCore;
 use crate::sys;
@@ -659,26 +660,17 @@ unsafe fn identifier(text: *const c_char) -> String {
     String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_IDENTIFIER)]).into_owned()
 }
 
-/// A graph's profiling: its handles, what the next execute should collect, the sampling
-/// interval and the sampled table. Everything but the table is used only by the holder of the
-/// graph's turn, so its locks are never contended.
+/// A graph's profiling: its handles, the sampling interval and the sampled table. The handles
+/// are used only by the holder of the graph's turn, so their lock is never contended.
 #[derive(Default)]
 pub(crate) struct Profiler {
     /// One handle per level, made the first time the level is used.
     handles: Mutex<[Option<Handle>; 3]>,
-    /// The level the next execute was asked to collect.
-    asked: Mutex<Option<Level>>,
     /// Profile one execute in this many (0: never).
     every: AtomicU32,
     /// Executes counted for sampling.
     executes: AtomicU64,
-    /// The last execute's profile, for the turn holder to take.
-    last: Mutex<Option<Profile>>,
     table: Mutex<OpTable>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A profile attached to one execute.
@@ -697,11 +689,6 @@ impl Active<'_> {
 }
 
 impl Profiler {
-    /// Asks the next execute to collect a profile at `level`.
-    pub(crate) fn ask(&self, level: Level) {
-        *lock(&self.asked) = Some(level);
-    }
-
     /// Profiles one execute in `every` (`None`: stops sampling); creates the detailed handle
     /// now, on the runtime's thread, so that no sampled execute waits for it. The table starts
     /// again empty.
@@ -732,11 +719,13 @@ impl Profiler {
         Ok(())
     }
 
-    /// What the coming execute collects, if anything: the level asked for (creating its handle
-    /// if need be), or a sample when it is the graph's turn for one. `None` costs one lock of
-    /// an uncontended mutex and one load.
-    pub(crate) fn begin(&self, runtime: &Arc<RuntimeCore>) -> Result<Option<Active<'_>>> {
-        let asked = lock(&self.asked).take();
+    /// What the coming execute collects, if anything: the level `asked` (creating its handle if
+    /// need be), or a sample when it is the graph's turn for one. With neither, one load.
+    pub(crate) fn begin(
+        &self,
+        runtime: &Arc<RuntimeCore>,
+        asked: Option<Level>,
+    ) -> Result<Option<Active<'_>>> {
         let every = self.every.load(Relaxed);
         let (level, sampled) = match asked {
             Some(level) => (level, false),
@@ -765,17 +754,17 @@ impl Profiler {
     }
 
     /// Reads the profile of the execute that just succeeded with `active`. A sample is added
-    /// to the table; a sample whose events cannot be read is counted and dropped. An asked-for
-    /// profile that cannot be read is the execute's error.
+    /// to the table; a sample whose events cannot be read is counted and dropped (`None`). An
+    /// asked-for profile that cannot be read is the execute's error.
     /// `started` and `execute_ns` are the `graphExecute` call's, for the trace's op spans.
     pub(crate) fn finish(
         &self,
         active: Active<'_>,
         started: Instant,
         execute_ns: u64,
-    ) -> Result<()> {
+    ) -> Result<Option<Profile>> {
         let Some(handle) = active.handles[active.level.index()].as_ref() else {
-            return Ok(());
+            return Ok(None);
         };
         let read = handle.read(active.level, active.sampled);
         drop(active.handles);
@@ -788,22 +777,14 @@ impl Profiler {
                     counters::record_profile_sample(false);
                     lock(&self.table).add(&profile);
                 }
-                *lock(&self.last) = Some(profile);
-                Ok(())
+                Ok(Some(profile))
             }
             (Err(_), true) => {
                 counters::record_profile_sample(true);
-                Ok(())
+                Ok(None)
             }
             (Err(error), false) => Err(error),
         }
-    }
-
-    /// The last execute's profile, if it was profiled (taken: the next call answers `None`).
-    /// Also forgets a level asked for whose execute never reached `graphExecute`.
-    pub(crate) fn take_last(&self) -> Option<Profile> {
-        lock(&self.asked).take();
-        lock(&self.last).take()
     }
 
     /// A copy of the sampled table.

@@ -167,7 +167,7 @@ static RING: Mutex<Ring> = Mutex::new(Ring {
 
 fn ring() -> MutexGuard<'static, Ring> {
     // Each critical section is one push or one copy: a panic cannot leave it half done.
-    RING.lock().unwrap_or_else(|e| e.into_inner())
+    crate::lock(&RING)
 }
 
 thread_local! {

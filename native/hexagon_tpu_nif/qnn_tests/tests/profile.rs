@@ -17,10 +17,9 @@ fn an_asked_profile_is_read_and_the_handle_freed_with_the_graph() {
     let x = f32_bytes(&[1.0, 2.0, 3.0, 4.0]);
     let mut y = vec![0u8; 16];
 
-    let profile = graph.with_turn(|turn| {
-        turn.profile_next(Level::Detailed);
-        turn.execute(&[&x], &mut [&mut y]).unwrap();
-        turn.take_profile()
+    let (_, profile) = graph.with_turn(|turn| {
+        turn.execute_profiled(&[&x], &mut [&mut y], Some(Level::Detailed))
+            .unwrap()
     });
     let profile = profile.expect("a profile");
     assert_eq!(profile.accelerator_cycles, Some(CYCLES));
@@ -32,8 +31,10 @@ fn an_asked_profile_is_read_and_the_handle_freed_with_the_graph() {
     assert_eq!(profile.events[2].sub_events[0].kind_name(), Some("node"));
 
     // Not asked again: no profile, and no second handle.
-    graph.execute(&[&x], &mut [&mut y]).unwrap();
-    assert_eq!(graph.with_turn(|turn| turn.take_profile()), None);
+    let (_, profile) = graph
+        .with_turn(|turn| turn.execute_profiled(&[&x], &mut [&mut y], None))
+        .unwrap();
+    assert_eq!(profile, None);
     assert_eq!(qnn::sim_probe::profiles_created(&lib).unwrap(), 1);
     assert_eq!(qnn::sim_probe::profiles_live(&lib).unwrap(), 1);
 
