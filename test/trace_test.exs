@@ -120,6 +120,7 @@ defmodule HexagonTpu.TraceTest do
 
     assert b <= first["ts"] + first["dur"]
     assert e >= TraceCheck.finish(first) and e <= second["ts"]
+    close!(graph, runtime)
   end
 
   test "a profiled execute's ops are spans inside its graphExecute, in the profile's order",
@@ -148,6 +149,7 @@ defmodule HexagonTpu.TraceTest do
     [first, second] = ops
     assert first["ts"] >= profiled["ts"] and first["ts"] - profiled["ts"] < profiled["dur"]
     assert_in_delta second["ts"], TraceCheck.finish(first), 0.002
+    close!(graph, runtime)
   end
 
   test "off by default and when stopped: nothing is recorded", %{path: path, lib: lib} do
@@ -159,6 +161,7 @@ defmodule HexagonTpu.TraceTest do
     graph = Graph.retrieve!(Context.from_file!(runtime, path), "identity")
     for _ <- 1..3, do: {:ok, _} = HexagonTpu.predict(graph, [f32([0.1, 0.2, 0.3, 0.4])])
     assert Trace.info() == before
+    close!(graph, runtime)
   end
 
   test "a full ring keeps the newest events and counts the dropped ones", %{
@@ -180,6 +183,14 @@ defmodule HexagonTpu.TraceTest do
     # second execute's own event and the whole third; exported by start time.
     names = ["execute", "execute", "execute.quantize", "QnnGraph_execute", "execute.dequantize"]
     assert Enum.map(events, & &1["name"]) == names
+    close!(graph, runtime)
+  end
+
+  # Frees a test's objects now, not at a later collection while another test records: the
+  # trace is process-wide, and a late free would land in that test's ring.
+  defp close!(graph, runtime) do
+    :ok = Context.close(graph.context)
+    :ok = Runtime.close(runtime)
   end
 
   test "options and paths are checked", %{dir: dir} do
