@@ -6,8 +6,9 @@ defmodule HexagonTpu.QnnHostTest do
   # HexagonTpu.Compiler at test time; nothing of Qualcomm's is committed.
   #
   # Expected outputs come from ONNX Runtime running the same binary on the same emulator
-  # (bit for bit), and from ONNX Runtime's CPU run of the QDQ model (within the number of
-  # quantization steps stated per model: HTP and CPU kernels round differently).
+  # (bit for bit), and from ONNX Runtime's CPU run of the QDQ model as written, unfused
+  # (within the number of quantization steps stated per model: HTP and CPU kernels round
+  # differently; the CPU's fused int8 kernels differ by machine, so they are not the reference).
   use ExUnit.Case, async: false
 
   @moduletag :qnn_host
