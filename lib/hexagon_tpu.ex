@@ -130,19 +130,14 @@ defmodule HexagonTpu do
       )
 
     # checked here, with the rest, before anything is loaded
-    Context.context_args!(opts, fun)
-    context_opts = Keyword.take(opts, [:priority, :async_queue_depth])
+    Context.load_args!(opts, fun)
+    context_opts = Keyword.take(opts, [:preflight, :priority, :async_queue_depth])
 
     graph_opts =
       if(opts[:max_queued], do: [max_queued: Graph.max_queued!(opts[:max_queued], fun)], else: []) ++
         [profile_every: HexagonTpu.Profile.every!(opts[:profile_every], fun)]
 
     graph = if opts[:graph] != nil, do: Args.name!(opts[:graph], "the :graph option", fun)
-    preflight = Keyword.get(opts, :preflight, true)
-
-    unless preflight in [true, false, :strict],
-      do: Args.type_error!(fun, "the :preflight option", "true, false or :strict", preflight)
-
     runtime_opts = opts |> Keyword.take(@runtime_opts) |> Runtime.options!(fun)
 
     runtime =
@@ -166,7 +161,7 @@ defmodule HexagonTpu do
     with :ok <- Args.check_path(path, "`path`"),
          {:ok, runtime} <- runtime(runtime, runtime_opts),
          {:ok, context} <-
-           Context.from_file(runtime, path, [preflight: preflight] ++ context_opts) do
+           Context.from_file(runtime, path, context_opts) do
       case pick_graph(context, graph, graph_opts) do
         {:ok, graph} ->
           {:ok, graph}

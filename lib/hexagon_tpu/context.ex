@@ -129,8 +129,7 @@ defmodule HexagonTpu.Context do
       )
 
     max_bytes = opts[:max_bytes]
-    preflight = preflight!(opts[:preflight], fun)
-    context_args = context_args!(opts, fun)
+    load_args = load_args!(opts, fun)
 
     unless is_integer(max_bytes) and max_bytes > 0,
       do: Args.type_error!(fun, "the :max_bytes option", "a positive integer", max_bytes)
@@ -139,20 +138,10 @@ defmodule HexagonTpu.Context do
 
     with :ok <- Args.check_path(path, "`path`"),
          {:ok, names} <- graph_names(opts[:graph_names], path) do
-      site = Site.caller()
+      load_args = Map.put(load_args, :site, Site.caller())
 
       load(runtime, path, names, fn ->
-        Native.call(
-          &Native.context_from_file(
-            runtime.ref,
-            path,
-            max_bytes,
-            preflight,
-            context_args,
-            site,
-            &1
-          )
-        )
+        Native.call(&Native.context_from_file(runtime.ref, path, max_bytes, load_args, &1))
       end)
     end
   end
@@ -177,20 +166,17 @@ defmodule HexagonTpu.Context do
         fun
       )
 
-    preflight = preflight!(opts[:preflight], fun)
-    context_args = context_args!(opts, fun)
+    load_args = load_args!(opts, fun)
     names = opts[:graph_names]
     check_names_option!(names, fun)
 
     unless is_map(names),
       do: Args.type_error!(fun, "the :graph_names option", "a map of strings to strings", names)
 
-    site = Site.caller()
+    load_args = Map.put(load_args, :site, Site.caller())
 
     load(runtime, {:binary, byte_size(binary)}, names, fn ->
-      Native.call(
-        &Native.context_from_binary(runtime.ref, binary, preflight, context_args, site, &1)
-      )
+      Native.call(&Native.context_from_binary(runtime.ref, binary, load_args, &1))
     end)
   end
 
@@ -228,16 +214,24 @@ defmodule HexagonTpu.Context do
   end
 
   @doc false
-  # The NIF's context arguments, {priority, async_queue_depth}, from the options (from_file/3,
-  # from_binary/3, HexagonTpu.load_model/2).
-  @spec context_args!(keyword(), String.t()) :: {atom(), pos_integer() | nil}
-  def context_args!(opts, fun) do
+  # How the NIF loads the context (its LoadArgs, less the caller's site), from the options
+  # (from_file/3, from_binary/3, HexagonTpu.load_model/2).
+  @spec load_args!(keyword(), String.t()) :: %{
+          preflight: :on | :strict | :off,
+          priority: atom(),
+          async_queue_depth: pos_integer() | nil
+        }
+  def load_args!(opts, fun) do
     depth = Keyword.get(opts, :async_queue_depth)
 
     unless depth == nil or (is_integer(depth) and depth in 1..300),
       do: Args.type_error!(fun, "the :async_queue_depth option", "1 to 300, or nil", depth)
 
-    {priority!(Keyword.get(opts, :priority, :default), fun), depth}
+    %{
+      preflight: preflight!(Keyword.get(opts, :preflight, true), fun),
+      priority: priority!(Keyword.get(opts, :priority, :default), fun),
+      async_queue_depth: depth
+    }
   end
 
   defp load(runtime, source, names, load_fun) do

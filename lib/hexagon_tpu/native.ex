@@ -319,11 +319,9 @@ defmodule HexagonTpu.Native do
   def runtime_performance_leave(_runtime), do: opaque(:ok)
 
   # context.rs
-  def context_from_file(_runtime, _path, _max_bytes, _preflight, _context_args, _site, _tag),
-    do: not_loaded()
+  def context_from_file(_runtime, _path, _max_bytes, _load_args, _tag), do: not_loaded()
 
-  def context_from_binary(_runtime, _binary, _preflight, _context_args, _site, _tag),
-    do: not_loaded()
+  def context_from_binary(_runtime, _binary, _load_args, _tag), do: not_loaded()
 
   def inspect_model(_system_lib, _path, _max_bytes), do: not_loaded()
   def context_closed(_context), do: opaque(true)

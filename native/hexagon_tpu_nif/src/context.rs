@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use rustler::{Binary, Encoder, Env, NifUnitEnum, ResourceArc, Term};
+use rustler::{Binary, Encoder, Env, NifMap, NifUnitEnum, ResourceArc, Term};
 
 use crate::atoms;
 use crate::error::ok_or_error;
@@ -70,18 +70,25 @@ impl From<PriorityArg> for Option<qnn::context::Priority> {
     }
 }
 
-/// `{priority, async_queue_depth}`: how the context is created (a depth of `nil`: executes
-/// queue on the graphs' own threads).
-type ContextArgs = (PriorityArg, Option<u32>);
-
-fn load_options(
+/// How a context is loaded, one map from `HexagonTpu.Context.load_args!/2`: the pre-flight
+/// mode, the priority, the backend queue's depth (`nil`: executes queue on the graphs' own
+/// threads) and `site`, the Elixir caller, for the ledger of live objects.
+#[derive(NifMap)]
+pub struct LoadArgs {
     preflight: PreflightArg,
-    (priority, async_queue_depth): ContextArgs,
-) -> qnn::context::LoadOptions {
-    qnn::context::LoadOptions {
-        preflight: preflight.into(),
-        priority: priority.into(),
-        async_queue_depth,
+    priority: PriorityArg,
+    async_queue_depth: Option<u32>,
+    site: String,
+}
+
+impl LoadArgs {
+    fn split(self) -> (qnn::Site, qnn::context::LoadOptions) {
+        let options = qnn::context::LoadOptions {
+            preflight: self.preflight.into(),
+            priority: self.priority.into(),
+            async_queue_depth: self.async_queue_depth,
+        };
+        (qnn::Site::named(self.site), options)
     }
 }
 
@@ -95,35 +102,28 @@ impl From<PreflightArg> for qnn::preflight::Mode {
     }
 }
 
-/// `{:ok, {context_ref, [graph_info]}} | {:error, %HexagonTpu.Error{}}`, directly or by
-/// message. Only a regular file of at most `max_bytes` is read. `site` is the Elixir caller,
-/// for the ledger of live objects. `path` is a binary, any bytes (Linux paths need not be UTF-8).
+/// `{:ok, {context_ref, [graph_info], warnings, queue}} | {:error, %HexagonTpu.Error{}}`,
+/// directly or by message. Only a regular file of at most `max_bytes` is read. `path` is a
+/// binary, any bytes (Linux paths need not be UTF-8).
 #[rustler::nif(schedule = "DirtyIo")]
-#[allow(clippy::too_many_arguments)] // a NIF's arguments are its Elixir call's
 fn context_from_file<'a>(
     env: Env<'a>,
     runtime: Handle<RuntimeRes>,
     path: Binary<'a>,
     max_bytes: u64,
-    preflight: PreflightArg,
-    context_args: ContextArgs,
-    site: String,
+    load: LoadArgs,
     tag: Term<'a>,
 ) -> Term<'a> {
     let path = path_from_bytes(path.as_slice());
+    let (site, options) = load.split();
     answer(
         env,
         tag,
         encode_loaded,
         |done| match qnn::model_file::read(&path, max_bytes) {
-            Ok(bytes) => qnn::Context::load_with(
-                &runtime.0,
-                bytes,
-                Some(&path),
-                &qnn::Site::named(site),
-                load_options(preflight, context_args),
-                done,
-            ),
+            Ok(bytes) => {
+                qnn::Context::load_with(&runtime.0, bytes, Some(&path), &site, options, done)
+            }
             Err(error) => done(Err(error)),
         },
     )
@@ -136,21 +136,13 @@ fn context_from_binary<'a>(
     env: Env<'a>,
     runtime: Handle<RuntimeRes>,
     bytes: Binary<'a>,
-    preflight: PreflightArg,
-    context_args: ContextArgs,
-    site: String,
+    load: LoadArgs,
     tag: Term<'a>,
 ) -> Term<'a> {
     let binary = bytes.as_slice().to_vec();
+    let (site, options) = load.split();
     answer(env, tag, encode_loaded, |done| {
-        qnn::Context::load_with(
-            &runtime.0,
-            binary,
-            None,
-            &qnn::Site::named(site),
-            load_options(preflight, context_args),
-            done,
-        )
+        qnn::Context::load_with(&runtime.0, binary, None, &site, options, done)
     })
 }
 
