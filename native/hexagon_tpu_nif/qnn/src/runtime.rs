@@ -13,7 +13,7 @@ use crate::loader::{self, BackendLibrary, SystemLibrary};
 pub use crate::log::LogLevel;
 use crate::owner::{Owner, blocking};
 use crate::perf::{PerfMode, PerfState, Voter};
-use crate::preflight::DevicePlatform;
+use crate::preflight::{DevicePlatform, RuntimeSide};
 use crate::sys;
 use crate::trace::{self, Phase};
 use crate::version::Version;
@@ -62,6 +62,19 @@ pub struct RuntimeInfo {
     pub system_lib: PathBuf,
     /// What the device reported about itself (`deviceGetPlatformInfo`), when the backend says.
     pub device: Option<DevicePlatform>,
+}
+
+impl From<&RuntimeInfo> for RuntimeSide {
+    /// The runtime as the pre-flight verdict sees it.
+    fn from(info: &RuntimeInfo) -> Self {
+        RuntimeSide::new(
+            info.backend_id,
+            info.build_id.clone(),
+            info.core_api,
+            info.backend_api,
+            info.device.clone(),
+        )
+    }
 }
 
 /// What contexts share with their runtime. Contexts hold it through an `Arc`; the QNN handles
@@ -264,5 +277,48 @@ impl std::fmt::Debug for Runtime {
             .field("core_api", &self.info.core_api)
             .field("closed", &self.is_closed())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metadata::BinaryInfo;
+    use crate::preflight::{Mode, PLATFORM_IS_HARDWARE, check};
+
+    #[test]
+    fn the_device_counts_only_where_it_is_hardware() {
+        let info = RuntimeInfo {
+            backend_id: sys::QNN_BACKEND_ID_HTP,
+            provider_name: "HTP_QTI_AISW".into(),
+            build_id: "v2.51.0.260929181845".into(),
+            core_api: Version::new(2, 40, 0),
+            backend_api: Version::new(5, 51, 0),
+            system_api: Version::new(1, 15, 0),
+            backend_lib: "libQnnHtp.so".into(),
+            system_lib: "libQnnSystem.so".into(),
+            device: Some(DevicePlatform {
+                soc_model: Some(30),
+                dsp_arch: Some(68),
+                vtcm_size: None,
+            }),
+        };
+        let side = RuntimeSide::from(&info);
+        assert_eq!(side.device.is_some(), cfg!(target_arch = "aarch64"));
+        let bin = BinaryInfo {
+            version: 3,
+            backend_id: 6,
+            build_id: "v2.51.0.260929181845".into(),
+            core_api: Version::new(2, 40, 0),
+            backend_api: Version::new(5, 51, 0),
+            soc_version: String::new(),
+            context_blob_version: Version::new(4, 0, 6),
+            soc_model: Some(35),
+            dsp_arch: Some(68),
+            vtcm_size: Some(4194304),
+            graphs: Vec::new(),
+        };
+        let verdict = check(&bin, &side, Mode::Strict);
+        assert_eq!(verdict.refusals.len(), usize::from(PLATFORM_IS_HARDWARE));
     }
 }

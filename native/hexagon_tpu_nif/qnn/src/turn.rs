@@ -212,3 +212,242 @@ impl Drop for TurnGuard {
         self.slot.hand_to_worker(state);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The slot on its own: no QNN, no graph. Queued work reports on a channel, so a test waits
+    //! for exactly the work it queued (with a bound, so a lost turn fails instead of hanging).
+
+    use super::*;
+    use std::sync::mpsc::{Receiver, Sender, channel};
+    use std::thread::{self, ThreadId};
+    use std::time::Instant;
+
+    const PATIENCE: Duration = Duration::from_secs(10);
+
+    fn slot() -> Arc<TurnSlot> {
+        Arc::new(TurnSlot::default())
+    }
+
+    fn queue(max_waiting: usize) -> QueuePolicy {
+        QueuePolicy {
+            max_waiting,
+            always_queue: false,
+        }
+    }
+
+    fn always() -> QueuePolicy {
+        QueuePolicy {
+            always_queue: true,
+            ..QueuePolicy::default()
+        }
+    }
+
+    /// Work that sends `(n, the thread it ran on)`.
+    fn report(tx: &Sender<(u32, ThreadId)>, n: u32) -> impl FnOnce() -> Queued + use<> {
+        let tx = tx.clone();
+        move || Box::new(move || tx.send((n, thread::current().id())).unwrap())
+    }
+
+    /// Offers work that must not be built: the caller runs it itself, or it is refused.
+    fn never() -> impl FnOnce() -> Queued {
+        || panic!("the work was queued")
+    }
+
+    fn next(rx: &Receiver<(u32, ThreadId)>) -> (u32, ThreadId) {
+        rx.recv_timeout(PATIENCE).expect("queued work never ran")
+    }
+
+    fn worker(slot: &TurnSlot) -> Worker {
+        slot.lock().worker
+    }
+
+    fn until(what: &str, done: impl Fn() -> bool) {
+        let start = Instant::now();
+        while !done() {
+            assert!(start.elapsed() < PATIENCE, "never: {what}");
+            thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    #[test]
+    fn an_idle_graph_gives_the_caller_the_turn() {
+        let slot = slot();
+        let Taken::Now(guard) = slot.take_or_queue(never(), QueuePolicy::default()) else {
+            panic!("an idle graph queued the work");
+        };
+        assert!(slot.lock().busy);
+        // Nobody else gets it meanwhile.
+        let (tx, rx) = channel();
+        assert!(matches!(
+            slot.take_or_queue(report(&tx, 1), QueuePolicy::default()),
+            Taken::Queued
+        ));
+        assert!(
+            rx.try_recv().is_err(),
+            "queued work ran while the turn was held"
+        );
+        drop(guard);
+        assert_eq!(next(&rx).0, 1);
+        // The queue drained, the turn comes back: a direct call again.
+        let guard = slot.take_blocking();
+        drop(guard);
+        assert!(matches!(
+            slot.take_or_queue(never(), QueuePolicy::default()),
+            Taken::Now(_)
+        ));
+        assert!(!slot.lock().busy, "the dropped guard kept the turn");
+    }
+
+    #[test]
+    fn a_busy_graph_queues_in_order_on_its_worker() {
+        let slot = slot();
+        let Taken::Now(guard) = slot.take_or_queue(never(), QueuePolicy::default()) else {
+            panic!("an idle graph queued the work");
+        };
+        let (tx, rx) = channel();
+        for n in 0..5 {
+            assert!(matches!(
+                slot.take_or_queue(report(&tx, n), QueuePolicy::default()),
+                Taken::Queued
+            ));
+        }
+        assert_eq!(slot.lock().queue.len(), 5);
+        drop(guard);
+        let ran: Vec<_> = (0..5).map(|_| next(&rx)).collect();
+        assert_eq!(ran.iter().map(|r| r.0).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+        // On one thread, the graph's worker, not this one.
+        assert!(ran.iter().all(|r| r.1 == ran[0].1));
+        assert_ne!(ran[0].1, thread::current().id());
+        // A blocking caller gets the turn once the queue is done.
+        drop(slot.take_blocking());
+    }
+
+    #[test]
+    fn beyond_the_callers_limit_work_is_refused_not_queued() {
+        let slot = slot();
+        let Taken::Now(guard) = slot.take_or_queue(never(), queue(2)) else {
+            panic!("an idle graph queued the work");
+        };
+        let (tx, rx) = channel();
+        for n in 0..2 {
+            assert!(matches!(
+                slot.take_or_queue(report(&tx, n), queue(2)),
+                Taken::Queued
+            ));
+        }
+        // The limit is the caller's: a third with limit 2 is refused (and never built)...
+        assert!(matches!(
+            slot.take_or_queue(never(), queue(2)),
+            Taken::Full { waiting: 2 }
+        ));
+        assert!(matches!(
+            slot.take_or_queue(never(), queue(0)),
+            Taken::Full { waiting: 2 }
+        ));
+        // ...one with limit 3 is queued.
+        assert!(matches!(
+            slot.take_or_queue(report(&tx, 2), queue(3)),
+            Taken::Queued
+        ));
+        drop(guard);
+        assert_eq!((0..3).map(|_| next(&rx).0).collect::<Vec<_>>(), [0, 1, 2]);
+        drop(slot.take_blocking());
+        assert!(rx.try_recv().is_err(), "refused work ran");
+    }
+
+    #[test]
+    fn always_queue_runs_on_the_worker_even_when_idle() {
+        let slot = slot();
+        let (tx, rx) = channel();
+        // Idle, and a limit of 0: the work waits for nobody, so it is queued all the same.
+        let policy = QueuePolicy {
+            max_waiting: 0,
+            always_queue: true,
+        };
+        assert!(matches!(
+            slot.take_or_queue(report(&tx, 7), policy),
+            Taken::Queued
+        ));
+        let (n, on) = next(&rx);
+        assert_eq!(n, 7);
+        assert_ne!(on, thread::current().id(), "the caller ran its own work");
+        // While the worker holds the turn, a direct caller queues behind it.
+        let guard = slot.take_blocking();
+        assert!(matches!(
+            slot.take_or_queue(report(&tx, 8), always()),
+            Taken::Queued
+        ));
+        drop(guard);
+        assert_eq!(next(&rx).0, 8);
+    }
+
+    #[test]
+    fn the_worker_parks_then_ends() {
+        let slot = slot();
+        let (tx, rx) = channel();
+        assert!(matches!(
+            slot.take_or_queue(report(&tx, 1), always()),
+            Taken::Queued
+        ));
+        let (_, first) = next(&rx);
+        // The queue is empty: the worker lets the turn go and parks.
+        until("the worker parks", || {
+            let state = slot.lock();
+            state.worker == Worker::Parked && !state.busy
+        });
+        // Work within WORKER_IDLE wakes the same thread.
+        assert!(matches!(
+            slot.take_or_queue(report(&tx, 2), always()),
+            Taken::Queued
+        ));
+        let (_, second) = next(&rx);
+        assert_eq!(second, first, "a parked worker was not reused");
+        // Nobody comes: the thread ends...
+        until("the parked worker ends", || worker(&slot) == Worker::None);
+        assert!(!slot.lock().busy);
+        // ...and the next queued work starts another.
+        assert!(matches!(
+            slot.take_or_queue(report(&tx, 3), always()),
+            Taken::Queued
+        ));
+        let (_, third) = next(&rx);
+        assert_ne!(third, first, "an ended worker ran work");
+    }
+
+    #[test]
+    fn a_panic_in_queued_work_is_contained_and_the_queue_goes_on() {
+        let slot = slot();
+        let Taken::Now(guard) = slot.take_or_queue(never(), QueuePolicy::default()) else {
+            panic!("an idle graph queued the work");
+        };
+        let (tx, rx) = channel();
+        assert!(matches!(
+            slot.take_or_queue(report(&tx, 0), QueuePolicy::default()),
+            Taken::Queued
+        ));
+        assert!(matches!(
+            slot.take_or_queue(
+                || Box::new(|| panic!("queued work panics (expected by this test)")),
+                QueuePolicy::default()
+            ),
+            Taken::Queued
+        ));
+        assert!(matches!(
+            slot.take_or_queue(report(&tx, 1), QueuePolicy::default()),
+            Taken::Queued
+        ));
+        drop(guard);
+        assert_eq!([next(&rx).0, next(&rx).0], [0, 1]);
+        // The turn is free again, and the worker survived to park.
+        drop(slot.take_blocking());
+        until("the worker parks after the panic", || {
+            worker(&slot) == Worker::Parked
+        });
+        assert!(matches!(
+            slot.take_or_queue(report(&tx, 2), always()),
+            Taken::Queued
+        ));
+        assert_eq!(next(&rx).0, 2);
+    }
+}

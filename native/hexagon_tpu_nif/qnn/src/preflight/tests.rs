@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::metadata::BinaryInfo;
+use crate::version::Version;
 
 fn binary(build_id: &str) -> BinaryInfo {
     BinaryInfo {
@@ -222,27 +223,6 @@ fn vtcm_rule() {
 }
 
 #[test]
-fn the_device_counts_only_where_it_is_hardware() {
-    let info = crate::runtime::RuntimeInfo {
-        backend_id: sys::QNN_BACKEND_ID_HTP,
-        provider_name: "HTP_QTI_AISW".into(),
-        build_id: "v2.51.0.260929181845".into(),
-        core_api: Version::new(2, 40, 0),
-        backend_api: Version::new(5, 51, 0),
-        system_api: Version::new(1, 15, 0),
-        backend_lib: "libQnnHtp.so".into(),
-        system_lib: "libQnnSystem.so".into(),
-        device: Some(device(Some(30), Some(68))),
-    };
-    let side = RuntimeSide::from(&info);
-    assert_eq!(side.device.is_some(), cfg!(target_arch = "aarch64"));
-    let mut bin = binary(V251);
-    bin.soc_model = Some(35);
-    let verdict = check(&bin, &side, Mode::Strict);
-    assert_eq!(verdict.refusals.len(), usize::from(PLATFORM_IS_HARDWARE));
-}
-
-#[test]
 fn modes_decide_refusal_and_warning() {
     // A measured mismatch (newer binary) and a read one (other SoC).
     let bin = binary(V251);
@@ -337,10 +317,184 @@ fn requirements_name_what_a_runtime_needs() {
     assert!(got[0].contains("\"qnn_sim\""));
 }
 
+/// The situation that trips `reason`'s rule, and what the verdict (or the tensor check) made of
+/// it. A match on every reason: a new one does not compile without its situation.
+fn tripped(reason: Reason) -> Vec<Finding> {
+    let header = |binary: BinaryInfo, runtime: RuntimeSide| check(&binary, &runtime, Mode::Strict);
+    let on_device = |device: DevicePlatform| RuntimeSide {
+        device: Some(device),
+        ..runtime(V251)
+    };
+    let verdict = match reason {
+        Reason::BinaryNewerThanRuntime => header(binary(V251), runtime(V247)),
+        Reason::WrongBackend => header(
+            BinaryInfo {
+                backend_id: 4,
+                ..binary(V251)
+            },
+            runtime(V251),
+        ),
+        Reason::WrongSoc => header(binary(V251), on_device(device(Some(43), None))),
+        Reason::WrongHtpArch => header(binary(V251), on_device(device(None, Some(73)))),
+        Reason::InsufficientVtcm => header(
+            binary(V251),
+            on_device(DevicePlatform {
+                vtcm_size: Some(2 * 1024 * 1024),
+                ..DevicePlatform::default()
+            }),
+        ),
+        Reason::UnsupportedTensorFormat => {
+            return check_data_format(1, "input x").err().into_iter().collect();
+        }
+        Reason::UnsupportedEncoding => {
+            return check_encoding(12, "output y").err().into_iter().collect();
+        }
+    };
+    assert!(verdict.warnings.is_empty(), "{reason}: {verdict:?}");
+    verdict.refusals
+}
+
+/// `reason`'s situation trips exactly `reason`, known as its rule says.
+fn assert_trips(reason: Reason) {
+    let found = tripped(reason);
+    let got: Vec<_> = found.iter().map(|f| (f.reason, f.evidence)).collect();
+    assert_eq!(
+        got,
+        [(reason, reason.rule().evidence)],
+        "{reason}: {found:?}"
+    );
+}
+
 #[test]
-fn every_reason_has_one_rule() {
-    for r in RULES {
-        assert_eq!(rule(r.reason), &r);
-        assert_eq!(RULES.iter().filter(|x| x.reason == r.reason).count(), 1);
+fn binary_newer_than_runtime_trips() {
+    assert_trips(Reason::BinaryNewerThanRuntime);
+}
+
+#[test]
+fn wrong_backend_trips() {
+    assert_trips(Reason::WrongBackend);
+}
+
+#[test]
+fn wrong_soc_trips() {
+    assert_trips(Reason::WrongSoc);
+}
+
+#[test]
+fn wrong_htp_arch_trips() {
+    assert_trips(Reason::WrongHtpArch);
+}
+
+#[test]
+fn insufficient_vtcm_trips() {
+    assert_trips(Reason::InsufficientVtcm);
+}
+
+#[test]
+fn unsupported_tensor_format_trips() {
+    assert_trips(Reason::UnsupportedTensorFormat);
+}
+
+#[test]
+fn unsupported_encoding_trips() {
+    assert_trips(Reason::UnsupportedEncoding);
+}
+
+#[test]
+fn every_reason_has_one_rule_and_one_situation() {
+    // `Reason::ALL` comes from the enum's own declaration; each reason's rule and situation are
+    // matches the compiler holds exhaustive. What is left to check: atoms are distinct, and
+    // every reason trips.
+    for (i, &r) in Reason::ALL.iter().enumerate() {
+        assert!(
+            Reason::ALL[..i].iter().all(|&o| o.as_str() != r.as_str()),
+            "{r}"
+        );
+        assert!(!r.rule().compares.is_empty() && !r.rule().source.is_empty());
+        assert_trips(r);
+    }
+    // The checks run in `ALL`'s order (the docs table's): a binary tripping every header rule.
+    let everything = check(
+        &BinaryInfo {
+            backend_id: 4,
+            vtcm_size: Some(8 * 1024 * 1024),
+            ..binary(V251)
+        },
+        &RuntimeSide {
+            device: Some(DevicePlatform {
+                soc_model: Some(43),
+                dsp_arch: Some(73),
+                vtcm_size: Some(4 * 1024 * 1024),
+            }),
+            ..runtime(V247)
+        },
+        Mode::Strict,
+    );
+    let order: Vec<_> = everything.refusals.iter().map(|f| f.reason).collect();
+    assert_eq!(order, Reason::ALL[..order.len()]);
+    assert_eq!(order.len(), 5);
+}
+
+/// The repository's root (qnn is `native/hexagon_tpu_nif/qnn`).
+fn repo_file(path: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../..")
+        .join(path)
+}
+
+const TABLE_BEGIN: &str = "<!-- rules table: generated from Reason::rule";
+const TABLE_END: &str = "<!-- end of the rules table -->";
+
+/// `docs/preflight.md`'s table, as the rules state it.
+fn rules_table() -> String {
+    let mut out = String::from("| reason | compares | evidence | source |\n|---|---|---|---|\n");
+    for &r in Reason::ALL {
+        let rule = r.rule();
+        out.push_str(&format!(
+            "| `:{}` | {} | {} | {} |\n",
+            r.as_str(),
+            rule.compares,
+            rule.evidence.as_str(),
+            rule.source
+        ));
+    }
+    out
+}
+
+#[test]
+fn the_docs_table_is_the_rules() {
+    let path = repo_file("docs/preflight.md");
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let begin = doc.find(TABLE_BEGIN).expect("the table's begin marker");
+    let body = begin + doc[begin..].find('\n').unwrap() + 1;
+    let end = body + doc[body..].find(TABLE_END).expect("the table's end marker");
+    let want = rules_table();
+    if doc[body..end] == want {
+        return;
+    }
+    if std::env::var_os("HEXAGON_TPU_BLESS").is_some() {
+        let fresh = format!("{}{want}{}", &doc[..body], &doc[end..]);
+        std::fs::write(&path, fresh).unwrap();
+        return;
+    }
+    panic!(
+        "docs/preflight.md's table differs from the rules (preflight/rules.rs, Reason::rule); \
+         regenerate it with `HEXAGON_TPU_BLESS=1 cargo test -p qnn --lib preflight`:\n{want}"
+    );
+}
+
+#[test]
+fn error_ex_lists_every_reason() {
+    let error_ex = std::fs::read_to_string(repo_file("lib/hexagon_tpu/error.ex")).unwrap();
+    for &r in Reason::ALL {
+        let atom = format!(":{}", r.as_str());
+        assert!(
+            error_ex.contains(&format!("| {atom}\n")),
+            "lib/hexagon_tpu/error.ex: @type reason lacks {atom}"
+        );
+        assert!(
+            error_ex.contains(&format!("`{atom}`")),
+            "lib/hexagon_tpu/error.ex: the moduledoc's Reasons list lacks `{atom}`"
+        );
     }
 }
