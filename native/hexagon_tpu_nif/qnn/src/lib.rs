@@ -31,7 +31,7 @@ pub mod quant;
 pub mod runtime;
 #[cfg(feature = "test-support")]
 pub mod sim_probe;
-pub mod sys;
+pub use qnn_sys as sys;
 pub mod tensor;
 pub mod trace;
 mod turn;

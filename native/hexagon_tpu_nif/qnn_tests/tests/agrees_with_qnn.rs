@@ -1,4 +1,4 @@
-//! qnn_sim is an independent oracle: it uses only `qnn::sys` and writes its own copies of the
+//! qnn_sim is an independent oracle: it depends on `qnn_sys` alone (Cargo enforces it) and writes its own copies of the
 //! few facts a backend and its client must share. This is where the copies are held against
 //! the runtime's: dtype names and widths, value ranges, the rank limit and the scale check.
 
