@@ -1,0 +1,6 @@
+//! What the crate tells about itself: process-wide counters, the ledger of live objects, the
+//! trace ring. Imports only [`base`](crate::base).
+
+pub mod counters;
+pub mod ledger;
+pub mod trace;
