@@ -9,10 +9,10 @@ use crate::base::closable::Closable;
 use crate::base::error::{Error, Result};
 use crate::base::sync::Done;
 use crate::exec::context::{Context, ContextCore, ExecuteQueue, OwnedHandleUse};
-use crate::exec::io;
 use crate::exec::profile::{self, Profiler};
 pub use crate::exec::turn::QueuePolicy;
 use crate::exec::turn::{Queued, Taken, TurnGuard, TurnSlot};
+use crate::model::buffers;
 use crate::model::metadata::{GraphInfo, GraphMetadata};
 use crate::observe::counters;
 use crate::observe::ledger::{Alive, Kind, Site};
@@ -137,7 +137,7 @@ impl Graph {
 
     /// Where its queued executes wait and run: on its worker thread, or in the backend's
     /// asynchronous queue (then every execute is queued, and run with
-    /// [`io::Execution::run_on_backend`]).
+    /// [`io::Execution::run_on_backend`](crate::io::Execution::run_on_backend)).
     pub fn execute_queue(&self) -> ExecuteQueue {
         self.queue
     }
@@ -252,7 +252,7 @@ impl Turn<'_> {
     /// Runs the graph once. `inputs[i]` must hold exactly `info().inputs[i].byte_size` bytes in
     /// the model's own data type, and `outputs[i]` exactly `info().outputs[i].byte_size`; QNN
     /// reads and writes these buffers directly. For data that needs converting, see
-    /// [`io::execute`].
+    /// [`io::execute`](crate::io::execute).
     pub fn execute(&self, inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Result<ExecuteReport> {
         self.execute_profiled(inputs, outputs, None)
             .map(|(report, _)| report)
@@ -268,7 +268,7 @@ impl Turn<'_> {
         outputs: &mut [&mut [u8]],
         level: Option<profile::Level>,
     ) -> Result<(ExecuteReport, Option<profile::Profile>)> {
-        io::check_model_buffers(self.graph.info(), inputs, outputs)?;
+        buffers::check_model_buffers(self.graph.info(), inputs, outputs)?;
         // SAFETY: just checked.
         unsafe { self.execute_unchecked(inputs, outputs, level) }
     }
@@ -287,7 +287,7 @@ impl Turn<'_> {
     ) -> Result<(ExecuteReport, Option<profile::Profile>)> {
         let graph = self.graph;
         #[cfg(feature = "test-support")]
-        crate::tools::sim_probe::panic_if_armed();
+        crate::observe::hooks::panic_if_armed();
         let state = graph.state.get()?;
         // Held until the execute returns: the context is not freed under it.
         let _context_handle = state.context.try_handle()?;

@@ -20,9 +20,11 @@ use std::time::Instant;
 use crate::base::error::{Error, Result};
 use crate::exec::graph::{ExecuteReport, Turn};
 use crate::exec::profile;
+use crate::model::buffers::{check_count, check_model_buffers, check_size, f32_bytes};
 use crate::model::metadata::GraphInfo;
-use crate::model::quant::{self, AxisLayout, QuantType};
-use crate::model::tensor::{DataType, Quantization, TensorInfo};
+use crate::model::quant;
+use crate::model::tensor::TensorInfo;
+use crate::model::tensor::f32_form::F32Form;
 use crate::observe::counters;
 use crate::observe::trace::{self, Phase};
 
@@ -38,112 +40,6 @@ pub enum Mode {
     F32,
 }
 
-/// How f32 data maps to a tensor's own type: decided, with its parameters checked, when the
-/// metadata is read.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum F32Form {
-    /// The tensor is f32 already.
-    Same,
-    F16,
-    PerTensor(quant::PerTensor),
-    PerAxis(quant::PerAxis<'static>),
-}
-
-/// The f32 form of a tensor with this metadata, or why it has none (completing "input `x` ...").
-pub(crate) fn f32_form(
-    data_type: DataType,
-    dims: &[u32],
-    quantization: &Quantization,
-) -> std::result::Result<F32Form, String> {
-    let range = quantization.value_range(data_type);
-    match quantization {
-        Quantization::None => match data_type {
-            DataType::Float32 => Ok(F32Form::Same),
-            DataType::Float16 => Ok(F32Form::F16),
-            _ => Err(format!(
-                "is {} without quantization parameters, so it has no f32 form",
-                data_type.name()
-            )),
-        },
-        Quantization::Unsupported { encoding } => Err(format!(
-            "uses the {encoding} quantization encoding, which is passed through undecoded"
-        )),
-        Quantization::PerTensor { scale, offset, .. } => {
-            let ty = quant_type(data_type)?;
-            quant::PerTensor::new(ty, *scale, *offset, range)
-                .map(F32Form::PerTensor)
-                .map_err(|e| e.to_string())
-        }
-        Quantization::PerAxis {
-            axis,
-            scales,
-            offsets,
-            ..
-        } => {
-            let ty = quant_type(data_type)?;
-            let dims: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
-            let layout = AxisLayout::from_dims(&dims, *axis as usize).map_err(|e| e.to_string())?;
-            quant::PerAxis::new(
-                ty,
-                layout,
-                scales.clone().into(),
-                offsets.clone().into(),
-                range,
-            )
-            .map(F32Form::PerAxis)
-            .map_err(|e| e.to_string())
-        }
-    }
-}
-
-fn quant_type(data_type: DataType) -> std::result::Result<QuantType, String> {
-    use DataType::*;
-    Ok(match data_type {
-        UFixed8 | UInt8 => QuantType::U8,
-        SFixed8 | Int8 => QuantType::I8,
-        UFixed16 | UInt16 => QuantType::U16,
-        SFixed16 | Int16 => QuantType::I16,
-        UFixed32 | UInt32 => QuantType::U32,
-        SFixed32 | Int32 => QuantType::I32,
-        _ => {
-            return Err(format!(
-                "is {} with quantization parameters, which has no f32 form",
-                data_type.name()
-            ));
-        }
-    })
-}
-
-impl F32Form {
-    fn to_model(
-        &self,
-        src_f32: &[u8],
-        dst: &mut [u8],
-    ) -> std::result::Result<(), quant::QuantError> {
-        match self {
-            F32Form::Same => {
-                dst.copy_from_slice(src_f32);
-                Ok(())
-            }
-            F32Form::F16 => quant::f32_to_f16(src_f32, dst),
-            F32Form::PerTensor(p) => p.quantize(src_f32, dst),
-            F32Form::PerAxis(p) => p.quantize(src_f32, dst),
-        }
-    }
-
-    fn to_f32(&self, src: &[u8], dst_f32: &mut [u8]) -> std::result::Result<(), quant::QuantError> {
-        match self {
-            F32Form::Same => {
-                dst_f32.copy_from_slice(src);
-                Ok(())
-            }
-            F32Form::F16 => quant::f16_to_f32(src, dst_f32),
-            F32Form::PerTensor(p) => p.dequantize(src, dst_f32),
-            F32Form::PerAxis(p) => p.dequantize(src, dst_f32),
-        }
-    }
-}
-
 /// The conversion `mode` asks of `tensor`: `None` when the bytes go to QNN as they are.
 fn conversion<'t>(role: &str, tensor: &'t TensorInfo, mode: Mode) -> Result<Option<&'t F32Form>> {
     match (mode, &tensor.f32_form) {
@@ -155,72 +51,6 @@ fn conversion<'t>(role: &str, tensor: &'t TensorInfo, mode: Mode) -> Result<Opti
             tensor.name
         ))),
     }
-}
-
-/// Bytes of `tensor` as f32.
-fn f32_bytes(role: &str, tensor: &TensorInfo) -> Result<usize> {
-    tensor.element_count().checked_mul(4).ok_or_else(|| {
-        Error::invalid_input(format!(
-            "{role} `{}`: {} elements do not fit in memory as f32",
-            tensor.name,
-            tensor.element_count()
-        ))
-    })
-}
-
-fn check_count(role: &str, graph: &GraphInfo, tensors: &[TensorInfo], given: usize) -> Result<()> {
-    if given == tensors.len() {
-        return Ok(());
-    }
-    let names: Vec<String> = tensors.iter().map(|t| format!("`{}`", t.name)).collect();
-    Err(Error::invalid_input(format!(
-        "graph `{}` takes {} {role}(s) ({}), given {given}",
-        graph.name,
-        tensors.len(),
-        names.join(", ")
-    )))
-}
-
-/// Checks that `given` bytes hold `tensor`, as f32 when `as_f32` or in its own type.
-fn check_size(role: &str, tensor: &TensorInfo, as_f32: bool, given: usize) -> Result<()> {
-    let (expected, form) = if as_f32 {
-        (f32_bytes(role, tensor)?, "f32")
-    } else {
-        (tensor.byte_size, tensor.data_type.name())
-    };
-    if given == expected {
-        return Ok(());
-    }
-    let hint = if as_f32 && role == "input" {
-        " (a binary for a quantized input is read as f32; pass quantize: :none for data in the \
-         model's type)"
-    } else {
-        ""
-    };
-    Err(Error::invalid_input(format!(
-        "{role} `{}`: expected {expected} bytes ({} elements of {form}, shape {:?}), \
-         given {given} bytes{hint}",
-        tensor.name,
-        tensor.element_count(),
-        tensor.dims
-    )))
-}
-
-/// Checks buffers already in the model's own types (the raw [`Turn::execute`]).
-pub(crate) fn check_model_buffers(
-    graph: &GraphInfo,
-    inputs: &[&[u8]],
-    outputs: &[&mut [u8]],
-) -> Result<()> {
-    check_count("input", graph, &graph.inputs, inputs.len())?;
-    check_count("output", graph, &graph.outputs, outputs.len())?;
-    for (tensor, bytes) in graph.inputs.iter().zip(inputs) {
-        check_size("input", tensor, false, bytes.len())?;
-    }
-    for (tensor, bytes) in graph.outputs.iter().zip(outputs) {
-        check_size("output", tensor, false, bytes.len())?;
-    }
-    Ok(())
 }
 
 /// Buffer `size` bytes long from the caller's allocator, for `tensor`.

@@ -5,7 +5,6 @@
 //! a job's result travels back through the job's own completion callback.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
@@ -39,14 +38,6 @@ pub(crate) struct Handles {
 /// Work for the owner thread.
 pub(crate) type Job = Box<dyn FnOnce(&mut Handles) + Send>;
 
-/// Jobs handed to owner threads and not yet finished, across the process (a handle whose free
-/// is queued is still alive, so the leak check waits for this to reach zero).
-static PENDING: AtomicU64 = AtomicU64::new(0);
-
-pub(crate) fn pending() -> u64 {
-    PENDING.load(Relaxed)
-}
-
 /// The sending side of a runtime's thread. The thread frees the runtime's handles and ends when
 /// the last `Owner` is dropped.
 pub(crate) struct Owner {
@@ -76,7 +67,7 @@ impl Owner {
                 started(result);
             }
         };
-        PENDING.fetch_add(1, Relaxed);
+        counters::record_runtime_job(true);
         let spawned = std::thread::Builder::new()
             .name("qnn-runtime".into())
             .spawn(move || {
@@ -84,11 +75,11 @@ impl Owner {
                 let mut handles = match created {
                     Ok(Ok(handles)) => handles,
                     Ok(Err(error)) => {
-                        PENDING.fetch_sub(1, Relaxed);
+                        counters::record_runtime_job(false);
                         return report(Err(error));
                     }
                     Err(_) => {
-                        PENDING.fetch_sub(1, Relaxed);
+                        counters::record_runtime_job(false);
                         return report(Err(Error::Internal {
                             message: "creating the runtime's QNN handles panicked".into(),
                         }));
@@ -98,7 +89,7 @@ impl Owner {
                 let Some(voter) = handles.voter.clone() else {
                     // `create` always makes the voter when it succeeds.
                     let _ = handles.free();
-                    PENDING.fetch_sub(1, Relaxed);
+                    counters::record_runtime_job(false);
                     return report(Err(Error::Internal {
                         message: "the runtime's handles were made without a voter".into(),
                     }));
@@ -108,17 +99,17 @@ impl Owner {
                     platform: handles.platform.clone(),
                     voter,
                 }));
-                PENDING.fetch_sub(1, Relaxed);
+                counters::record_runtime_job(false);
                 // Ends when every `Owner` is gone: no context or runtime can send more.
                 for job in inbox {
                     // A job is this crate's code; a panic in one must not strand the handles.
                     let _ = catch_unwind(AssertUnwindSafe(|| job(&mut handles)));
-                    PENDING.fetch_sub(1, Relaxed);
+                    counters::record_runtime_job(false);
                 }
                 let _ = handles.free();
             });
         if let Err(e) = spawned {
-            PENDING.fetch_sub(1, Relaxed);
+            counters::record_runtime_job(false);
             if let Some(started) = started.lock().unwrap_or_else(|e| e.into_inner()).take() {
                 started(Err(Error::Internal {
                     message: format!("could not start the runtime's thread: {e}"),
@@ -129,10 +120,10 @@ impl Owner {
 
     /// Queues `job` on the owner thread. Never blocks.
     pub(crate) fn run(&self, job: Job) {
-        PENDING.fetch_add(1, Relaxed);
+        counters::record_runtime_job(true);
         if self.jobs.send(job).is_err() {
             // Only reachable if the thread died, which `catch_unwind` prevents.
-            PENDING.fetch_sub(1, Relaxed);
+            counters::record_runtime_job(false);
         }
     }
 }

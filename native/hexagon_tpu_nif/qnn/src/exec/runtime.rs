@@ -1,6 +1,5 @@
 //! `Runtime`: one backend library with its log, backend and device handles.
 
-use std::ffi::{CStr, c_char};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +16,6 @@ pub use crate::ffi::log::LogLevel;
 use crate::observe::ledger::{Kind, Site};
 use crate::observe::trace::{self, Phase};
 use crate::preflight::DevicePlatform;
-use crate::sys;
 
 /// Where the libraries are and how much QNN should log.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -117,9 +115,9 @@ impl Runtime {
                 let info = RuntimeInfo {
                     backend_id: backend_lib.backend_id,
                     provider_name: backend_lib.provider_name.clone(),
-                    build_id: build_id(&backend_lib),
+                    build_id: backend_lib.build_id(),
                     core_api: backend_lib.core_api,
-                    backend_api: backend_api(&backend_lib),
+                    backend_api: backend_lib.api_version(),
                     system_api: system_lib.system_api,
                     backend_lib: backend_lib.path.clone(),
                     system_lib: system_lib.path.clone(),
@@ -226,37 +224,6 @@ impl Runtime {
     pub fn replay_performance(&self) -> Result<bool> {
         self.voter.replay()
     }
-}
-
-/// The backend's own API version, from backendGetApiVersion when the library implements it
-/// (the negotiated provider's otherwise).
-pub(crate) fn backend_api(lib: &BackendLibrary) -> Version {
-    if let (Some(get_api_version), Ok(_in_qnn)) =
-        (lib.fns.backend_get_api_version, crate::base::exit::enter())
-    {
-        let mut reported = sys::Qnn_ApiVersion_t::default();
-        // SAFETY: the out-pointer is valid for a write of a `Qnn_ApiVersion_t`.
-        if unsafe { get_api_version(&mut reported) } == 0 {
-            return reported.backendApiVersion.into();
-        }
-    }
-    lib.backend_api
-}
-
-/// `backendGetBuildId`, or `""` when the library has none.
-pub(crate) fn build_id(lib: &BackendLibrary) -> String {
-    let (Some(get_build_id), Ok(_in_qnn)) =
-        (lib.fns.backend_get_build_id, crate::base::exit::enter())
-    else {
-        return String::new();
-    };
-    let mut s: *const c_char = std::ptr::null();
-    // SAFETY: the out-pointer is valid; the returned string is owned by the library.
-    if unsafe { get_build_id(&mut s) } != 0 || s.is_null() {
-        return String::new();
-    }
-    // SAFETY: a non-NULL build id is a NUL-terminated string owned by the library.
-    unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
 }
 
 impl std::fmt::Debug for Runtime {

@@ -52,7 +52,7 @@ pub(crate) struct CoreFns {
     pub error_free_verbose_message: Option<sys::QnnError_FreeVerboseMessageFn>,
     pub property_has_capability: Option<sys::QnnProperty_HasCapabilityFn>,
     /// The QnnProfile entries, when the library has every one the runtime needs.
-    pub profile: Option<crate::exec::profile::ProfileFns>,
+    pub profile: Option<ProfileFns>,
 }
 
 /// An opened backend library and the provider chosen from it.
@@ -67,6 +67,37 @@ pub(crate) struct BackendLibrary {
 }
 
 impl BackendLibrary {
+    /// The backend's own API version, from backendGetApiVersion when the library implements it
+    /// (the negotiated provider's otherwise).
+    pub(crate) fn api_version(&self) -> Version {
+        if let (Some(get_api_version), Ok(_in_qnn)) =
+            (self.fns.backend_get_api_version, crate::base::exit::enter())
+        {
+            let mut reported = sys::Qnn_ApiVersion_t::default();
+            // SAFETY: the out-pointer is valid for a write of a `Qnn_ApiVersion_t`.
+            if unsafe { get_api_version(&mut reported) } == 0 {
+                return reported.backendApiVersion.into();
+            }
+        }
+        self.backend_api
+    }
+
+    /// `backendGetBuildId`, or `""` when the library has none.
+    pub(crate) fn build_id(&self) -> String {
+        let (Some(get_build_id), Ok(_in_qnn)) =
+            (self.fns.backend_get_build_id, crate::base::exit::enter())
+        else {
+            return String::new();
+        };
+        let mut s: *const c_char = std::ptr::null();
+        // SAFETY: the out-pointer is valid; the returned string is owned by the library.
+        if unsafe { get_build_id(&mut s) } != 0 || s.is_null() {
+            return String::new();
+        }
+        // SAFETY: a non-NULL build id is a NUL-terminated string owned by the library.
+        unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
+    }
+
     /// Whether the library says it has `property` (`propertyHasCapability` answers success);
     /// `false` without the entry, and once exit has begun.
     pub(crate) fn has_capability(&self, property: u32) -> bool {
@@ -363,7 +394,7 @@ fn open_backend(path: &Path) -> Result<BackendLibrary> {
         error_get_verbose_message: entry!(errorGetVerboseMessage),
         error_free_verbose_message: entry!(errorFreeVerboseMessage),
         property_has_capability: entry!(propertyHasCapability),
-        profile: crate::exec::profile::ProfileFns::from_entries(
+        profile: ProfileFns::from_entries(
             (
                 entry!(profileCreate),
                 entry!(profileSetConfig),
@@ -448,6 +479,49 @@ fn open_system(path: &Path) -> Result<SystemLibrary> {
         },
         _library: library,
     })
+}
+
+/// The QnnProfile entries of a backend's table. The four the runtime cannot do without decide
+/// whether the library can profile at all.
+#[derive(Clone, Copy)]
+pub(crate) struct ProfileFns {
+    pub(crate) create: sys::QnnProfile_CreateFn,
+    pub(crate) set_config: Option<sys::QnnProfile_SetConfigFn>,
+    pub(crate) get_events: sys::QnnProfile_GetEventsFn,
+    pub(crate) get_sub_events: sys::QnnProfile_GetSubEventsFn,
+    pub(crate) get_event_data: sys::QnnProfile_GetEventDataFn,
+    pub(crate) get_extended_event_data: Option<sys::QnnProfile_GetExtendedEventDataFn>,
+    pub(crate) free: sys::QnnProfile_FreeFn,
+}
+
+type Entries3<A, B, C> = (Option<A>, Option<B>, Option<C>);
+
+impl ProfileFns {
+    pub(crate) fn from_entries(
+        (create, set_config, get_events): Entries3<
+            sys::QnnProfile_CreateFn,
+            sys::QnnProfile_SetConfigFn,
+            sys::QnnProfile_GetEventsFn,
+        >,
+        (get_sub_events, get_event_data): (
+            Option<sys::QnnProfile_GetSubEventsFn>,
+            Option<sys::QnnProfile_GetEventDataFn>,
+        ),
+        (get_extended_event_data, free): (
+            Option<sys::QnnProfile_GetExtendedEventDataFn>,
+            Option<sys::QnnProfile_FreeFn>,
+        ),
+    ) -> Option<ProfileFns> {
+        Some(ProfileFns {
+            create: create?,
+            set_config,
+            get_events: get_events?,
+            get_sub_events: get_sub_events?,
+            get_event_data: get_event_data?,
+            get_extended_event_data,
+            free: free?,
+        })
+    }
 }
 
 #[cfg(test)]

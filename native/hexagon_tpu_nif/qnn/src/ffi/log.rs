@@ -24,6 +24,7 @@ use std::sync::{Arc, Condvar, LazyLock, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::ffi::loader::BackendLibrary;
+use crate::observe::counters;
 use crate::sys;
 
 /// QNN's log levels, most severe first.
@@ -118,12 +119,11 @@ const QUEUE_CAPACITY: usize = 1024;
 /// Longest line kept, in bytes; longer ones are cut at a character boundary.
 const MAX_LINE: usize = 2048;
 
-static FORWARDED: AtomicU64 = AtomicU64::new(0);
-static DROPPED: AtomicU64 = AtomicU64::new(0);
-
-/// (lines forwarded to the sink, lines dropped by the rate limit or a full queue).
+/// (lines forwarded to the sink, lines dropped by the rate limit or a full queue): the counters
+/// `log_lines` and `log_dropped`.
 pub fn log_counts() -> (u64, u64) {
-    (FORWARDED.load(Relaxed), DROPPED.load(Relaxed))
+    let now = counters::counters();
+    (now.log_lines, now.log_dropped)
 }
 
 type Sink = Box<dyn Fn(LogRecord) + Send + Sync>;
@@ -229,10 +229,10 @@ fn deliver(line: LogRecord) {
         Some(Some(sink)) => {
             sink(line);
             // Counted once handed on, so a reader that sees the count can expect the line.
-            FORWARDED.fetch_add(1, Relaxed);
+            counters::record_log_line();
         }
         _ => {
-            DROPPED.fetch_add(1, Relaxed);
+            counters::record_log_dropped();
         }
     }
 }
@@ -264,7 +264,7 @@ fn admit() -> bool {
         }
     };
     if !admitted {
-        DROPPED.fetch_add(1, Relaxed);
+        counters::record_log_dropped();
         if UNREPORTED_DROPS.fetch_add(1, Relaxed) == 0 {
             // Wake the drain to report it (under the lock, so the wake-up cannot be missed).
             let shared = &*SHARED;
@@ -401,7 +401,6 @@ mod tests {
     use super::{LogLevel, level_of, tidy};
     use std::alloc::{GlobalAlloc, Layout, System};
     use std::cell::Cell;
-    use std::sync::atomic::Ordering::Relaxed;
 
     /// Counts this thread's allocations (the callback's cost is what is measured).
     struct CountingAllocator;
@@ -430,7 +429,7 @@ mod tests {
     #[test]
     fn a_line_over_the_rate_is_dropped_before_it_is_formatted_or_allocated() {
         std::sync::LazyLock::force(&super::SHARED);
-        // With a sink the drain counts nothing as dropped: `DROPPED` then counts the rate
+        // With a sink the drain counts nothing as dropped: `log_dropped` then counts the rate
         // limit's refusals alone, even while the drain is still delivering the burst.
         super::set_sink(|_| {});
         // A format without conversions, so vsnprintf only copies the va_list (a zeroed one as
@@ -446,12 +445,12 @@ mod tests {
         for _ in 0..super::BURST + 10 {
             call();
         }
-        let dropped = super::DROPPED.load(Relaxed);
+        let dropped = super::log_counts().1;
         let allocations = ALLOCATIONS.with(Cell::get);
         for _ in 0..100 {
             call();
         }
-        let dropped = super::DROPPED.load(Relaxed) - dropped;
+        let dropped = super::log_counts().1 - dropped;
         let allocations = ALLOCATIONS.with(Cell::get) - allocations;
         // At 50 lines a second, at most a line or two is admitted meanwhile; each admitted line
         // allocates its text once (and may grow the queue).

@@ -2,13 +2,13 @@
 //! Reading it from the library's untrusted C structs is `tensor/read.rs`'s job; building the C structs
 //! an execute hands back to QNN is `tensor/template.rs`'s.
 
+pub(crate) mod f32_form;
 mod read;
 mod template;
 
 pub(crate) use read::{read_name, read_tensor};
 pub(crate) use template::TensorTemplate;
 
-use crate::exec::io::{self, F32Form};
 use crate::sys;
 
 /// Highest rank accepted from a library (QNN's HTP tensors go up to 5-6; 8 leaves room).
@@ -239,7 +239,7 @@ pub struct TensorInfo {
     /// Exact byte size of the tensor's data (fits in `u32`, as QNN's client buffers require).
     pub byte_size: usize,
     /// How f32 data converts to this tensor's type, or why it does not ([`crate::io`]).
-    pub(crate) f32_form: Result<F32Form, String>,
+    pub(crate) f32_form: Result<f32_form::F32Form, String>,
 }
 
 impl TensorInfo {
@@ -252,7 +252,7 @@ impl TensorInfo {
         quantization: Quantization,
         byte_size: usize,
     ) -> Self {
-        let f32_form = io::f32_form(data_type, &dims, &quantization);
+        let f32_form = f32_form::f32_form(data_type, &dims, &quantization);
         TensorInfo {
             name,
             id,

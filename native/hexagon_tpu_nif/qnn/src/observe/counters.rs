@@ -3,16 +3,23 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use crate::observe::ledger::Kind;
+/// The kinds of object the ledger and the `*_alive` counters track.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    Runtime,
+    Context,
+    Graph,
+}
 
-/// Declares every counter once: the atomics this module keeps (`kept`), the values read from
-/// elsewhere (`derived`), the [`Counters`] snapshot with one field each, and
-/// [`Counters::fields`], which lists them by name (what the NIF encodes). Adding a counter is one
-/// line here.
+/// Declares every counter once: the atomics this module keeps (`kept`; every counter is one, so
+/// this leaf module reads no other), the [`Counters`] snapshot with one field each, and
+/// [`Counters::fields`], which lists them by name (what the NIF encodes, so the NIF needs no
+/// edit). Adding a counter is one line here, a `record_*` function below and its call at the
+/// recording site; the Elixir side names the counters too (`HexagonTpu.Native`'s stub list and
+/// `HexagonTpu.Stats`' docs), so those change with it.
 macro_rules! counters {
     (
         kept { $( $(#[$kept_doc:meta])* $kept:ident, )* }
-        derived { $( $(#[$derived_doc:meta])* $derived:ident = $read:expr, )* }
     ) => {
         /// The atomics, one per kept counter.
         struct Kept {
@@ -27,17 +34,15 @@ macro_rules! counters {
         #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
         pub struct Counters {
             $( $(#[$kept_doc])* pub $kept: u64, )*
-            $( $(#[$derived_doc])* pub $derived: u64, )*
         }
 
         /// How many counters there are.
-        pub const COUNT: usize = [$( stringify!($kept), )* $( stringify!($derived), )*].len();
+        pub const COUNT: usize = [$( stringify!($kept), )*].len();
 
         /// Reads all counters.
         pub fn counters() -> Counters {
             Counters {
                 $( $kept: KEPT.$kept.load(Relaxed), )*
-                $( $derived: $read, )*
             }
         }
 
@@ -46,7 +51,6 @@ macro_rules! counters {
             pub fn fields(&self) -> [(&'static str, u64); COUNT] {
                 [
                     $( (stringify!($kept), self.$kept), )*
-                    $( (stringify!($derived), self.$derived), )*
                 ]
             }
         }
@@ -99,15 +103,13 @@ counters! {
         performance_votes,
         /// Performance votes refused: by the backend, or for want of its perf infrastructure.
         performance_votes_refused,
-    }
-    derived {
         /// Loads, frees and closes handed to runtimes' own threads and not yet done (a handle
         /// whose free is queued is still counted alive).
-        runtime_jobs_pending = crate::exec::owner::pending(),
+        runtime_jobs_pending,
         /// Lines of QNN's log forwarded to the sink.
-        log_lines = crate::ffi::log::log_counts().0,
+        log_lines,
         /// Lines of QNN's log dropped (rate limit, full queue, or no sink).
-        log_dropped = crate::ffi::log::log_counts().1,
+        log_dropped,
     }
 }
 
@@ -195,11 +197,30 @@ pub(crate) fn record_release_error() {
 /// and then checks the `*_alive` counters calls this first.
 pub fn settle(timeout: std::time::Duration) -> bool {
     let deadline = std::time::Instant::now() + timeout;
-    while crate::exec::owner::pending() > 0 {
+    while KEPT.runtime_jobs_pending.load(Relaxed) > 0 {
         if std::time::Instant::now() >= deadline {
             return false;
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
     true
+}
+
+/// A job was handed to a runtime's thread (`true`) or finished there (`false`).
+pub(crate) fn record_runtime_job(queued: bool) {
+    if queued {
+        KEPT.runtime_jobs_pending.fetch_add(1, Relaxed);
+    } else {
+        KEPT.runtime_jobs_pending.fetch_sub(1, Relaxed);
+    }
+}
+
+/// A line of QNN's log was forwarded to the sink.
+pub(crate) fn record_log_line() {
+    KEPT.log_lines.fetch_add(1, Relaxed);
+}
+
+/// A line of QNN's log was dropped.
+pub(crate) fn record_log_dropped() {
+    KEPT.log_dropped.fetch_add(1, Relaxed);
 }

@@ -19,13 +19,8 @@ use std::time::{Duration, Instant};
 
 use crate::observe::counters;
 
-/// The kinds of object the ledger and the `*_alive` counters track.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Kind {
-    Runtime,
-    Context,
-    Graph,
-}
+/// The kinds of object the ledger tracks (declared with the counters they move).
+pub use crate::observe::counters::Kind;
 
 /// One live object, as [`live`] reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -2,5 +2,7 @@
 //! trace ring. Imports only [`base`](crate::base).
 
 pub mod counters;
+#[cfg(feature = "test-support")]
+pub(crate) mod hooks;
 pub mod ledger;
 pub mod trace;

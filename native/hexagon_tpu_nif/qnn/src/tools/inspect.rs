@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 
 use crate::base::error::{Error, Result};
 use crate::base::version::Version;
-use crate::exec::runtime;
 use crate::ffi::loader;
 use crate::ffi::log::{self, LogLevel};
 use crate::ffi::platform;
@@ -52,8 +51,8 @@ pub fn backend_library(path: &Path) -> Result<BackendLibraryInfo> {
         backend_id: lib.backend_id,
         provider_name: lib.provider_name.clone(),
         core_api: lib.core_api,
-        backend_api: runtime::backend_api(&lib),
-        build_id: runtime::build_id(&lib),
+        backend_api: lib.api_version(),
+        build_id: lib.build_id(),
         has_execute_async: lib.fns.graph_execute_async.is_some(),
     })
 }

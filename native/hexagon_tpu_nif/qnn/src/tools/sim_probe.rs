@@ -214,22 +214,8 @@ pub fn configure(lib_path: &Path, key: &str, value: &str) -> Result<()> {
     }
 }
 
-/// Executes still to panic (see [`panic_in_next_executes`]).
-static PANICS_ARMED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
 /// Makes the next `count` executes, on any graph, panic inside this crate right before they
 /// would call `graphExecute`: proves that a panic answers its caller and leaves the graph usable.
 pub fn panic_in_next_executes(count: u64) {
-    PANICS_ARMED.store(count, std::sync::atomic::Ordering::SeqCst);
-}
-
-/// Panics if [`panic_in_next_executes`] armed this execute.
-pub(crate) fn panic_if_armed() {
-    use std::sync::atomic::Ordering::SeqCst;
-    if PANICS_ARMED
-        .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
-        .is_ok()
-    {
-        panic!("test-support: a panic injected into an execute");
-    }
+    crate::observe::hooks::arm_execute_panics(count);
 }
