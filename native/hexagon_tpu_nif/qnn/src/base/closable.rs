@@ -3,6 +3,7 @@
 use std::sync::{Arc, Mutex};
 
 use crate::base::error::{Error, Result};
+use crate::base::sync::lock;
 
 /// Holds a user object's reference to its shared core until `close` gives it up. Children keep
 /// their own `Arc`s, so a closed parent's handles live until the last child goes.
@@ -34,6 +35,6 @@ impl<T> Closable<T> {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<Arc<T>>> {
-        self.core.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.core)
     }
 }

@@ -1,7 +1,7 @@
 //! Synchronisation helpers shared by every layer: the poison-tolerant lock, the callback type of
 //! work handed to another thread, and the blocking wait on such a callback.
 
-use std::sync::{Mutex, MutexGuard, mpsc};
+use std::sync::{Condvar, Mutex, MutexGuard, mpsc};
 
 use crate::base::error::{Error, Result};
 
@@ -28,4 +28,21 @@ pub(crate) fn blocking<T: Send + 'static>(
             message: "an operation ended without a result".into(),
         })
     })
+}
+
+/// [`Condvar::wait`], poison-tolerant like [`lock`].
+pub(crate) fn wait<'a, T>(condvar: &Condvar, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+    condvar.wait(guard).unwrap_or_else(|e| e.into_inner())
+}
+
+/// [`Condvar::wait_timeout`], poison-tolerant like [`lock`]; whether it timed out is not needed.
+pub(crate) fn wait_timeout<'a, T>(
+    condvar: &Condvar,
+    guard: MutexGuard<'a, T>,
+    timeout: std::time::Duration,
+) -> MutexGuard<'a, T> {
+    condvar
+        .wait_timeout(guard, timeout)
+        .unwrap_or_else(|e| e.into_inner())
+        .0
 }

@@ -7,6 +7,7 @@ use crate::base::closable::Closable;
 use crate::base::error::{Error, Result};
 pub use crate::base::sync::Done;
 use crate::base::sync::blocking;
+use crate::base::sync::lock;
 use crate::exec::owner::Handles;
 use crate::exec::runtime::{Runtime, RuntimeCore};
 use crate::exec::turn::TurnSlot;
@@ -85,7 +86,7 @@ impl Drop for OwnedHandleUse {
 
 impl ContextCore {
     fn lock(&self) -> MutexGuard<'_, HandleState> {
-        self.handle.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.handle)
     }
 
     /// The handle for a QNN call, or `Closed` once the context is closing (a caller never waits

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::base::error::{Error, Result};
 use crate::base::exit;
+use crate::base::sync::lock;
 use crate::exec::perf::{PerfMode, Voter};
 use crate::ffi::loader::BackendLibrary;
 use crate::ffi::log::{self, LogLevel};
@@ -63,7 +64,7 @@ impl Owner {
         let started = Arc::new(Mutex::new(Some(started)));
         let report = Arc::clone(&started);
         let report = move |result: Result<Owner>| {
-            if let Some(started) = report.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            if let Some(started) = lock(&report).take() {
                 started(result);
             }
         };
@@ -110,7 +111,7 @@ impl Owner {
             });
         if let Err(e) = spawned {
             counters::record_runtime_job(false);
-            if let Some(started) = started.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            if let Some(started) = lock(&started).take() {
                 started(Err(Error::Internal {
                     message: format!("could not start the runtime's thread: {e}"),
                 }));

@@ -14,6 +14,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
 
 use crate::base::error::{Error, LibraryRole, Result};
+use crate::base::sync::lock;
 use crate::base::version::Version;
 use crate::sys::{self, QnnInterface_t, QnnSystemInterface_t};
 
@@ -197,7 +198,7 @@ static SYSTEMS: LazyLock<Mutex<HashMap<PathBuf, Arc<SystemLibrary>>>> =
 
 /// Opens (or reuses) a backend library and negotiates its provider.
 pub(crate) fn backend(path: &Path) -> Result<Arc<BackendLibrary>> {
-    let mut cache = BACKENDS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cache = lock(&BACKENDS);
     if let Some(lib) = cache.get(path) {
         return Ok(Arc::clone(lib));
     }
@@ -208,7 +209,7 @@ pub(crate) fn backend(path: &Path) -> Result<Arc<BackendLibrary>> {
 
 /// Opens (or reuses) a System library and negotiates its provider.
 pub(crate) fn system(path: &Path) -> Result<Arc<SystemLibrary>> {
-    let mut cache = SYSTEMS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cache = lock(&SYSTEMS);
     if let Some(lib) = cache.get(path) {
         return Ok(Arc::clone(lib));
     }
@@ -354,7 +355,8 @@ fn open_backend(path: &Path) -> Result<BackendLibrary> {
     // SAFETY: `provider` is valid (see above). Fields are read one by one through raw pointers,
     // never by copying the struct: an older library's provider is shorter than our declaration.
     // Every table entry read has an index ≤ CORE_TABLE_LAST_USED_INDEX, which its minor
-    // guarantees (asserted above).
+    // guarantees: `choose` took only a provider of at least MIN_CORE_API, whose table reaches
+    // that index (the debug_assert above restates it in test builds).
     let (backend_id, provider_name, backend_api) = unsafe {
         (
             std::ptr::addr_of!((*provider).backendId).read(),

@@ -1,9 +1,10 @@
 //! QNN's log, caught by a callback instead of going to stdout.
 //!
 //! QNN calls the callback on its own threads (and on whichever thread is inside a QNN call), with
-//! a printf format and a `va_list`. The callback first asks the rate limiter (atomics only) and
-//! drops the line there, before formatting or allocating anything, when the rate is exceeded,
-//! the queue is full or the process is exiting. A kept line is formatted on the stack
+//! a printf format and a `va_list`. The callback first asks the rate limiter (atomics, and the
+//! queue's lock once per run of drops, to wake the drain that reports them) and drops the line
+//! there, before formatting or allocating anything, when the rate is exceeded, the queue is full
+//! or the process is exiting. A kept line is formatted on the stack
 //! (`vsnprintf`), copied once into a `String` and pushed onto a bounded queue under a lock held
 //! only for the push. One thread, started with the first log handle (never from the callback),
 //! drains the queue into the sink the embedder installs ([`set_sink`]; the NIF forwards to
@@ -23,6 +24,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, LazyLock, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use crate::base::sync::{lock, wait, wait_timeout};
 use crate::ffi::loader::BackendLibrary;
 use crate::observe::counters;
 use crate::sys;
@@ -132,10 +134,7 @@ static SINK: OnceLock<Mutex<Option<Sink>>> = OnceLock::new();
 /// Sends every later line to `sink`, on the drain thread (never on QNN's). Replaces any sink set
 /// before.
 pub fn set_sink(sink: impl Fn(LogRecord) + Send + Sync + 'static) {
-    *SINK
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner()) = Some(Box::new(sink));
+    *lock(SINK.get_or_init(Default::default)) = Some(Box::new(sink));
 }
 
 /// A line as the callback queues it: the library is resolved on the drain thread.
@@ -181,7 +180,7 @@ static SHARED: LazyLock<Arc<Shared>> = LazyLock::new(|| {
 fn drain_forever(shared: &Shared) {
     let mut last_report: Option<Instant> = None;
     loop {
-        let mut queue = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let mut queue = lock(&shared.queue);
         let line = loop {
             if let Some(line) = queue.lines.pop_front() {
                 QUEUED.fetch_sub(1, Relaxed);
@@ -207,14 +206,10 @@ fn drain_forever(shared: &Shared) {
                         ),
                     };
                 }
-                queue = shared
-                    .ready
-                    .wait_timeout(queue, wait)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
+                queue = wait_timeout(&shared.ready, queue, wait);
                 continue;
             }
-            queue = shared.ready.wait(queue).unwrap_or_else(|e| e.into_inner());
+            queue = wait(&shared.ready, queue);
         };
         drop(queue);
         deliver(line);
@@ -222,9 +217,7 @@ fn drain_forever(shared: &Shared) {
 }
 
 fn deliver(line: LogRecord) {
-    let sinks = SINK
-        .get()
-        .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()));
+    let sinks = SINK.get().map(|s| lock(s));
     match sinks.as_deref() {
         Some(Some(sink)) => {
             sink(line);
@@ -246,7 +239,8 @@ const LINE_INTERVAL_NS: u64 = 1_000_000_000 / RATE_PER_SECOND as u64;
 const BURST_NS: u64 = (BURST as u64 - 1) * LINE_INTERVAL_NS;
 
 /// Whether a line may be kept: within the rate and the queue's room, and not exiting. Touches
-/// only atomics (no allocation, no lock); a refused line is counted as dropped.
+/// only atomics and allocates nothing, except that the first line refused after the drain's last
+/// report takes the queue's lock for a moment to wake it; a refused line is counted as dropped.
 fn admit() -> bool {
     if crate::base::exit::exiting() {
         return false;
@@ -268,7 +262,7 @@ fn admit() -> bool {
         if UNREPORTED_DROPS.fetch_add(1, Relaxed) == 0 {
             // Wake the drain to report it (under the lock, so the wake-up cannot be missed).
             let shared = &*SHARED;
-            let _queue = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+            let _queue = lock(&shared.queue);
             shared.ready.notify_one();
         }
     }
@@ -278,7 +272,7 @@ fn admit() -> bool {
 /// Queues one admitted line (the lock is held only to push).
 fn accept(level: LogLevel, slot: usize, message: String) {
     let shared = &*SHARED;
-    let mut queue = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+    let mut queue = lock(&shared.queue);
     QUEUED.fetch_add(1, Relaxed);
     queue.lines.push_back(Line {
         level,
@@ -312,7 +306,7 @@ pub(crate) fn callback_for(lib: &BackendLibrary) -> *const c_void {
 
 /// `lib`'s slot: the first [`CALLBACKS`] libraries get one each; later ones share the last.
 fn slot_of(lib: &BackendLibrary) -> usize {
-    let mut slots = SLOTS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut slots = lock(&SLOTS);
     match slots.iter().position(|p| *p == lib.path) {
         Some(slot) => slot,
         None if slots.len() < CALLBACKS.len() => {
@@ -324,12 +318,7 @@ fn slot_of(lib: &BackendLibrary) -> usize {
 }
 
 fn backend_of(slot: usize) -> PathBuf {
-    SLOTS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(slot)
-        .cloned()
-        .unwrap_or_default()
+    lock(&SLOTS).get(slot).cloned().unwrap_or_default()
 }
 
 // A C `va_list` parameter arrives as a pointer on both supported ABIs: x86-64 SysV's va_list is

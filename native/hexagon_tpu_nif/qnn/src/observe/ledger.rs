@@ -17,6 +17,7 @@ use std::sync::Mutex;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
+use crate::base::sync::lock;
 use crate::observe::counters;
 
 /// The kinds of object the ledger tracks (declared with the counters they move).
@@ -101,7 +102,7 @@ static LEDGER: Mutex<Ledger> = Mutex::new(Ledger {
 fn ledger() -> std::sync::MutexGuard<'static, Ledger> {
     // A panic while holding the lock cannot leave the map half-updated in a way that matters
     // here (each critical section is one insert or remove plus counter updates).
-    LEDGER.lock().unwrap_or_else(|e| e.into_inner())
+    lock(&LEDGER)
 }
 
 /// A snapshot of every live object, oldest first. Takes the ledger's lock for the copy only.

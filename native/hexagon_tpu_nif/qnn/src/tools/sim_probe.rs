@@ -17,11 +17,12 @@ use std::sync::{Arc, LazyLock, Mutex};
 use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
 
 use crate::base::error::{Error, LibraryRole, Result};
+use crate::base::sync::lock;
 
 static OPENED: LazyLock<Mutex<HashMap<PathBuf, Arc<Library>>>> = LazyLock::new(Default::default);
 
 fn open(path: &Path) -> Result<Arc<Library>> {
-    let mut opened = OPENED.lock().unwrap_or_else(|e| e.into_inner());
+    let mut opened = lock(&OPENED);
     if let Some(library) = opened.get(path) {
         return Ok(Arc::clone(library));
     }

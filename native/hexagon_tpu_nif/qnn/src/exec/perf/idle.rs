@@ -4,7 +4,7 @@ use std::sync::{Arc, Condvar, LazyLock, Mutex, Weak};
 use std::time::Instant;
 
 use super::voter::*;
-use crate::base::sync::lock;
+use crate::base::sync::{lock, wait, wait_timeout};
 
 /// The one thread that votes runtimes back down to their own mode once idle.
 pub(super) struct IdleThread {
@@ -50,12 +50,9 @@ impl IdleThread {
             if due.is_empty() {
                 queue = match queue.iter().map(|(at, _)| *at).min() {
                     Some(next) => {
-                        self.wake
-                            .wait_timeout(queue, next.saturating_duration_since(now))
-                            .unwrap_or_else(|e| e.into_inner())
-                            .0
+                        wait_timeout(&self.wake, queue, next.saturating_duration_since(now))
                     }
-                    None => self.wake.wait(queue).unwrap_or_else(|e| e.into_inner()),
+                    None => wait(&self.wake, queue),
                 };
                 drop(queue);
                 continue;
