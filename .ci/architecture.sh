@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The rules ARCHITECTURE.md states, checked: each prints the offending lines and fails.
-#   1. unsafe code lives only in the qnn crate and in qnn_sim (which implements QNN's C side);
+#   1. unsafe code lives only in the qnn and qnn_sys crates and in qnn_sim (which implements QNN's C side);
 #   2. qnn_sim uses nothing of qnn but the ABI, so it stays an independent oracle of QNN's
 #      behaviour (a misunderstanding in qnn's runtime code cannot leak into the backend that
 #      tests it): it depends on the qnn_sys crate alone, and Cargo refuses any other path;

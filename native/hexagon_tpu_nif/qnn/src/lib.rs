@@ -3,12 +3,13 @@
 //! host-side quantization kernels, process-wide counters and the ledger of live objects. Test
 //! builds add `sim_probe` (cargo feature `test-support`), which reads qnn_sim's own counters.
 //!
-//! All `unsafe` code of the package lives in this crate; each block states why it is sound.
+//! All `unsafe` code of the package lives in this crate (and one block of `qnn_sys`'s layout
+//! assertions); each block states why it is sound.
 //! Threading: a `Graph` runs one `graphExecute` at a time, and a caller never waits for another's
 //! (a busy graph queues the work for its own thread); different graphs run in parallel. QNN's
 //! log, backend, device and context handles are created and freed on one thread per runtime.
 
-// Layers, lowest first. A module imports only from its own layer and the layers above it in
+// Layers, lowest first. A module imports only from its own layer and the layers before it in
 // this list (.ci/architecture.sh checks it): base → observe → ffi → model → exec → tools.
 // The old flat paths (`qnn::graph`, `qnn::counters`, …) stay as re-exports below.
 pub(crate) mod base;
