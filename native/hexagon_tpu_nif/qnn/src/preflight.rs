@@ -11,9 +11,9 @@
 
 use std::fmt;
 
-use crate::base::version::Version;
-use crate::model::metadata::BinaryInfo;
+use crate::metadata::BinaryInfo;
 use crate::sys;
+use crate::version::Version;
 
 /// Why a binary does not fit a runtime: the `reason` of the error (or warning).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -193,9 +193,9 @@ pub struct RuntimeSide {
 /// for other SoCs and arches. HTP hardware is reached from aarch64 only.
 pub const PLATFORM_IS_HARDWARE: bool = cfg!(target_arch = "aarch64");
 
-impl From<&crate::exec::runtime::RuntimeInfo> for RuntimeSide {
+impl From<&crate::runtime::RuntimeInfo> for RuntimeSide {
     /// The runtime as the verdict sees it: its device only where [`PLATFORM_IS_HARDWARE`].
-    fn from(info: &crate::exec::runtime::RuntimeInfo) -> Self {
+    fn from(info: &crate::runtime::RuntimeInfo) -> Self {
         RuntimeSide {
             backend_id: info.backend_id,
             build_id: info.build_id.clone(),

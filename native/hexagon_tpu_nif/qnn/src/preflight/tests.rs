@@ -1,7 +1,7 @@
 //! Every rule, table-driven.
 
 use super::*;
-use crate::model::metadata::BinaryInfo;
+use crate::metadata::BinaryInfo;
 
 fn binary(build_id: &str) -> BinaryInfo {
     BinaryInfo {
@@ -223,7 +223,7 @@ fn vtcm_rule() {
 
 #[test]
 fn the_device_counts_only_where_it_is_hardware() {
-    let info = crate::exec::runtime::RuntimeInfo {
+    let info = crate::runtime::RuntimeInfo {
         backend_id: sys::QNN_BACKEND_ID_HTP,
         provider_name: "HTP_QTI_AISW".into(),
         build_id: "v2.51.0.260929181845".into(),
