@@ -92,6 +92,8 @@ defmodule HexagonTpu.MixProject do
         "native/hexagon_tpu_nif/src",
         "native/hexagon_tpu_nif/qnn/src",
         "native/hexagon_tpu_nif/qnn/Cargo.toml",
+        "native/hexagon_tpu_nif/qnn_sys/src",
+        "native/hexagon_tpu_nif/qnn_sys/Cargo.toml",
         "native/hexagon_tpu_nif/Cargo.toml",
         "native/hexagon_tpu_nif/Cargo.lock",
         "checksum-*.exs",

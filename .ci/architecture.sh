@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The rules ARCHITECTURE.md states, checked: each prints the offending lines and fails.
-#   1. unsafe code lives only in the qnn crate and in qnn_sim (which implements QNN's C side);
-#   2. qnn_sim uses nothing of qnn but qnn::sys, so it stays an independent oracle of QNN's
+#   1. unsafe code lives only in the qnn and qnn_sys crates and in qnn_sim (which implements QNN's C side);
+#   2. qnn_sim uses nothing of qnn but the ABI, so it stays an independent oracle of QNN's
 #      behaviour (a misunderstanding in qnn's runtime code cannot leak into the backend that
-#      tests it);
+#      tests it): it depends on the qnn_sys crate alone, and Cargo refuses any other path;
 #   3. qnn knows neither rustler nor Nx (it is a plain Rust crate that cargo test can link);
 #   5. (rule 4, nothing of Qualcomm's, has no check here) test support does not ship: qnn does not depend on qnn_sim (its tests are qnn_tests),
-#      and qnn::sim_probe / the NIF's sim_probe compile only with the feature test-support.
+#      and qnn::sim_probe / the NIF's sim_probe compile only with the feature test-support;
+#   6. qnn's layers point one way: base → observe → ffi → model → exec → tools (qnn/src/lib.rs).
+#      A module names crate paths by layer (`crate::<layer>::…`, `crate::sys`), never a root
+#      re-export, and never a layer above its own.
 set -euo pipefail
 cd "$(dirname "$0")/../native/hexagon_tpu_nif"
 
@@ -23,11 +26,51 @@ rule() { # DESCRIPTION FOUND: fails when FOUND (the offending lines) is not empt
 
 rule "no unsafe in the NIF crate (src/)" "$(grep -rn --include='*.rs' -E '\bunsafe\b' src || true)"
 
-# Any path into qnn other than qnn::sys: `qnn::x`, `use qnn::{...}`, `use qnn;`, `qnn as`.
-rule "qnn_sim uses only qnn::sys" "$(
-  grep -rn --include='*.rs' -E '\bqnn::' qnn_sim/src | grep -vE '\bqnn::sys\b' || true
-  grep -rn --include='*.rs' -E '\buse qnn(;| as |::\{)' qnn_sim/src || true
-  grep -rn --include='*.rs' -E '\bqnn::sys::\{?[^}]*\b(super|crate)\b' qnn_sim/src || true
+# Cargo enforces the rule once qnn_sim cannot name qnn: its manifest lists qnn_sys and not qnn.
+rule "qnn_sim depends on qnn_sys, not on qnn" "$(
+  grep -qE '^qnn_sys\s*=' qnn_sim/Cargo.toml || echo "qnn_sim/Cargo.toml: no qnn_sys dependency"
+  grep -nE '^qnn\s*=|^\[(dev-|build-)?dependencies\.qnn\]' qnn_sim/Cargo.toml | sed 's|^|qnn_sim/Cargo.toml:|' || true
+)"
+
+# Layers, lowest first. In qnn/src/<layer>/, every `crate::` path (outside comments) starts
+# with a layer no higher than the file's own or `sys` (the qnn_sys crate); `super::super` (a
+# way around the rule) is refused outright.
+layers=(base observe ffi model exec tools)
+layer_violations() {
+  local i j lower higher allowed
+  for i in "${!layers[@]}"; do
+    lower=${layers[$i]}
+    allowed="sys"
+    for ((j = 0; j <= i; j++)); do allowed="$allowed|${layers[$j]}"; done
+    higher=""
+    for ((j = i + 1; j < ${#layers[@]}; j++)); do higher="$higher ${layers[$j]}"; done
+    [ -d "qnn/src/$lower" ] || { echo "qnn/src/$lower: no such layer"; continue; }
+    # Strip `//` comments, then look at every crate:: path and every `super::super`.
+    grep -rn --include='*.rs' -E 'crate::|super::super' "qnn/src/$lower" |
+      sed -E 's#^([^:]+:[0-9]+:)(.*)$#\1\t\2#' |
+      awk -F'\t' -v allowed="^($allowed)$" -v lower="$lower" -v higher="$higher" '
+        { code = $2; sub(/\/\/.*/, "", code) }
+        code ~ /super::super/ { print $1 " " $2 "   <- super::super out of layer " lower; next }
+        {
+          rest = code
+          while (match(rest, /crate::(\{|[A-Za-z_][A-Za-z0-9_]*)/)) {
+            first = substr(rest, RSTART + 7, RLENGTH - 7)
+            rest = substr(rest, RSTART + RLENGTH)
+            if (first == "{") { print $1 " " $2 "   <- name the layer: crate::<layer>::…"; break }
+            if (first !~ allowed) {
+              why = index(" " higher " ", " " first " ") ? "layer " first " is above " lower : "crate::" first " is not a layer path"
+              print $1 " " $2 "   <- " why
+              break
+            }
+          }
+        }'
+  done
+}
+rule "qnn's layers import only downward (base → observe → ffi → model → exec → tools)" "$(layer_violations)"
+
+rule "no module of qnn/src outside a layer but lib.rs" "$(
+  find qnn/src -maxdepth 1 -name '*.rs' ! -name lib.rs | sed 's/$/: not in a layer/'
+  find qnn/src -mindepth 1 -maxdepth 1 -type d | grep -vE '/(base|observe|ffi|model|exec|tools)$' | sed 's/$/: not a layer/' || true
 )"
 
 rule "qnn knows neither rustler nor Nx" "$(
@@ -43,7 +86,7 @@ rule "qnn does not depend on qnn_sim (its integration tests are the qnn_tests cr
 rule "sim_probe only with the cargo feature test-support" "$(
   awk '/^[[:space:]]*(pub )?mod sim_probe;/ && prev !~ /^[[:space:]]*#\[cfg\(feature = "test-support"\)\]/ {
     print FILENAME ":" FNR ": " $0
-  } { prev = $0 }' qnn/src/lib.rs src/lib.rs
+  } { prev = $0 }' qnn/src/tools/mod.rs qnn/src/lib.rs src/lib.rs
 )"
 
 exit "$failed"

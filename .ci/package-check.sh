@@ -3,7 +3,7 @@
 # directory and builds the NIF from that copy with cargo, offline, as a forced build
 # (HEXAGON_TPU_BUILD=1) on a user's machine would, with no edit to any file. Fails if the
 # package would ship qnn_sim, qnn_tests or any test code, if its Cargo workspace is not exactly
-# the NIF crate and `qnn`, if the NIF does not build from it, or if that NIF has the
+# the NIF crate, `qnn` and `qnn_sys`, if the NIF does not build from it, or if that NIF has the
 # test-support NIF (`qnn_sim_counters`, cargo feature `test-support`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,8 +29,8 @@ crate="$stage/native/hexagon_tpu_nif"
 members=$(cd "$crate" && cargo metadata --format-version 1 --no-deps --offline |
   python3 -c 'import json, sys; print(" ".join(sorted(p["name"] for p in json.load(sys.stdin)["packages"])))')
 echo "the package's Cargo workspace: $members"
-if [[ "$members" != "hexagon_tpu_nif qnn" ]]; then
-  echo "package-check: the package's Cargo workspace should be exactly hexagon_tpu_nif and qnn" >&2
+if [[ "$members" != "hexagon_tpu_nif qnn qnn_sys" ]]; then
+  echo "package-check: the package's Cargo workspace should be exactly hexagon_tpu_nif, qnn and qnn_sys" >&2
   exit 1
 fi
 

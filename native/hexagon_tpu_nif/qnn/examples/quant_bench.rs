@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use qnn::quant::{self, AxisLayout, PerAxis, PerTensor, QuantType};
 
-#[path = "../src/quant/splitmix.rs"]
+#[path = "../src/model/quant/splitmix.rs"]
 mod splitmix;
 use splitmix::Rng;
 

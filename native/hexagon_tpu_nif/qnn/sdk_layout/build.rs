@@ -1,5 +1,5 @@
 //! Runs bindgen over `$QNN_SDK_ROOT/include/QNN` and generates, for every entry of
-//! `qnn::sys::DECLARED`, the matching size, alignment and field offsets as bindgen lays them out
+//! `qnn_sys::DECLARED`, the matching size, alignment and field offsets as bindgen lays them out
 //! for the target being built (`$OUT_DIR/headers.rs`). Nothing generated leaves `$OUT_DIR`.
 
 use std::collections::HashMap;
@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use qnn::sys::{DECLARED, StructLayout};
+use qnn_sys::{DECLARED, StructLayout};
 
 fn main() {
     println!("cargo::rerun-if-env-changed=QNN_SDK_ROOT");
@@ -263,7 +263,7 @@ fn header_entry(declared: &StructLayout, index: &Index) -> String {
         .unwrap();
     }
     format!(
-        "    // {name} (qnn::sys::{rust})\n    Header::Found {{ size: {size}, align: {align}, \
+        "    // {name} (qnn_sys::{rust})\n    Header::Found {{ size: {size}, align: {align}, \
          fields: &[\n{fields}    ] }},\n",
         name = declared.name,
         rust = declared.rust_name,

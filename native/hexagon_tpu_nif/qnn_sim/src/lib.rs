@@ -2,7 +2,7 @@
 //!
 //! Built as a cdylib, this crate is a shared library that implements QNN's C entry points
 //! (`QnnInterface_getProviders`, `QnnSystemInterface_getProviders` and the table functions
-//! behind them) with QNN's real ABI (`qnn::sys`), error codes and handle lifetimes, over its
+//! behind them) with QNN's real ABI (`qnn_sys`), error codes and handle lifetimes, over its
 //! own context-binary format ([`format`](mod@format)). It computes real results for a handful of ops
 //! ([`numerics`]), can be told to misbehave (faults, adversarial metadata, old API versions),
 //! and counts its live handles and overlapping executes so tests can prove the runtime frees

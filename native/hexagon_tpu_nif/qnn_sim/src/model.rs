@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use qnn::sys;
+use qnn_sys as sys;
 
 /// Largest rank the backend accepts (QNN's own tools stay well below this).
 pub const MAX_RANK: usize = 8;

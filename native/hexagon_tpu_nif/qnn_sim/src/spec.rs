@@ -282,7 +282,7 @@ fn parse_spec(t: &TensorJson, default: Option<&TensorSpec>) -> Result<TensorSpec
 pub fn parse_code(c: &CodeJson) -> Result<u32, String> {
     match c {
         CodeJson::Number(n) => Ok(*n),
-        CodeJson::Name(name) => qnn::sys::error_code_by_name(name)
+        CodeJson::Name(name) => qnn_sys::error_code_by_name(name)
             .filter(|&code| code != 0)
             .ok_or_else(|| format!("unknown error name {name:?}")),
     }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use models::*;
-use qnn::sys::*;
+use qnn_sys::*;
 
 /// One notification, as the callback saw it.
 #[derive(Clone, Debug)]

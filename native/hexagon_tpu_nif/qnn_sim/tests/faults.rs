@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use models::*;
-use qnn::sys::*;
 use qnn_sim::builder::ModelBuilder;
 use qnn_sim::model::{Fault, FaultScope};
+use qnn_sys::*;
 
 /// Runs `n` executes on a fresh context of `b`, returning each result's code (0 = ok).
 fn codes(sim: &Sim, bytes: &[u8], n: usize) -> Vec<u32> {

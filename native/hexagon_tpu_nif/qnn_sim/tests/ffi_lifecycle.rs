@@ -34,7 +34,7 @@ fn classifier_round_trip_and_handles_return_to_zero() {
 use std::ffi::c_void;
 use std::ptr;
 
-use qnn::sys::*;
+use qnn_sys::*;
 
 #[test]
 fn stale_double_freed_and_wrong_kind_handles() {

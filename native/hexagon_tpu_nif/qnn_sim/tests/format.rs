@@ -140,7 +140,7 @@ fn unknown_sections_are_skipped() {
 
 #[test]
 fn backend_rejects_corrupt_binaries_with_qnn_codes() {
-    use qnn::sys::*;
+    use qnn_sys::*;
     let sim = common::Sim::load();
     let s = sim.open();
     let b = small();

@@ -4,7 +4,7 @@ mod common;
 mod models;
 
 use common::*;
-use qnn::sys::*;
+use qnn_sys::*;
 
 fn versions(sim: &Sim) -> Vec<(u32, u32, u32)> {
     sim.providers()

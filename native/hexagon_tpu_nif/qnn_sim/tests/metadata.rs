@@ -5,9 +5,9 @@ mod common;
 mod models;
 
 use common::*;
-use qnn::sys::*;
 use qnn_sim::builder::{ConstData, ModelBuilder};
 use qnn_sim::model::*;
+use qnn_sys::*;
 
 fn two_graphs() -> ModelBuilder {
     models::identity_into(models::classifier(), "second", 3)

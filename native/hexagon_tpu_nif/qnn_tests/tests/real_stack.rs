@@ -408,9 +408,11 @@ fn runtime_over_the_real_backend() {
     checked("runtime_over_the_real_backend");
 }
 
-/// Qualcomm's backend through its raw function table, for what the `qnn` crate has no API for
-/// yet: context configs and `graphExecuteAsync`. Everything runs on the test's thread, which
-/// creates and frees every handle (QNN ties them to it).
+/// Qualcomm's backend through its raw function table, without the `qnn` crate (which has its own
+/// API for both: `LoadOptions` for context configs, `ExecuteQueue::Backend` for
+/// `graphExecuteAsync`): what Qualcomm's library does with the raw calls, seen apart from qnn's
+/// use of them. Everything runs on the test's thread, which creates and frees every handle (QNN
+/// ties them to it).
 mod raw {
     use std::ffi::{CString, c_void};
     use std::path::Path;

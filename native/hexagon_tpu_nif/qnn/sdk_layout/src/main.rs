@@ -1,4 +1,4 @@
-//! Compares every struct and union that `qnn::sys` declares (`qnn::sys::DECLARED`) with the
+//! Compares every struct and union that `qnn_sys` declares (`qnn_sys::DECLARED`) with the
 //! same C type as bindgen lays it out from the headers under `$QNN_SDK_ROOT/include/QNN`, for the
 //! target being built: size, alignment, and each field's offset and size.
 //!
@@ -10,7 +10,7 @@
 use std::mem::{align_of, offset_of, size_of};
 use std::process::ExitCode;
 
-use qnn::sys::{DECLARED, FieldLayout, StructLayout};
+use qnn_sys::{DECLARED, FieldLayout, StructLayout};
 
 /// bindgen's output for the SDK headers (`build.rs`).
 #[allow(
@@ -248,13 +248,13 @@ impl Message {
 }
 
 impl Mismatch {
-    /// `C type[.member] (qnn::sys::Rust[.field]): what: qnn::sys N, headers M`.
+    /// `C type[.member] (qnn_sys::Rust[.field]): what: qnn_sys N, headers M`.
     const fn message(&self) -> Message {
         let mut m = Message::new().str(self.ty.name);
         if let Some(f) = self.field {
             m = m.str(".").str(f.name);
         }
-        m = m.str(" (qnn::sys::").str(self.ty.rust_name);
+        m = m.str(" (qnn_sys::").str(self.ty.rust_name);
         if let Some(f) = self.field {
             m = m.str(".").str(f.rust_name);
         }
@@ -263,7 +263,7 @@ impl Mismatch {
             return m.str(why);
         }
         m.str(self.what)
-            .str(": qnn::sys ")
+            .str(": qnn_sys ")
             .num(self.ours)
             .str(", headers ")
             .num(self.headers)
@@ -280,7 +280,7 @@ const _: () = {
 
 fn main() -> ExitCode {
     let report_all = cfg!(qnn_layout_report_all);
-    println!("qnn::sys vs bindgen over {SDK_INCLUDE}");
+    println!("qnn_sys vs bindgen over {SDK_INCLUDE}");
     println!("target {TARGET}; {CLANG}");
     let (mut types, mut fields, mut failures) = (0, 0, 0);
     for (ty, header) in DECLARED.iter().zip(HEADERS) {

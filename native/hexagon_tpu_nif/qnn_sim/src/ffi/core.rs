@@ -5,7 +5,7 @@ use std::ffi::{CStr, CString, c_char, c_void};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 
-use qnn::sys::*;
+use qnn_sys::*;
 
 use super::state::*;
 use crate::format::{self, FormatError};

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use qnn::sys::*;
+use qnn_sys::*;
 
 use super::core::FAULT_EXECUTE;
 use super::state::*;

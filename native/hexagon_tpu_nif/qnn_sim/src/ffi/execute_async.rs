@@ -14,7 +14,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::{JoinHandle, ThreadId};
 use std::time::Duration;
 
-use qnn::sys::*;
+use qnn_sys::*;
 
 use super::execute::{InFlight, Prepared, lookup_graph, prepare, run};
 use super::state::*;

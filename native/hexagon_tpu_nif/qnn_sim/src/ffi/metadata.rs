@@ -6,7 +6,7 @@ use std::ffi::{c_char, c_void};
 use std::mem::{offset_of, size_of};
 use std::ptr;
 
-use qnn::sys::*;
+use qnn_sys::*;
 
 use crate::model::*;
 

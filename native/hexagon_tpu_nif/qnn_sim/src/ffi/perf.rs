@@ -7,7 +7,7 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex};
 
-use qnn::sys::*;
+use qnn_sys::*;
 
 use super::state::*;
 

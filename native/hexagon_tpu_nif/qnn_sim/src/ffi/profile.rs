@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex};
 
-use qnn::sys::*;
+use qnn_sys::*;
 
 use super::state::*;
 use crate::model::{GraphDef, Node};

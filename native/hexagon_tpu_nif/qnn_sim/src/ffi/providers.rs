@@ -11,7 +11,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::{LazyLock, Mutex};
 
-use qnn::sys::*;
+use qnn_sys::*;
 
 use super::core::*;
 use super::execute::*;

@@ -3,7 +3,7 @@
 use std::ffi::c_void;
 use std::mem::size_of;
 
-use qnn::sys::*;
+use qnn_sys::*;
 
 use super::metadata::{self, MetaParams};
 use super::state::*;

@@ -6,7 +6,7 @@ use std::ffi::{CStr, CString, c_char, c_void};
 use std::path::PathBuf;
 use std::ptr;
 
-use qnn::sys::*;
+use qnn_sys::*;
 
 pub struct Sim {
     pub path: PathBuf,

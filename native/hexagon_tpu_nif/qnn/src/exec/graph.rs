@@ -1,0 +1,484 @@
+//! `Graph`: one executable graph of a context.
+
+use std::ffi::CString;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::time::Instant;
+
+use crate::base::closable::Closable;
+use crate::base::error::{Error, Result};
+use crate::base::sync::Done;
+use crate::exec::context::{Context, ContextCore, ExecuteQueue, OwnedHandleUse};
+use crate::exec::profile::{self, Profiler};
+pub use crate::exec::turn::QueuePolicy;
+use crate::exec::turn::{Queued, Taken, TurnGuard, TurnSlot};
+use crate::model::buffers;
+use crate::model::metadata::{GraphInfo, GraphMetadata};
+use crate::observe::counters;
+use crate::observe::ledger::{Alive, Kind, Site};
+use crate::observe::trace::{self, Phase};
+use crate::sys;
+
+/// What one execute measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExecuteReport {
+    /// Time spent inside `graphExecute` alone.
+    pub execute_ns: u64,
+}
+
+/// The live part of a graph: released by `close` or drop.
+struct GraphState {
+    context: Arc<ContextCore>,
+    handle: sys::Qnn_GraphHandle_t,
+    /// Whether an execute has returned (QNN may build state lazily at the first).
+    executed: AtomicBool,
+    _alive: Alive,
+}
+
+// SAFETY: the graph handle is an opaque token that QNN allows to be used from any thread; this
+// crate never runs two `graphExecute` calls on one handle at once (only the holder of the
+// graph's turn executes).
+unsafe impl Send for GraphState {}
+// SAFETY: shared references only read the handle's value; the one QNN call made with it
+// (`graphExecute`) runs only while holding the graph's turn, so never twice at once.
+unsafe impl Sync for GraphState {}
+
+/// A graph retrieved from a context, ready to execute.
+pub struct Graph {
+    metadata: Arc<GraphMetadata>,
+    /// This graph's turn in its context, shared with every `Graph` of the same name.
+    turn: Arc<TurnSlot>,
+    state: Closable<GraphState>,
+    profiler: Profiler,
+    /// Where its queued executes run: its context's choice.
+    queue: ExecuteQueue,
+}
+
+/// Proof that the caller holds the graph's turn: only a `Turn` can execute.
+pub struct Turn<'g> {
+    graph: &'g Graph,
+}
+
+/// Whether work given to [`Graph::execute_or_queue`] ran at once or was queued.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Started<R> {
+    /// It ran on the caller's thread; here is its result.
+    Ran(R),
+    /// The graph was busy: it runs on the graph's worker thread after the work before it.
+    Queued,
+}
+
+impl Graph {
+    /// Retrieves a graph by name; the error lists the names the context has. `site` is its
+    /// entry in the [ledger](crate::ledger).
+    pub fn retrieve(context: &Arc<Context>, name: &str, site: &Site) -> Result<Arc<Graph>> {
+        let core = context.core()?;
+        let queue = core.queue;
+        let not_found = || Error::GraphNotFound {
+            name: name.to_string(),
+            available: core.graphs.iter().map(|g| g.info.name.clone()).collect(),
+        };
+        let (index, metadata) = core
+            .graphs
+            .iter()
+            .enumerate()
+            .find(|(_, g)| g.info.name == name)
+            .map(|(index, g)| (index, Arc::clone(g)))
+            .ok_or_else(not_found)?;
+        // Names read from the binary never contain NUL, so a name that matched has none either.
+        let c_name = CString::new(name).map_err(|_| not_found())?;
+        let mut handle: sys::Qnn_GraphHandle_t = std::ptr::null_mut();
+        {
+            let _span = trace::span(Phase::GraphRetrieve, name);
+            let context_handle = core.try_handle()?;
+            let _in_qnn = crate::base::exit::enter()?;
+            // SAFETY: the context is live (a `HandleUse` keeps it from being freed); the name is
+            // NUL-terminated; the out-pointer is writable.
+            let status = sys::Status(unsafe {
+                (core.runtime.backend_lib.fns.graph_retrieve)(
+                    *context_handle,
+                    c_name.as_ptr(),
+                    &mut handle,
+                )
+            });
+            core.runtime.backend_lib.check("graphRetrieve", status)?;
+        }
+        if handle.is_null() {
+            return Err(Error::invalid_model(format!(
+                "graphRetrieve returned a NULL handle for {name:?}"
+            )));
+        }
+        Ok(Arc::new(Graph {
+            metadata,
+            turn: Arc::clone(&core.turns[index]),
+            state: Closable::new(
+                "graph",
+                GraphState {
+                    context: core,
+                    handle,
+                    executed: AtomicBool::new(false),
+                    _alive: Alive::new(Kind::Graph, site.as_str(), name.to_string()),
+                },
+            ),
+            profiler: Profiler::default(),
+            queue,
+        }))
+    }
+
+    /// The graph's name, inputs and outputs.
+    pub fn info(&self) -> &GraphInfo {
+        &self.metadata.info
+    }
+
+    /// The graph's name.
+    pub fn name(&self) -> &str {
+        &self.metadata.info.name
+    }
+
+    /// Where its queued executes wait and run: on its worker thread, or in the backend's
+    /// asynchronous queue (then every execute is queued, and run with
+    /// [`io::Execution::run_on_backend`](crate::io::Execution::run_on_backend)).
+    pub fn execute_queue(&self) -> ExecuteQueue {
+        self.queue
+    }
+
+    /// Runs `now` with the graph's turn if the graph is idle (and `policy` lets the caller run
+    /// it). Otherwise queues `later()`: the graph's worker thread runs it with the turn once the
+    /// executes before it are done; or refuses it with [`Error::Overloaded`] when `policy`'s
+    /// limit of waiting executes is reached. Never blocks. The turn is given back when `now` or
+    /// the queued work returns.
+    pub fn execute_or_queue<R>(
+        self: &Arc<Self>,
+        now: impl FnOnce(Turn<'_>) -> R,
+        later: impl FnOnce() -> Box<dyn FnOnce(Turn<'_>) + Send>,
+        policy: QueuePolicy,
+    ) -> Result<Started<R>> {
+        let queued = || -> Queued {
+            let graph = Arc::clone(self);
+            let work = later();
+            let waiting = trace::span(Phase::Wait, graph.name());
+            Box::new(move || {
+                waiting.end();
+                work(Turn { graph: &graph })
+            })
+        };
+        match self.turn.take_or_queue(queued, policy) {
+            Taken::Now(guard) => {
+                let result = now(Turn { graph: self });
+                drop(guard);
+                Ok(Started::Ran(result))
+            }
+            Taken::Queued => Ok(Started::Queued),
+            Taken::Full { waiting } => {
+                counters::record_overloaded();
+                Err(Error::Overloaded {
+                    graph: self.name().to_string(),
+                    waiting,
+                    limit: policy.max_waiting,
+                })
+            }
+        }
+    }
+
+    /// Waits for the graph's turn, then runs `work` with it (for callers that own their thread).
+    pub fn with_turn<R>(&self, work: impl FnOnce(Turn<'_>) -> R) -> R {
+        let guard: TurnGuard = self.turn.take_blocking();
+        let result = work(Turn { graph: self });
+        drop(guard);
+        result
+    }
+
+    /// Runs the graph once, waiting for its turn: see [`Turn::execute`].
+    pub fn execute(&self, inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Result<ExecuteReport> {
+        self.with_turn(|turn| turn.execute(inputs, outputs))
+    }
+
+    /// Releases the graph once the executes running or queued before it are done; later calls
+    /// report `Closed`. Never blocks: `done` gets the result (on the graph's worker thread when
+    /// the graph was busy). QNN has no graph free: the handle dies with its context, which this
+    /// stops holding.
+    pub fn close_then(self: &Arc<Self>, done: Done<()>) {
+        let mut done = Some(done);
+        let queued = || -> Queued {
+            let graph = Arc::clone(self);
+            let done = done.take();
+            Box::new(move || {
+                let result = graph.take_state();
+                if let Some(done) = done {
+                    done(result);
+                }
+            })
+        };
+        if let Taken::Now(guard) = self.turn.take_or_queue(queued, QueuePolicy::default()) {
+            let result = self.take_state();
+            drop(guard);
+            if let Some(done) = done.take() {
+                done(result);
+            }
+        }
+    }
+
+    fn take_state(&self) -> Result<()> {
+        self.profiler.close();
+        self.state.close().map(drop)
+    }
+
+    /// Profiles one execute in `every` (`None` stops), adding each sample's per-op cycles to
+    /// [`Graph::profile_table`]; see [`crate::profile`]. Creates the graph's detailed profile
+    /// handle now (waiting for the runtime's thread), so that no execute waits for it later.
+    pub fn set_profile_every(&self, every: Option<u32>) -> Result<()> {
+        let state = self.state.get()?;
+        self.profiler.sample_every(&state.context.runtime, every)
+    }
+
+    /// The per-op cycles of the executes sampled since [`Graph::set_profile_every`].
+    pub fn profile_table(&self) -> profile::OpTable {
+        self.profiler.table()
+    }
+
+    /// Releases the graph after the executes running or queued before it; later calls report
+    /// `Closed`. Waits for them (for callers that own their thread; see [`Graph::close_then`]).
+    pub fn close(&self) -> Result<()> {
+        self.with_turn(|turn| turn.graph.take_state())
+    }
+
+    /// Whether `close` was called.
+    pub fn is_closed(&self) -> bool {
+        self.state.is_closed()
+    }
+}
+
+impl Turn<'_> {
+    /// Runs the graph once. `inputs[i]` must hold exactly `info().inputs[i].byte_size` bytes in
+    /// the model's own data type, and `outputs[i]` exactly `info().outputs[i].byte_size`; QNN
+    /// reads and writes these buffers directly. For data that needs converting, see
+    /// [`io::execute`](crate::io::execute).
+    pub fn execute(&self, inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Result<ExecuteReport> {
+        self.execute_profiled(inputs, outputs, None)
+            .map(|(report, _)| report)
+    }
+
+    /// [`Turn::execute`], with a profile of this execute at `level` (the first execute at a
+    /// level on a graph waits for the runtime's thread to create the graph's handle for it).
+    /// The profile is `Some` when one was asked for, or when the graph's sampling
+    /// ([`Graph::set_profile_every`]) took this execute.
+    pub fn execute_profiled(
+        &self,
+        inputs: &[&[u8]],
+        outputs: &mut [&mut [u8]],
+        level: Option<profile::Level>,
+    ) -> Result<(ExecuteReport, Option<profile::Profile>)> {
+        buffers::check_model_buffers(self.graph.info(), inputs, outputs)?;
+        // SAFETY: just checked.
+        unsafe { self.execute_unchecked(inputs, outputs, level) }
+    }
+
+    /// Runs the graph once on buffers already checked, profiled at `level` if given (see
+    /// [`Turn::execute_profiled`]).
+    ///
+    /// # Safety
+    /// There must be one buffer per input and per output, each exactly its tensor's
+    /// `byte_size` long: QNN reads and writes that many bytes through the pointers.
+    pub(crate) unsafe fn execute_unchecked(
+        &self,
+        inputs: &[&[u8]],
+        outputs: &mut [&mut [u8]],
+        level: Option<profile::Level>,
+    ) -> Result<(ExecuteReport, Option<profile::Profile>)> {
+        let graph = self.graph;
+        #[cfg(feature = "test-support")]
+        crate::observe::hooks::panic_if_armed();
+        let state = graph.state.get()?;
+        // Held until the execute returns: the context is not freed under it.
+        let _context_handle = state.context.try_handle()?;
+
+        let AsyncTensors {
+            inputs: raw_inputs,
+            outputs: mut raw_outputs,
+        } = self.tensors(inputs, outputs);
+
+        let lib = &state.context.runtime.backend_lib;
+        let profiling = graph.profiler.begin(&state.context.runtime, level)?;
+        let in_qnn = crate::base::exit::enter()?;
+        let _span = trace::span(Phase::GraphExecute, graph.name());
+        let started = Instant::now();
+        // SAFETY: the graph handle is live (its context's `HandleUse` is held), and holding the
+        // turn (`self`) serializes every execute on the handle. The tensor arrays describe
+        // buffers of the metadata's sizes (the caller's contract), outlive the call, and outputs
+        // are exclusively borrowed.
+        let status = sys::Status(unsafe {
+            (lib.fns.graph_execute)(
+                state.handle,
+                raw_inputs.as_ptr(),
+                raw_inputs.len() as u32,
+                raw_outputs.as_mut_ptr(),
+                raw_outputs.len() as u32,
+                profiling.as_ref().map_or(std::ptr::null_mut(), |p| p.raw()),
+                std::ptr::null_mut(),
+            )
+        });
+        let execute_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        counters::record_execute(execute_ns, !status.is_ok());
+        lib.check("graphExecute", status)?;
+        drop(in_qnn);
+        let profile = match profiling {
+            Some(profiling) => graph.profiler.finish(profiling, started, execute_ns)?,
+            None => None,
+        };
+        // A load first, so that later executes only read the flag (no write on the hot path).
+        if !state.executed.load(Relaxed) && !state.executed.swap(true, Relaxed) {
+            // The first execute may have made QNN register exit-time destructors.
+            crate::base::exit::guard_exit();
+        }
+        Ok((ExecuteReport { execute_ns }, profile))
+    }
+
+    /// The tensors QNN is given for these buffers (pointers into them, not copies).
+    pub(crate) fn tensors(&self, inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> AsyncTensors {
+        let metadata = &self.graph.metadata;
+        AsyncTensors {
+            // QNN takes `const` inputs; the data pointer in a client buffer is declared mutable
+            // but is only read for inputs.
+            inputs: (metadata.input_templates.iter())
+                .zip(inputs)
+                .map(|(t, b)| t.to_raw(b.as_ptr().cast_mut(), b.len() as u32))
+                .collect(),
+            outputs: (metadata.output_templates.iter())
+                .zip(outputs.iter_mut())
+                .map(|(t, b)| t.to_raw(b.as_mut_ptr(), b.len() as u32))
+                .collect(),
+        }
+    }
+
+    /// Queues one execute of `tensors` in the backend's asynchronous queue
+    /// (`QnnGraph_executeAsync`) and returns; `done` gets its result on a thread of the
+    /// backend's when QNN notifies it, or here when it could not be queued. Blocks while the
+    /// backend's queue is full, so call it from a thread of the caller's own (the graph's
+    /// worker). The context is kept from being freed until the notification.
+    ///
+    /// # Safety
+    /// `tensors` must come from [`Turn::tensors`] on one buffer per tensor, each exactly its
+    /// tensor's `byte_size` long, and those buffers must stay valid, unmoved and otherwise
+    /// untouched until `done` is called: QNN reads and writes them until it notifies.
+    pub(crate) unsafe fn execute_async_unchecked(
+        &self,
+        tensors: AsyncTensors,
+        done: Box<dyn FnOnce(Result<ExecuteReport>) + Send>,
+    ) {
+        let graph = self.graph;
+        let state = match graph.state.get() {
+            Ok(state) => state,
+            Err(error) => return done(Err(error)),
+        };
+        let lib = &state.context.runtime.backend_lib;
+        let Some(execute_async) = lib.fns.graph_execute_async else {
+            return done(Err(Error::Internal {
+                message: "the backend has no graphExecuteAsync".into(),
+            }));
+        };
+        let (_, in_use) = match state.context.try_handle_owned() {
+            Ok(handle) => handle,
+            Err(error) => return done(Err(error)),
+        };
+        let in_qnn = match crate::base::exit::enter() {
+            Ok(in_qnn) => in_qnn,
+            Err(error) => return done(Err(error)),
+        };
+        let handle = state.handle;
+        let call = Box::into_raw(Box::new(AsyncCall {
+            tensors,
+            state: Arc::clone(&state),
+            _in_use: in_use,
+            started: Instant::now(),
+            done,
+        }));
+        // SAFETY: the graph handle is live (the owned use keeps its context); holding the turn
+        // orders the submissions. `call` owns the tensor arrays and is leaked to QNN until the
+        // notification takes it back (`notify`), or until the call fails below, when QNN will
+        // not notify; the buffers behind the tensors are the caller's contract.
+        let status = sys::Status(unsafe {
+            execute_async(
+                handle,
+                (*call).tensors.inputs.as_ptr(),
+                (*call).tensors.inputs.len() as u32,
+                (*call).tensors.outputs.as_mut_ptr(),
+                (*call).tensors.outputs.len() as u32,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                Some(notify),
+                call.cast(),
+            )
+        });
+        drop(in_qnn);
+        if !status.is_ok() {
+            // SAFETY: QNN refused the call and will not notify: `call` is still ours.
+            let call = unsafe { Box::from_raw(call) };
+            counters::record_execute(0, true);
+            let error = lib.error("graphExecuteAsync", status.0);
+            (call.done)(Err(error));
+        }
+    }
+
+    /// The graph whose turn this is.
+    pub fn graph(&self) -> &Graph {
+        self.graph
+    }
+}
+
+/// The tensors of one execute, as QNN is given them.
+pub(crate) struct AsyncTensors {
+    inputs: Vec<sys::Qnn_Tensor_t>,
+    outputs: Vec<sys::Qnn_Tensor_t>,
+}
+
+// SAFETY: plain C descriptions whose data pointers point into buffers the execute's owner keeps
+// (see `Turn::execute_async_unchecked`); nothing here is tied to a thread.
+unsafe impl Send for AsyncTensors {}
+
+/// An execute in the backend's asynchronous queue: what must live until QNN notifies it.
+struct AsyncCall {
+    /// Read by QNN until the notification.
+    tensors: AsyncTensors,
+    state: Arc<GraphState>,
+    /// Keeps the context from being freed meanwhile.
+    _in_use: OwnedHandleUse,
+    started: Instant,
+    done: Box<dyn FnOnce(Result<ExecuteReport>) + Send>,
+}
+
+/// QNN's notification of an asynchronous execute, on a thread of the backend's.
+unsafe extern "C" fn notify(param: *mut std::ffi::c_void, status: sys::Qnn_NotifyStatus_t) {
+    // A panic must not unwind into QNN; the reply's own guard answers the caller.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: `param` is the `AsyncCall` leaked by `execute_async_unchecked`, notified once.
+        let call = unsafe { Box::from_raw(param.cast::<AsyncCall>()) };
+        let AsyncCall {
+            tensors,
+            state,
+            _in_use,
+            started,
+            done,
+        } = *call;
+        // The time from the submission: the backend queue's wait is in it.
+        let execute_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let status = sys::Status(status.error);
+        counters::record_execute(execute_ns, !status.is_ok());
+        let result = (state.context.runtime.backend_lib)
+            .check("graphExecuteAsync", status)
+            .map(|()| ExecuteReport { execute_ns });
+        if result.is_ok() && !state.executed.swap(true, Relaxed) {
+            crate::base::exit::guard_exit();
+        }
+        drop(tensors);
+        done(result);
+    }));
+}
+
+impl std::fmt::Debug for Graph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Graph")
+            .field("name", &self.metadata.info.name)
+            .field("closed", &self.is_closed())
+            .finish()
+    }
+}
