@@ -1,7 +1,7 @@
 //! The verdict over a binary's header: what QnnSystem reads of it ([`BinaryInfo`]) against what
 //! the backend reports ([`RuntimeSide`]), before `contextCreateFromBinary` is asked; and what a
 //! runtime needs for a binary to load ([`requirements`]). Each check's reason and evidence come
-//! from [`super::rules`].
+//! from the rules ([`Reason::rule`]).
 
 use crate::base::preflight_rules::{Evidence, Finding, Reason};
 use crate::base::version::Version;
