@@ -10,7 +10,7 @@
 //! tensor of unknown layout would be mis-sized.
 //!
 //! `base::preflight_rules` states each rule once ([`Reason::rule`]: `qnn::error` and tensor
-//! reading need the rules, so they sit in the lowest layer); [`verdict`] judges a binary's header
+//! reading need the rules, so they sit in the lowest layer); `verdict` judges a binary's header
 //! against a runtime. The table in `docs/preflight.md` is rendered from [`Reason::rule`], and a
 //! test fails when the two differ (`HEXAGON_TPU_BLESS=1 cargo test -p qnn --lib preflight`
 //! rewrites it).

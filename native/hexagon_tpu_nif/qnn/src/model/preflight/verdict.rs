@@ -212,7 +212,7 @@ pub fn check_vtcm(binary: &BinaryInfo, device: Option<&DevicePlatform>) -> Optio
 }
 
 /// Every rule over the binary's header against the runtime. Tensor formats and encodings are
-/// checked as the metadata is read ([`check_data_format`], [`check_encoding`]).
+/// checked as the metadata is read ([`check_data_format`](super::check_data_format), [`check_encoding`](super::check_encoding)).
 pub fn check(binary: &BinaryInfo, runtime: &RuntimeSide, mode: Mode) -> Verdict {
     let mut verdict = Verdict::default();
     if mode == Mode::Off {
