@@ -95,8 +95,8 @@ impl From<PreflightArg> for qnn::preflight::Mode {
     }
 }
 
-/// `{:ok, {context_ref, [graph_info]}} | {:error, %HexagonTpu.Error{}}`, directly or by
-/// message. Only a regular file of at most `max_bytes` is read. `site` is the Elixir caller,
+/// `{:ok, {context_ref, [graph_info], [warning], queue}} | {:error, %HexagonTpu.Error{}}`
+/// (`queue`: `:worker` or `{:backend, depth}`), directly or by message. Only a regular file of at most `max_bytes` is read. `site` is the Elixir caller,
 /// for the ledger of live objects. `path` is a binary, any bytes (Linux paths need not be UTF-8).
 #[rustler::nif(schedule = "DirtyIo")]
 #[allow(clippy::too_many_arguments)] // a NIF's arguments are its Elixir call's
