@@ -89,7 +89,7 @@ struct ExecuteOptions {
 /// Either way the inputs are checked and converted here first, on the caller's scheduler and
 /// before the graph's turn, so this caller's conversion overlaps the execute running meanwhile;
 /// a direct execute converts its outputs after passing the turn on. The call's performance
-/// mode is voted here too, before the execute (see [`Vote`]).
+/// mode is voted here too, before the execute (see [`CallVote`]).
 ///
 /// `inputs` in model order, as binaries; `options` as [`ExecuteOptions`].
 #[rustler::nif(schedule = "DirtyCpu")]
@@ -139,7 +139,7 @@ fn graph_execute<'a>(
             graph: Arc::clone(&graph.0),
             execution,
             profile: options.profile.map(Into::into),
-            _vote: Vote::enter(&options.runtime, options.performance),
+            _vote: CallVote::enter(&options.runtime, options.performance),
         };
         let policy = qnn::QueuePolicy {
             max_waiting: options.max_queued,
@@ -156,21 +156,21 @@ fn graph_execute<'a>(
 /// here on the caller's dirty scheduler, when it is not in force; never waiting for another
 /// caller's vote) and left when dropped, after the execute, wherever it ran. The idle thread
 /// votes the runtime's own mode again once no call has been in flight for its idle delay.
-struct Vote(Option<Arc<qnn::Runtime>>);
+struct CallVote(Option<Arc<qnn::Runtime>>);
 
-impl Vote {
-    fn enter(runtime: &RuntimeRes, mode: Option<PerfModeArg>) -> Vote {
+impl CallVote {
+    fn enter(runtime: &RuntimeRes, mode: Option<PerfModeArg>) -> CallVote {
         let Some(mode) = mode else {
-            return Vote(None);
+            return CallVote(None);
         };
         if runtime.0.performance_enter(Some(mode.into())) {
             runtime.0.performance_settle();
         }
-        Vote(Some(Arc::clone(&runtime.0)))
+        CallVote(Some(Arc::clone(&runtime.0)))
     }
 }
 
-impl Drop for Vote {
+impl Drop for CallVote {
     fn drop(&mut self) {
         if let Some(runtime) = self.0.take() {
             // A short lock, poison-tolerant: cannot panic.
@@ -188,7 +188,7 @@ struct Submission {
     graph: Arc<qnn::Graph>,
     execution: Execution,
     profile: Option<qnn::profile::Level>,
-    _vote: Vote,
+    _vote: CallVote,
 }
 
 /// An execute run, not yet finished: its outputs are converted outside the graph's turn.
