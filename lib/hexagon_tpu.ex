@@ -266,8 +266,9 @@ defmodule HexagonTpu do
           | {:error, Error.t()}
   def predict(model, inputs, opts \\ []), do: predict(model, inputs, opts, "HexagonTpu.predict/3")
 
-  @doc "Like `predict/3`, but raises `HexagonTpu.Error`."
-  @spec predict!(model(), [Graph.input()] | map(), [Graph.execute_option()]) :: [Graph.output()]
+  @doc "Like `predict/3`, but raises `HexagonTpu.Error`; with `:profile`, `{outputs, profile}`."
+  @spec predict!(model(), [Graph.input()] | map(), [Graph.execute_option()]) ::
+          [Graph.output()] | {[Graph.output()], HexagonTpu.Profile.t()}
   def predict!(model, inputs, opts \\ []),
     do: model |> predict(inputs, opts, "HexagonTpu.predict!/3") |> Error.unwrap!()
 
@@ -275,12 +276,12 @@ defmodule HexagonTpu do
   # first, so a wrong one raises here, not inside a batch's tasks.
   defp predict(model, inputs, opts, fun) do
     model = Args.handle!(model, Graph, "`graph`", fun)
-    options = Graph.execute_options!(opts, fun)
+    options = Graph.Options.check!(opts, fun)
 
-    case Graph.order_inputs(model, inputs) do
+    case Graph.Inputs.order(model, inputs) do
       {:ok, ordered} ->
         case Batch.plan(model, ordered) do
-          :single -> Graph.execute_checked(model, ordered, options)
+          :single -> Graph.Call.run(model, ordered, options)
           {:ok, _plan} when options.profile != nil -> profile_batch!(options.profile, fun)
           {:ok, plan} -> Batch.run(model, plan, ordered, options)
           {:error, %Error{}} = error -> error
@@ -288,7 +289,7 @@ defmodule HexagonTpu do
 
       # Refused as any execute refuses it (and reported to telemetry the same way).
       {:error, %Error{}} ->
-        Graph.execute_checked(model, inputs, options)
+        Graph.Call.run(model, inputs, options)
     end
   end
 

@@ -202,4 +202,23 @@ defmodule HexagonTpu.ProfileTest do
   test "the bang variants return the outputs and the profile", %{graph: g} do
     {[_probs], %Profile{level: :basic}} = Graph.execute!(g, input(), profile: :basic)
   end
+
+  test "predict!/3: the outputs, with :profile the outputs and the profile, or a raise", %{
+    graph: g
+  } do
+    assert [probs] = HexagonTpu.predict!(g, input(), output: :binary)
+    assert byte_size(probs) > 0
+    {:ok, [expected]} = HexagonTpu.predict(g, input(), output: :binary)
+    assert probs == expected
+
+    assert {[^expected], %Profile{level: :basic, sampled: false}} =
+             HexagonTpu.predict!(g, input(), profile: :basic, output: :binary)
+
+    error =
+      assert_raise HexagonTpu.Error, ~r/graph `classifier` takes 1 input\(s\)/, fn ->
+        HexagonTpu.predict!(g, [], output: :binary)
+      end
+
+    assert error.reason == :invalid_input
+  end
 end

@@ -2,6 +2,8 @@ defmodule HexagonTpu.TelemetryTest do
   # Handlers are global: runs alone so that no other test's events arrive here.
   use ExUnit.Case, async: false
 
+  @compile {:no_warn_undefined, [Nx]}
+
   import HexagonTpu.Test.Numerics, only: [f32: 1]
 
   alias HexagonTpu.{Context, Graph}
@@ -60,6 +62,58 @@ defmodule HexagonTpu.TelemetryTest do
     assert_received {:event, [:hexagon_tpu, :graph, :execute, :stop], _, second_stop}
     assert second_stop.telemetry_span_context == second_start.telemetry_span_context
     assert second_start.telemetry_span_context != start_meta.telemetry_span_context
+  end
+
+  test "every path's stop metadata has the same keys", %{path: path, runtime: runtime} do
+    graph = Graph.retrieve!(Context.from_file!(runtime, path), "identity")
+    Support.attach_events(@execute)
+    input = [f32([0.1, 0.2, 0.3, 0.4])]
+    opts = [output: :binary, performance: :burst]
+
+    keys = fn run ->
+      {:ok, _} = run.()
+      assert_received {:event, [:hexagon_tpu, :graph, :execute, :stop], _, meta}
+      refute_received {:event, [:hexagon_tpu, :graph, :execute, :stop], _, _}
+      meta |> Map.keys() |> Enum.sort()
+    end
+
+    predict = keys.(fn -> HexagonTpu.predict(graph, input, opts) end)
+    assert :performance in predict
+
+    assert keys.(fn -> Graph.execute(graph, input, opts) end) == predict
+    assert keys.(fn -> Graph.execute(graph, input, [timeout: 60_000] ++ opts) end) == predict
+
+    assert keys.(fn ->
+             {:ok, pending} = Graph.execute_async(graph, input, opts)
+             Graph.await(pending)
+           end) == predict
+
+    # An error and a cancel share every key but the outcome's.
+    {:error, _} = Graph.execute(graph, [<<1, 2, 3>>], opts)
+    assert_received {:event, [:hexagon_tpu, :graph, :execute, :stop], _, error}
+    assert (Map.keys(error) -- [:error]) |> Enum.sort() == predict
+
+    {:ok, pending} = Graph.execute_async(graph, input, opts)
+    :ok = Graph.cancel(pending)
+    assert_received {:event, [:hexagon_tpu, :graph, :execute, :stop], _, cancelled}
+    assert cancelled |> Map.keys() |> Enum.sort() == predict
+  end
+
+  @tag :nx
+  test "a batch's executes stop with the keys of a single predict", ctx do
+    graph = Graph.retrieve!(Context.from_file!(ctx.runtime, ctx.path), "identity")
+    Support.attach_events(@execute)
+    opts = [output: :binary, performance: :burst]
+    {:ok, _} = HexagonTpu.predict(graph, [f32([0.1, 0.2, 0.3, 0.4])], opts)
+    assert_received {:event, [:hexagon_tpu, :graph, :execute, :stop], _, single}
+
+    # Two entries along the leading axis of a {1, 4} model: two executes, pipelined.
+    batch = Nx.tensor([[0.1, 0.2, 0.3, 0.4], [0.5, 0.6, 0.7, 0.8]], type: :f32)
+    {:ok, _} = HexagonTpu.predict(graph, [batch], opts)
+    assert_received {:event, [:hexagon_tpu, :graph, :execute, :stop], _, first}
+    assert_received {:event, [:hexagon_tpu, :graph, :execute, :stop], _, second}
+    assert Map.keys(first) |> Enum.sort() == Map.keys(single) |> Enum.sort()
+    assert Map.keys(second) |> Enum.sort() == Map.keys(single) |> Enum.sort()
   end
 
   test "stop metadata: optional keys only when present" do

@@ -10,7 +10,7 @@ defmodule HexagonTpu.Batch do
   # Nx is optional: present wherever an Nx.Tensor reaches this module, maybe absent at compile.
   @compile {:no_warn_undefined, [Nx]}
 
-  # Executes in flight per batch (Graph.execute_async/3): one running on the graph's thread,
+  # Executes in flight per batch (Graph.Call.run_async/3, as Graph.execute_async/3): one running on the graph's thread,
   # one queued behind it, so the next starts the moment the previous ends while this process
   # quantizes the one after.
   @in_flight 2
@@ -35,13 +35,13 @@ defmodule HexagonTpu.Batch do
   def plan(_graph, _ordered), do: :single
 
   @doc """
-  Runs `plan` on `graph` with the checked execute options (`Graph.execute_options!/2`); outputs
+  Runs `plan` on `graph` with the checked execute options (`Graph.Options.check!/2`); outputs
   as predict/3 gives them.
   """
   @spec run(Graph.t(), %__MODULE__{}, list(), map()) :: {:ok, list()} | {:error, Error.t()}
   def run(graph, %__MODULE__{} = plan, ordered, options) do
     start = fn chunk ->
-      Graph.execute_async_checked(graph, chunk_inputs(plan, ordered, chunk), options)
+      Graph.Call.run_async(graph, chunk_inputs(plan, ordered, chunk), options)
     end
 
     case pipeline(start, options.timeout, {0, plan.chunks}, [], []) do

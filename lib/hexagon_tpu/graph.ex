@@ -28,9 +28,11 @@ defmodule HexagonTpu.Graph do
   `Nx.Tensor`s where Nx is available and binaries otherwise (`output: :binary` asks for
   binaries either way).
 
-  Data in the model's own type is never copied on the host: QNN reads the input binary
-  where it is and writes each output straight into the binary that is returned. The only
-  host-side pass over the data is the (de)quantization itself.
+  Data in the model's own type is not copied on the host: QNN reads the input binary where
+  it is and writes each output straight into the binary that is returned. The only host-side
+  pass over the data is the (de)quantization itself, with one exception: on a context loaded
+  with `async_queue_depth:` (executes in the backend's queue), inputs in the model's type are
+  copied once, as the execute outlives the call that gave them.
 
   ## Quantization
 
@@ -57,8 +59,8 @@ defmodule HexagonTpu.Graph do
   `executes_skipped`.
   """
 
-  alias HexagonTpu.{Args, Context, Error, Native, Optional, Performance, Profile, Site}
-  alias HexagonTpu.{Telemetry, TensorInfo}
+  alias HexagonTpu.{Args, Context, Error, Native, Performance, Profile, Site, TensorInfo}
+  alias HexagonTpu.Graph.{Call, Options}
 
   # Executes that may wait for a busy graph's turn, per caller's graph (see "Concurrency").
   @default_max_queued 64
@@ -198,8 +200,8 @@ defmodule HexagonTpu.Graph do
     * `:performance` - an HTP performance mode for this call (see `HexagonTpu.Performance`):
       voted before the execute unless it is already in force, and kept while calls keep coming;
       the runtime's own mode is voted again once the runtime has been idle for its
-      `:performance_idle` delay (counted from the end of the call; for `execute_async/3`,
-      and so for each execute of a `HexagonTpu.predict/3` batch, from its start). Default: the
+      `:performance_idle` delay (no execute running, counted from the end of the last one,
+      whichever way it ran: directly, queued, or started with `execute_async/3`). Default: the
       runtime's mode
     * `:profile` - `:basic`, `:detailed` or `:optrace`: the call returns
       `{:ok, outputs, %HexagonTpu.Profile{}}`, what the backend reported about this execute
@@ -222,94 +224,15 @@ defmodule HexagonTpu.Graph do
   """
   @spec execute(t(), [input()] | %{optional(String.t() | atom()) => input()}, [execute_option()]) ::
           {:ok, [output()]} | {:ok, [output()], Profile.t()} | {:error, Error.t()}
-  def execute(graph, inputs, opts \\ []),
-    do: execute(graph, inputs, opts, "HexagonTpu.Graph.execute/3")
-
-  @doc false
-  # execute/3, with the name of the public function called for ArgumentError messages
-  # (HexagonTpu.predict/3 calls this).
-  @spec execute(t(), term(), term(), String.t()) :: {:ok, [output()]} | {:error, Error.t()}
-  def execute(graph, inputs, opts, fun) do
+  def execute(graph, inputs, opts \\ []) do
+    fun = "HexagonTpu.Graph.execute/3"
     graph = Args.handle!(graph, __MODULE__, "`graph`", fun)
-    execute_checked(graph, inputs, execute_options!(opts, fun))
+    Call.run(graph, inputs, Options.check!(opts, fun))
   end
 
-  @doc false
-  # execute/4 once its graph and options were checked (execute_options!/2): predict/3 checks
-  # them once for a whole batch.
-  @spec execute_checked(t(), term(), map()) :: {:ok, [output()]} | {:error, Error.t()}
-  def execute_checked(graph, inputs, %{performance: mode} = options) when mode != nil,
-    do:
-      Performance.during(graph.context.runtime, mode, fn ->
-        execute_voted(graph, inputs, options)
-      end)
-
-  def execute_checked(graph, inputs, options), do: execute_voted(graph, inputs, options)
-
-  defp execute_voted(graph, inputs, options) do
-    %{quantize: quantize, dequantize: dequantize, output: output, timeout: timeout} = options
-    profile = Map.get(options, :profile)
-
-    Telemetry.span(
-      [:hexagon_tpu, :graph, :execute],
-      %{graph: graph.name, context: graph.context.source},
-      fn ->
-        case run(graph, inputs, {quantize, dequantize, output, profile}, timeout) do
-          {:ok, outputs, execute_ns, reported} ->
-            reply = Profile.reply(graph, outputs, reported, profile)
-
-            stop =
-              Telemetry.put_present(%{status: :ok},
-                performance: options[:performance],
-                profile: reported
-              )
-
-            {reply, %{execute_ns: execute_ns}, stop}
-
-          {:error, %Error{reason: reason}} = error ->
-            {error, %{execute_ns: 0}, %{status: :error, error: reason}}
-        end
-      end
-    )
-  end
-
-  @doc false
-  # The options of execute/3, checked (an ArgumentError naming `fun` for a wrong one).
-  @spec execute_options!(term(), String.t()) :: %{
-          quantize: :auto | :none,
-          dequantize: :auto | :none,
-          output: :tensor | :binary,
-          timeout: timeout(),
-          performance: Performance.mode() | nil,
-          profile: Profile.level() | nil
-        }
-  def execute_options!(opts, fun) do
-    opts =
-      Args.keyword!(
-        opts,
-        [
-          quantize: :auto,
-          dequantize: :auto,
-          output: default_output(),
-          timeout: :infinity,
-          performance: nil,
-          profile: nil
-        ],
-        fun
-      )
-
-    %{
-      quantize: option!(opts, :quantize, [:auto, :none], fun),
-      dequantize: option!(opts, :dequantize, [:auto, :none], fun),
-      output: option!(opts, :output, output_kinds(), fun),
-      timeout: timeout!(opts[:timeout], fun),
-      performance: opts[:performance] && Performance.mode!(opts[:performance], fun),
-      profile: Profile.level!(opts[:profile], fun)
-    }
-  end
-
-  @doc "Like `execute/3`, but raises `HexagonTpu.Error`."
-  @spec execute!(t(), [input()] | map(), [execute_option()]) :: [output()]
+  @doc "Like `execute/3`, but raises `HexagonTpu.Error`; with `:profile`, `{outputs, profile}`."
+  @spec execute!(t(), [input()] | map(), [execute_option()]) ::
+          [output()] | {[output()], Profile.t()}
   def execute!(graph, inputs, opts \\ []), do: graph |> execute(inputs, opts) |> Error.unwrap!()
 
   @doc """
@@ -326,48 +249,6 @@ defmodule HexagonTpu.Graph do
 
   defp not_a_graph!(other, fun),
     do: Args.type_error!("HexagonTpu.Graph.#{fun}", "`graph`", "a HexagonTpu.Graph", other)
-
-  defp timeout!(:infinity, _fun), do: :infinity
-  defp timeout!(ms, _fun) when is_integer(ms) and ms >= 0, do: ms
-
-  defp timeout!(other, fun),
-    do: Args.type_error!(fun, "the :timeout option", "a non-negative integer or :infinity", other)
-
-  defp run(graph, inputs, {quantize, dequantize, output, profile}, timeout) do
-    tag = make_ref()
-    # With a deadline the execute always waits on the graph's thread, so the caller can leave.
-    always_queue = timeout != :infinity
-
-    with {:ok, answer, output_modes} <-
-           start(graph, inputs, {quantize, dequantize, profile}, always_queue, tag),
-         {:ok, result} <- Native.reply(answer, tag, timeout) do
-      {binaries, execute_ns, reported} = Profile.split(result)
-      {:ok, build_outputs(binaries, graph.outputs, output_modes, output), execute_ns, reported}
-    end
-  end
-
-  # Checks and orders the inputs and calls the execute NIF with `tag`: its first answer (a
-  # result, or `{:queued, ticket}`), and the output modes it was given.
-  defp start(graph, inputs, {quantize, dequantize, profile}, always_queue, tag) do
-    with {:ok, ordered} <- order_inputs(graph, inputs),
-         {:ok, binaries, input_modes} <- prepare_inputs(graph.inputs, ordered, quantize) do
-      output_modes = Enum.map(graph.outputs, &output_mode(&1, dequantize))
-
-      answer =
-        Native.graph_execute(
-          graph.ref,
-          binaries,
-          input_modes,
-          output_modes,
-          graph.max_queued,
-          always_queue,
-          tag,
-          profile
-        )
-
-      {:ok, answer, output_modes}
-    end
-  end
 
   @doc """
   Starts an execute and returns at once: `{:ok, pending}`, whose result `await/2` takes, or
@@ -402,41 +283,7 @@ defmodule HexagonTpu.Graph do
     if Keyword.keyword?(opts) and Keyword.has_key?(opts, :timeout),
       do: raise(ArgumentError, "#{fun}: the :timeout option belongs to await/2")
 
-    execute_async_checked(graph, inputs, execute_options!(opts, fun))
-  end
-
-  @doc false
-  # execute_async/3 once its graph and options were checked (predict/3's batches).
-  @spec execute_async_checked(t(), term(), map()) ::
-          {:ok, HexagonTpu.Pending.t()} | {:error, Error.t()}
-  def execute_async_checked(graph, inputs, options) do
-    %{quantize: quantize, dequantize: dequantize, output: output} = options
-    :ok = Performance.vote(graph.context.runtime, options.performance)
-    profile = Map.get(options, :profile)
-    metadata = %{graph: graph.name, context: graph.context.source}
-    span = Telemetry.start_span([:hexagon_tpu, :graph, :execute], metadata)
-    tag = make_ref()
-
-    case start(graph, inputs, {quantize, dequantize, profile}, true, tag) do
-      {:ok, {:queued, ticket}, output_modes} ->
-        {:ok,
-         %HexagonTpu.Pending{
-           ref: tag,
-           ticket: ticket,
-           owner: self(),
-           graph: graph,
-           output_modes: output_modes,
-           output: output,
-           span: span,
-           profile: profile
-         }}
-
-      {:ok, {:error, %Error{}} = error, _} ->
-        stop_span(span, error)
-
-      {:error, %Error{}} = error ->
-        stop_span(span, error)
-    end
+    Call.run_async(graph, inputs, Options.check!(opts, fun))
   end
 
   @doc """
@@ -449,20 +296,7 @@ defmodule HexagonTpu.Graph do
           {:ok, [output()]} | {:ok, [output()], Profile.t()} | {:error, Error.t()}
   def await(pending, timeout \\ :infinity) do
     pending = owned!(pending, "await/2")
-    timeout = timeout!(timeout, "HexagonTpu.Graph.await/2")
-
-    case Native.reply({:queued, pending.ticket}, pending.ref, timeout) do
-      {:ok, result} ->
-        {binaries, execute_ns, reported} = Profile.split(result)
-        %{graph: graph, output_modes: modes, output: output} = pending
-        outputs = build_outputs(binaries, graph.outputs, modes, output)
-        stop = Telemetry.put_present(%{status: :ok}, profile: reported)
-        Telemetry.stop_span(pending.span, %{execute_ns: execute_ns}, stop)
-        Profile.reply(graph, outputs, reported, pending.profile)
-
-      {:error, %Error{}} = error ->
-        stop_span(pending.span, error)
-    end
+    Call.await(pending, Options.timeout!(timeout, "HexagonTpu.Graph.await/2"))
   end
 
   @doc """
@@ -471,16 +305,7 @@ defmodule HexagonTpu.Graph do
   taken out of the mailbox. Returns `:ok`. Only the process that started it may cancel it.
   """
   @spec cancel(HexagonTpu.Pending.t()) :: :ok
-  def cancel(pending) do
-    pending = owned!(pending, "cancel/1")
-
-    case Native.give_up(pending.ref, pending.ticket) do
-      :given_up -> Telemetry.stop_span(pending.span, %{execute_ns: 0}, %{status: :cancelled})
-      {:sent, result} -> stop_span(pending.span, result)
-    end
-
-    :ok
-  end
+  def cancel(pending), do: pending |> owned!("cancel/1") |> Call.cancel()
 
   defp owned!(%HexagonTpu.Pending{owner: owner} = pending, fun) do
     if owner != self() do
@@ -500,206 +325,6 @@ defmodule HexagonTpu.Graph do
         "a HexagonTpu.Pending from execute_async/3",
         other
       )
-
-  defp stop_span(span, {:error, %Error{reason: reason}} = error) do
-    Telemetry.stop_span(span, %{execute_ns: 0}, %{status: :error, error: reason})
-    error
-  end
-
-  defp stop_span(span, {:ok, result}) do
-    {_binaries, execute_ns, _profile} = Profile.split(result)
-    Telemetry.stop_span(span, %{execute_ns: execute_ns}, %{status: :ok})
-  end
-
-  @doc false
-  # The inputs as a list in the graph's order, from a list or a map by name.
-  @spec order_inputs(t(), term()) :: {:ok, list()} | {:error, Error.t()}
-  def order_inputs(graph, inputs) when is_list(inputs) do
-    if proper_length(inputs),
-      do: {:ok, inputs},
-      else:
-        invalid(
-          "graph `#{graph.name}`: inputs must be a proper list, given #{Args.quote_input(inputs)}"
-        )
-  end
-
-  def order_inputs(graph, inputs) when is_map(inputs) and not is_struct(inputs) do
-    with {:ok, by_name} <- inputs_by_name(graph, inputs) do
-      order_by_name(graph, by_name)
-    end
-  end
-
-  def order_inputs(graph, other) do
-    invalid(
-      "graph `#{graph.name}`: inputs must be a list (in input order) or a map by input name, " <>
-        "given #{Args.quote_input(other)}"
-    )
-  end
-
-  defp proper_length(list) do
-    length(list)
-  rescue
-    ArgumentError -> nil
-  end
-
-  # Keys are strings or atoms; "image" and :image name the same input, so a map holding both
-  # is ambiguous and refused rather than one of them being used.
-  defp inputs_by_name(graph, inputs) do
-    Enum.reduce_while(inputs, {:ok, %{}}, fn {key, value}, {:ok, by_name} ->
-      name = if is_atom(key) and key != nil, do: Atom.to_string(key), else: key
-
-      cond do
-        not is_binary(name) ->
-          {:halt,
-           invalid(
-             "graph `#{graph.name}`: input names must be strings or atoms, " <>
-               "given the key #{Args.quote_input(key)}"
-           )}
-
-        Map.has_key?(by_name, name) ->
-          {:halt,
-           invalid(
-             "graph `#{graph.name}`: input #{Args.quote_input(name)} is given twice, " <>
-               "as a string and as an atom; give it once"
-           )}
-
-        true ->
-          {:cont, {:ok, Map.put(by_name, name, value)}}
-      end
-    end)
-  end
-
-  defp order_by_name(graph, by_name) do
-    expected = Enum.map(graph.inputs, & &1.name)
-
-    case Enum.reject(Map.keys(by_name), &(&1 in expected)) do
-      [] ->
-        case Enum.reject(expected, &Map.has_key?(by_name, &1)) do
-          [] ->
-            {:ok, Enum.map(expected, &Map.fetch!(by_name, &1))}
-
-          missing ->
-            invalid(
-              "graph `#{graph.name}`: missing input(s) #{quote_names(missing)}; " <>
-                "its inputs are #{names(graph.inputs)}"
-            )
-        end
-
-      unknown ->
-        invalid(
-          "graph `#{graph.name}` has no input(s) named #{quote_given(unknown)}; " <>
-            "its inputs are #{names(graph.inputs)}"
-        )
-    end
-  end
-
-  # The count is the NIF's to check (qnn::io names the graph's inputs in its message): a list
-  # of another length goes on as placeholders, unprepared, for it to report.
-  defp prepare_inputs(infos, values, _quantize) when length(values) != length(infos),
-    do: {:ok, Enum.map(values, fn _ -> "" end), []}
-
-  defp prepare_inputs(infos, values, quantize) do
-    infos
-    |> Enum.zip(values)
-    |> Enum.reduce_while({:ok, [], []}, fn {info, value}, {:ok, binaries, modes} ->
-      case prepare_input(value, info, quantize) do
-        {:ok, binary, mode} -> {:cont, {:ok, [binary | binaries], [mode | modes]}}
-        {:error, _} = error -> {:halt, error}
-      end
-    end)
-    |> case do
-      {:ok, binaries, modes} -> {:ok, Enum.reverse(binaries), Enum.reverse(modes)}
-      error -> error
-    end
-  end
-
-  # Byte sizes are the NIF's to check (qnn::io), against the form the mode says.
-  defp prepare_input(binary, info, quantize) when is_binary(binary),
-    do: {:ok, binary, binary_input_mode(info, quantize)}
-
-  defp prepare_input({{kind, bits} = type, binary}, info, quantize)
-       when kind in [:u, :s, :f, :bf] and is_integer(bits) and is_binary(binary) do
-    cond do
-      type == info.type ->
-        prepare_input(binary, info, :none)
-
-      type == {:f, 32} and quantize == :auto and info.f32_conversion ->
-        prepare_input(binary, info, :auto)
-
-      true ->
-        invalid(
-          "input `#{info.name}`: expected #{expected_types(info, quantize)}, given #{inspect(type)}"
-        )
-    end
-  end
-
-  defp prepare_input(tensor, info, quantize) when is_struct(tensor, Nx.Tensor),
-    do: HexagonTpu.Tensor.to_input(tensor, info, quantize)
-
-  defp prepare_input(other, info, _quantize) do
-    accepted =
-      if Optional.available?(Nx),
-        do: "an Nx tensor, a binary or {type, binary}",
-        else: "a binary or {type, binary}"
-
-    invalid("input `#{info.name}`: expected #{accepted}, given #{Args.quote_input(other)}")
-  end
-
-  defp expected_types(info, quantize) do
-    model = "#{inspect(info.type || info.data_type)} (the model's type)"
-
-    if quantize == :auto and info.f32_conversion and info.type != {:f, 32},
-      do: "#{model} or {:f, 32} (quantized with the tensor's parameters)",
-      else: model
-  end
-
-  defp binary_input_mode(info, quantize) do
-    if quantize == :auto and info.f32_conversion and info.type != {:f, 32}, do: :f32, else: :model
-  end
-
-  defp output_mode(info, dequantize) do
-    if dequantize == :auto and info.f32_conversion and info.type != {:f, 32},
-      do: :f32,
-      else: :model
-  end
-
-  defp build_outputs(binaries, _infos, _modes, :binary), do: binaries
-
-  defp build_outputs(binaries, infos, modes, :tensor) do
-    [binaries, infos, modes]
-    |> Enum.zip()
-    |> Enum.map(fn {binary, info, mode} -> HexagonTpu.Tensor.from_output(binary, info, mode) end)
-  end
-
-  # Tensors where Nx is loaded, asked at run time (see HexagonTpu.Optional).
-  defp default_output, do: if(Optional.available?(Nx), do: :tensor, else: :binary)
-  defp output_kinds, do: if(Optional.available?(Nx), do: [:tensor, :binary], else: [:binary])
-
-  defp option!(opts, key, allowed, fun) do
-    value = Keyword.fetch!(opts, key)
-
-    if value in allowed,
-      do: value,
-      else:
-        Args.type_error!(
-          fun,
-          "the #{inspect(key)} option",
-          "one of #{Enum.map_join(allowed, ", ", &inspect/1)}",
-          value
-        )
-  end
-
-  defp names(infos), do: infos |> Enum.map(& &1.name) |> quote_names()
-  defp quote_names(names), do: Enum.map_join(names, ", ", &"`#{&1}`")
-
-  # Names the caller gave (not the model's): each quoted with its length capped, five at most.
-  defp quote_given(names) do
-    {shown, rest} = names |> Enum.sort() |> Enum.split(5)
-    more = if rest == [], do: "", else: " and #{length(rest)} more"
-    Enum.map_join(shown, ", ", &Args.quote_input/1) <> more
-  end
-
-  defp invalid(message), do: {:error, Error.new(:invalid_input, message)}
 
   defimpl Inspect do
     def inspect(graph, _opts) do

@@ -314,9 +314,6 @@ defmodule HexagonTpu.Native do
   # perf.rs
   def runtime_set_performance(_runtime, _mode), do: not_loaded()
   def runtime_performance(_runtime), do: not_loaded()
-  def runtime_performance_enter(_runtime, _mode), do: opaque(false)
-  def runtime_performance_settle(_runtime), do: opaque(:ok)
-  def runtime_performance_leave(_runtime), do: opaque(:ok)
 
   # context.rs
   def context_from_file(_runtime, _path, _max_bytes, _load_args, _tag), do: not_loaded()
@@ -330,17 +327,8 @@ defmodule HexagonTpu.Native do
   # graph.rs
   def graph_retrieve(_context, _name, _site), do: not_loaded()
 
-  def graph_execute(
-        _graph,
-        _inputs,
-        _in_modes,
-        _out_modes,
-        _max_queued,
-        _always_queue,
-        _tag,
-        _profile
-      ),
-      do: not_loaded()
+  # `options`: the map HexagonTpu.Graph.Call builds (src/graph.rs's ExecuteOptions)
+  def graph_execute(_graph, _inputs, _options, _tag), do: not_loaded()
 
   def execute_give_up(_ticket), do: opaque(:given_up)
   def graph_close(_graph, _tag), do: not_loaded()

@@ -6,22 +6,19 @@ defmodule HexagonTpu.Pending do
   should receive.
   """
 
-  @enforce_keys [:ref, :ticket, :owner, :graph, :output_modes, :output]
-  defstruct [:ref, :ticket, :owner, :graph, :output_modes, :output, :span, :profile]
+  @enforce_keys [:ref, :ticket, :owner, :call]
+  defstruct [:ref, :ticket, :owner, :call, :span]
 
   @type t :: %__MODULE__{
           ref: reference(),
           ticket: reference(),
           owner: pid(),
-          graph: HexagonTpu.Graph.t(),
-          output_modes: [:model | :f32],
-          output: :tensor | :binary,
-          span: term(),
-          profile: HexagonTpu.Profile.level() | nil
+          call: HexagonTpu.Graph.Call.t(),
+          span: term()
         }
 
   defimpl Inspect do
     def inspect(pending, _opts),
-      do: "#HexagonTpu.Pending<#{inspect(pending.graph.name)} for #{inspect(pending.owner)}>"
+      do: "#HexagonTpu.Pending<#{inspect(pending.call.graph.name)} for #{inspect(pending.owner)}>"
   end
 end

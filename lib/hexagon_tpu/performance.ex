@@ -8,9 +8,9 @@ defmodule HexagonTpu.Performance do
   A mode is set per runtime (`HexagonTpu.Runtime.create/1`'s `:performance`, changed later
   with `HexagonTpu.Runtime.set_performance/2`) and per call (`HexagonTpu.predict/3`'s and
   `HexagonTpu.Graph.execute/3`'s `:performance`). A call's mode is voted before its execute
-  and stays voted while calls keep coming; once the runtime has been idle (no call running and
-  none started) for its `:performance_idle` delay (default #{300} ms), the runtime's own mode
-  is voted again. A vote is sent only when the mode changes: back-to-back calls with one mode
+  (by the execute NIF, on the caller's dirty scheduler) and stays voted while calls keep
+  coming; once the runtime has been idle (no execute running and none started) for its
+  `:performance_idle` delay (default #{300} ms), the runtime's own mode is voted again. A vote is sent only when the mode changes: back-to-back calls with one mode
   cost no vote after the first. When concurrent calls ask for different modes, the latest
   call's mode is voted.
 
@@ -44,7 +44,7 @@ defmodule HexagonTpu.Performance do
   of ours can send them again.
   """
 
-  alias HexagonTpu.{Args, Native, Runtime}
+  alias HexagonTpu.Args
 
   @modes [
     :burst,
@@ -97,27 +97,4 @@ defmodule HexagonTpu.Performance do
 
   def idle!(other, fun),
     do: Args.type_error!(fun, "the :performance_idle option", "a non-negative integer", other)
-
-  @doc false
-  # Votes `mode` for an execute about to be queued on `runtime`'s contexts whose end is not
-  # seen here (Graph.execute_async/3, and so each chunk of a batch): the idle delay counts from
-  # its start. `nil`: the runtime's mode, nothing to do.
-  @spec vote(Runtime.t(), mode() | nil) :: :ok
-  def vote(_runtime, nil), do: :ok
-  def vote(runtime, mode), do: during(runtime, mode, fn -> :ok end)
-
-  @doc false
-  # Runs `fun` (an execute on `runtime`'s contexts) at `mode`: voted first when it is not
-  # voted yet (on a dirty scheduler, never waiting for another caller's vote), and the call
-  # announced so that the idle delay counts from its end.
-  @spec during(Runtime.t(), mode(), fun()) :: term()
-  def during(%Runtime{ref: ref}, mode, fun) do
-    if Native.runtime_performance_enter(ref, mode), do: Native.runtime_performance_settle(ref)
-
-    try do
-      fun.()
-    after
-      Native.runtime_performance_leave(ref)
-    end
-  end
 end

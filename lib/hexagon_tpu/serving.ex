@@ -69,7 +69,7 @@ defmodule HexagonTpu.Serving do
 
     partitions = positive!(Keyword.get(opts, :partitions, 1), ":partitions", fun)
     execute_opts = Keyword.take(opts, [:quantize, :dequantize])
-    _ = Graph.execute_options!(execute_opts, fun)
+    _ = Graph.Options.check!(execute_opts, fun)
 
     with {:ok, graph, reload} <- first_graph(model, Keyword.take(opts, @load_options), fun),
          :ok <- reloadable(reload, partitions) do

@@ -30,14 +30,18 @@ defmodule HexagonTpu.Telemetry do
       error tuple.
       * Measurements: `:duration` (the whole call: input conversion, waiting for a dirty
         scheduler and for the graph, QNN's `graphExecute`, output conversion),
-        `:execute_ns` (QNN's `graphExecute` alone, in nanoseconds; `0` when QNN was not
-        reached or failed), `:monotonic_time`.
+        `:execute_ns` (QNN's `graphExecute` alone, in nanoseconds; on a context loaded with
+        `async_queue_depth:`, from the submission to the backend's notification, its wait in
+        the backend's queue included; `0` when QNN was not reached or failed),
+        `:monotonic_time`.
       * Metadata: `:graph`, `:context`, `:telemetry_span_context`, `:status` (`:ok` or
         `:error`, or `:cancelled` for an asynchronous execute given up with
         `HexagonTpu.Graph.cancel/1`), and on error `:error` (the `HexagonTpu.Error` reason
         atom). Keys present only when the execute has them: `:performance` (present when the
         execute ran under a performance vote: the mode it asked for), `:profile` (present when
-        the execute was profiled: what the backend reported).
+        the execute was profiled: what the backend reported). Every way to run an execute
+        (`HexagonTpu.predict/3` and its batches, `HexagonTpu.Graph.execute/3`,
+        `execute_async/3` then `await/2` or `cancel/1`) gives the same keys.
 
     An asynchronous execute (`HexagonTpu.Graph.execute_async/3`) emits `:start` when it is
     started and `:stop` when `HexagonTpu.Graph.await/2` or `cancel/1` returns.

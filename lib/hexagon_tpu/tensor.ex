@@ -13,6 +13,7 @@ defmodule HexagonTpu.Tensor do
   """
 
   alias HexagonTpu.{Args, Error, TensorInfo}
+  alias HexagonTpu.Graph.Inputs
 
   # Nx is optional: present wherever an Nx.Tensor reaches this module, maybe absent at compile.
   @compile {:no_warn_undefined, [Nx]}
@@ -53,11 +54,9 @@ defmodule HexagonTpu.Tensor do
             "as quantize: :none requires), given #{inspect(given)}"
         )
 
-      float?(given) and info.type == {:f, 32} ->
-        {:ok, tensor |> Nx.as_type({:f, 32}) |> Nx.to_binary(), :model}
-
-      float?(given) and info.f32_conversion ->
-        {:ok, tensor |> Nx.as_type({:f, 32}) |> Nx.to_binary(), :f32}
+      # f32 bytes: the model's own for an f32 input, converted by the NIF otherwise.
+      float?(given) and (info.type == {:f, 32} or info.f32_conversion) ->
+        {:ok, tensor |> Nx.as_type({:f, 32}) |> Nx.to_binary(), Inputs.mode(info, quantize)}
 
       info.f32_conversion ->
         invalid(

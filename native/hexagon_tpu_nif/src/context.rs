@@ -102,9 +102,9 @@ impl From<PreflightArg> for qnn::preflight::Mode {
     }
 }
 
-/// `{:ok, {context_ref, [graph_info], warnings, queue}} | {:error, %HexagonTpu.Error{}}`,
-/// directly or by message. Only a regular file of at most `max_bytes` is read. `path` is a
-/// binary, any bytes (Linux paths need not be UTF-8).
+/// `{:ok, {context_ref, [graph_info], [warning], queue}} | {:error, %HexagonTpu.Error{}}`
+/// (`queue`: `:worker` or `{:backend, depth}`), directly or by message. Only a regular file of
+/// at most `max_bytes` is read. `path` is a binary, any bytes (Linux paths need not be UTF-8).
 #[rustler::nif(schedule = "DirtyIo")]
 fn context_from_file<'a>(
     env: Env<'a>,

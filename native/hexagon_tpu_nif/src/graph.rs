@@ -9,13 +9,14 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use rustler::env::SavedTerm;
-use rustler::{Binary, Encoder, Env, NifUnitEnum, OwnedBinary, ResourceArc, Term};
+use rustler::{Binary, Encoder, Env, NifMap, NifUnitEnum, OwnedBinary, ResourceArc, Term};
 
 use crate::atoms;
 use crate::error::{Failure, ok_or_error};
+use crate::perf::PerfModeArg;
 use crate::quote;
 use crate::reply::{ReplyTo, Ticket, answer, panicked};
-use crate::resources::{ContextRes, GraphRes, Handle};
+use crate::resources::{ContextRes, GraphRes, Handle, RuntimeRes};
 use crate::runtime::encode_unit;
 
 /// `qnn::io::Mode` as an atom: `:model` (the model's own dtype, passed through untouched) or
@@ -57,32 +58,47 @@ fn graph_close<'a>(env: Env<'a>, graph: Handle<GraphRes>, tag: Term<'a>) -> Term
     answer(env, tag, encode_unit, |done| graph.0.close_then(done))
 }
 
+/// The options of an execute, decoded from the map `HexagonTpu.Graph.Call` builds.
+#[derive(NifMap)]
+#[rustler(decode)]
+struct ExecuteOptions {
+    /// Per input, in model order: whether its bytes are in the model's dtype or f32.
+    input_modes: Vec<Mode>,
+    /// Per output: whether it comes back in the model's dtype or as f32.
+    output_modes: Vec<Mode>,
+    /// Executes that may wait for the graph's turn; one more is refused as overloaded.
+    max_queued: usize,
+    /// Queued even on an idle graph (a caller with a deadline must be free to leave).
+    always_queue: bool,
+    /// A profile of this execute, asked for by the caller.
+    profile: Option<crate::profile::Level>,
+    /// The call's performance mode (`nil`: the runtime's), voted by `runtime`.
+    performance: Option<PerfModeArg>,
+    runtime: Handle<RuntimeRes>,
+}
+
 /// `{:ok, {[output_binary], execute_ns}} | {:error, %HexagonTpu.Error{}}` (with a third element,
-/// the profile's map, when `profile` asked for one or the graph sampled this execute) when the graph was
-/// idle (the execute ran here), or `{:queued, ticket}` when it was busy (or `always_queue`): the
-/// execute then runs on the graph's own thread after the ones before it, and the result follows
-/// by message (see `crate::reply`), unless the caller gives up first with the ticket
+/// the profile's map, when `profile` asked for one or the graph sampled this execute) when the
+/// graph was idle (the execute ran here), or `{:queued, ticket}` when it was busy (or
+/// `always_queue`): the execute then runs on the graph's own thread after the ones before it
+/// (and, on a context with `async_queue_depth:`, in the backend's queue), and the result
+/// follows by message (see `crate::reply`), unless the caller gives up first with the ticket
 /// (`execute_give_up`). No scheduler ever waits for another caller's execute. With
 /// `max_queued` executes waiting already it is refused: `{:error, %{reason: :overloaded}}`.
 ///
 /// Either way the inputs are checked and converted here first, on the caller's scheduler and
 /// before the graph's turn, so this caller's conversion overlaps the execute running meanwhile;
-/// a direct execute converts its outputs after passing the turn on.
+/// a direct execute converts its outputs after passing the turn on. The call's performance
+/// mode is voted here too, before the execute (see [`CallVote`]).
 ///
-/// `inputs` in model order; `input_modes` / `output_modes` say, per tensor, whether the bytes
-/// are in the model's dtype (`:model`) or f32 (`:f32`).
+/// `inputs` in model order, as binaries; `options` as [`ExecuteOptions`].
 #[rustler::nif(schedule = "DirtyCpu")]
-#[allow(clippy::too_many_arguments)]
 fn graph_execute<'a>(
     env: Env<'a>,
     graph: Handle<GraphRes>,
     inputs: Term<'a>,
-    input_modes: Vec<Mode>,
-    output_modes: Vec<Mode>,
-    max_queued: usize,
-    always_queue: bool,
+    options: ExecuteOptions,
     tag: Term<'a>,
-    profile: Option<crate::profile::Level>,
 ) -> Term<'a> {
     catch_unwind(AssertUnwindSafe(|| {
         if graph.0.is_closed() {
@@ -90,17 +106,19 @@ fn graph_execute<'a>(
             return Failure::Qnn(qnn::Error::Closed { what: "graph" }).encode_error(env);
         }
         let on_backend = graph.0.execute_queue() != qnn::ExecuteQueue::Worker;
-        if on_backend && profile.is_some() {
+        if on_backend && options.profile.is_some() {
             let message = "profile: is not available on a context whose executes run in the \
                            backend's queue (async_queue_depth:)"
                 .to_string();
             return Failure::Qnn(qnn::Error::InvalidInput { message }).encode_error(env);
         }
-        // The whole execute when it runs here; discarded when it is queued (the graph's thread
-        // records its own), leaving this thread's quantize on its own.
+        // The whole execute when it runs here; discarded when it is queued (where it runs
+        // opens its own), leaving this thread's quantize on its own.
         let span = qnn::trace::span(qnn::trace::Phase::Execute, graph.0.name());
-        let input_modes: Vec<qnn::io::Mode> = input_modes.iter().map(|&m| m.into()).collect();
-        let output_modes: Vec<qnn::io::Mode> = output_modes.iter().map(|&m| m.into()).collect();
+        let input_modes: Vec<qnn::io::Mode> =
+            options.input_modes.iter().map(|&m| m.into()).collect();
+        let output_modes: Vec<qnn::io::Mode> =
+            options.output_modes.iter().map(|&m| m.into()).collect();
         let binaries = match input_binaries(inputs) {
             Ok(binaries) => binaries,
             Err(failure) => return failure.encode_error(env),
@@ -113,134 +131,175 @@ fn graph_execute<'a>(
             &output_modes,
             OwnedBinary::new,
         );
-        match prepared {
-            Ok(execution) => {
-                let policy = qnn::QueuePolicy {
-                    max_waiting: max_queued,
-                    // The backend's queue is reached from the graph's thread only: handing an
-                    // execute over blocks while that queue is full.
-                    always_queue: always_queue || on_backend,
-                };
-                let prepared = Prepared {
-                    execution,
-                    given: &given,
-                    inputs,
-                    span,
-                    profile,
-                };
-                submit(env, &graph.0, prepared, policy, tag)
-            }
-            Err(error) => Failure::Qnn(error).encode_error(env),
-        }
+        let execution = match prepared {
+            Ok(execution) => execution,
+            Err(error) => return Failure::Qnn(error).encode_error(env),
+        };
+        let submission = Submission {
+            graph: Arc::clone(&graph.0),
+            execution,
+            profile: options.profile.map(Into::into),
+            _vote: CallVote::enter(&options.runtime, options.performance),
+        };
+        let policy = qnn::QueuePolicy {
+            max_waiting: options.max_queued,
+            // The backend's queue is reached from the graph's thread only: handing an
+            // execute over blocks while that queue is full.
+            always_queue: options.always_queue || on_backend,
+        };
+        submission.submit(env, &given, inputs, span, policy, tag)
     }))
     .unwrap_or_else(|_| panicked(env, "the execute"))
 }
 
-/// An execute prepared on the caller's scheduler, before its turn.
-struct Prepared<'a, 'g> {
-    execution: Execution,
-    /// The input bytes `execution` was prepared from (those it did not convert go to QNN).
-    given: &'g [&'g [u8]],
-    /// The term `given` was read from, kept alive for a queued execute.
-    inputs: Term<'a>,
-    /// The trace's span of the whole execute, if it runs here.
-    span: qnn::trace::Span,
-    /// A profile of this execute, asked for by the caller.
-    profile: Option<crate::profile::Level>,
+/// A call's performance mode, voted for its execute: entered before it (the vote sent first,
+/// here on the caller's dirty scheduler, when it is not in force; never waiting for another
+/// caller's vote) and left when dropped, after the execute, wherever it ran. The idle thread
+/// votes the runtime's own mode again once no call has been in flight for its idle delay.
+struct CallVote(Option<Arc<qnn::Runtime>>);
+
+impl CallVote {
+    fn enter(runtime: &RuntimeRes, mode: Option<PerfModeArg>) -> CallVote {
+        let Some(mode) = mode else {
+            return CallVote(None);
+        };
+        if runtime.0.performance_enter(Some(mode.into())) {
+            runtime.0.performance_settle();
+        }
+        CallVote(Some(Arc::clone(&runtime.0)))
+    }
 }
 
-/// Runs a prepared execute now if the graph is idle (and `policy` lets this caller run it),
-/// otherwise queues it with a reply to the caller.
-fn submit<'a>(
-    env: Env<'a>,
-    graph: &Arc<qnn::Graph>,
-    prepared: Prepared<'a, '_>,
-    policy: qnn::QueuePolicy,
-    tag: Term<'a>,
-) -> Term<'a> {
-    let Prepared {
-        execution,
-        given,
-        inputs,
-        span,
-        profile,
-    } = prepared;
-    // Exactly one of the two paths below takes it.
-    let execution = Cell::new(Some(execution));
-    let mut ticket = None;
-    let started = graph.execute_or_queue(
-        |turn| {
-            let mut execution = execution.take()?;
-            let executed = execution.run(&turn, given, profile.map(Into::into));
-            Some((execution, executed))
-        },
-        || {
-            let (mut reply, inputs) = ReplyTo::keeping(env, tag, inputs);
-            ticket = Some(reply.ticket());
-            let execution = execution.take();
-            let graph = Arc::clone(graph);
-            Box::new(move |turn: qnn::Turn<'_>| {
-                // Its caller died or gave up while it waited: not run at all.
-                if !reply.wanted() {
-                    return reply.skip();
-                }
-                if graph.execute_queue() != qnn::ExecuteQueue::Worker {
-                    return run_on_backend(&turn, graph, execution, reply, inputs);
-                }
-                reply.send(|env| {
-                    let _span = qnn::trace::span(qnn::trace::Phase::Execute, turn.graph().name());
-                    let result = execution
-                        .ok_or_else(|| lost("the queued execute"))
-                        .and_then(|mut execution| {
-                            let binaries = input_binaries(inputs.load(env))?;
-                            let executed =
-                                execution.run(&turn, &slices(&binaries), profile.map(Into::into));
-                            finish(env, turn.graph(), execution, executed)
-                        });
-                    ok_or_error(env, result)
-                })
-            })
-        },
-        policy,
-    );
-    if ticket.is_some() {
-        span.discard();
-    }
-    match (started, ticket) {
-        (Ok(qnn::Started::Ran(Some((execution, executed)))), _) => {
-            // The turn is passed on already: the outputs are converted outside it.
-            ok_or_error(env, finish(env, graph, execution, executed))
+impl Drop for CallVote {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            // A short lock, poison-tolerant: cannot panic.
+            runtime.performance_leave();
         }
-        (Ok(qnn::Started::Ran(None)), _) => panicked(env, "running the execute"),
-        (Ok(qnn::Started::Queued), Some(ticket)) => (atoms::queued(), ticket).encode(env),
-        (Ok(qnn::Started::Queued), None) => panicked(env, "queueing the execute"),
-        (Err(error), _) => Failure::Qnn(error).encode_error(env),
     }
 }
-/// Hands a queued execute to the backend's asynchronous queue; the notification answers it.
-fn run_on_backend(
-    turn: &qnn::Turn<'_>,
+
+/// One execute, prepared on the caller's scheduler before its turn, and the three ways to run
+/// it: [`Submission::run_here`] (the graph was idle: on the caller's dirty scheduler),
+/// [`Submission::run_queued`] (on the graph's worker thread, after the executes before it) and
+/// [`Submission::run_on_backend`] (handed by the worker to the backend's asynchronous queue).
+/// Each ends in [`finish_and_encode`]; the call's vote is left when the submission is dropped.
+struct Submission {
     graph: Arc<qnn::Graph>,
-    execution: Option<Execution>,
-    mut reply: ReplyTo,
-    inputs: SavedTerm,
-) {
-    let Some(mut execution) = execution else {
-        return reply.send(|env| lost("the queued execute").encode_error(env));
-    };
-    // The inputs given in the model's type are copied: the execute outlives this environment.
-    let owned = reply.with_env(|env| {
-        input_binaries(inputs.load(env)).map(|b| execution.own_inputs(&slices(&b)))
-    });
-    if let Some(Err(failure)) = owned {
-        return reply.send(move |env| failure.encode_error(env));
+    execution: Execution,
+    profile: Option<qnn::profile::Level>,
+    _vote: CallVote,
+}
+
+/// An execute run, not yet finished: its outputs are converted outside the graph's turn.
+type Ran = (
+    Submission,
+    qnn::Result<(qnn::ExecuteReport, Option<qnn::profile::Profile>)>,
+);
+
+impl Submission {
+    /// Runs it now if the graph is idle (and `policy` lets this caller run it), otherwise
+    /// queues it with a reply to the caller. `given` are the input bytes it was prepared from
+    /// (those it did not convert go to QNN), read from the term `inputs`, kept alive for a
+    /// queued execute; `span` is the `Execute` span of an execute run here.
+    fn submit<'a>(
+        self,
+        env: Env<'a>,
+        given: &[&[u8]],
+        inputs: Term<'a>,
+        span: qnn::trace::Span,
+        policy: qnn::QueuePolicy,
+        tag: Term<'a>,
+    ) -> Term<'a> {
+        let graph = Arc::clone(&self.graph);
+        // Exactly one of the two paths below takes it.
+        let submission = Cell::new(Some(self));
+        let mut ticket = None;
+        let started = graph.execute_or_queue(
+            |turn| Some(submission.take()?.run_here(&turn, given)),
+            || {
+                let (mut reply, inputs) = ReplyTo::keeping(env, tag, inputs);
+                ticket = Some(reply.ticket());
+                let submission = submission.take();
+                Box::new(move |turn: qnn::Turn<'_>| {
+                    // Its caller died or gave up while it waited: not run at all.
+                    if !reply.wanted() {
+                        return reply.skip();
+                    }
+                    let Some(submission) = submission else {
+                        return reply.send(|env| lost("the queued execute").encode_error(env));
+                    };
+                    if turn.graph().execute_queue() == qnn::ExecuteQueue::Worker {
+                        submission.run_queued(&turn, reply, inputs)
+                    } else {
+                        submission.run_on_backend(&turn, reply, inputs)
+                    }
+                })
+            },
+            policy,
+        );
+        match (started, ticket) {
+            (Ok(qnn::Started::Ran(Some(ran))), _) => {
+                // The turn is passed on already: the outputs are converted outside it.
+                let answer = ok_or_error(env, finish_and_encode(env, ran));
+                drop(span);
+                answer
+            }
+            (Ok(qnn::Started::Ran(None)), _) => panicked(env, "running the execute"),
+            (Ok(qnn::Started::Queued), Some(ticket)) => {
+                span.discard();
+                (atoms::queued(), ticket).encode(env)
+            }
+            (Ok(qnn::Started::Queued), None) => panicked(env, "queueing the execute"),
+            (Err(error), _) => Failure::Qnn(error).encode_error(env),
+        }
     }
-    execution.run_on_backend(turn, move |execution, result| {
+
+    /// Runs it with the turn, on this thread.
+    fn run_here(mut self, turn: &qnn::Turn<'_>, given: &[&[u8]]) -> Ran {
+        let executed = self.execution.run(turn, given, self.profile);
+        (self, executed)
+    }
+
+    /// Runs it on the graph's worker thread and answers its caller.
+    fn run_queued(self, turn: &qnn::Turn<'_>, reply: ReplyTo, inputs: SavedTerm) {
         reply.send(|env| {
-            let executed = result.map(|report| (report, None));
-            ok_or_error(env, finish(env, &graph, execution, executed))
+            let _span = qnn::trace::span(qnn::trace::Phase::Execute, turn.graph().name());
+            let result = input_binaries(inputs.load(env)).and_then(|binaries| {
+                finish_and_encode(env, self.run_here(turn, &slices(&binaries)))
+            });
+            ok_or_error(env, result)
         })
-    });
+    }
+
+    /// Hands it to the backend's asynchronous queue; the notification answers its caller.
+    fn run_on_backend(self, turn: &qnn::Turn<'_>, mut reply: ReplyTo, inputs: SavedTerm) {
+        // The graph's part: the inputs copied and the submission (the run is the backend's).
+        let _span = qnn::trace::span(qnn::trace::Phase::Execute, turn.graph().name());
+        let Submission {
+            graph,
+            mut execution,
+            profile,
+            _vote,
+        } = self;
+        // The inputs given in the model's type are copied: the execute outlives this environment.
+        let owned = reply.with_env(|env| {
+            input_binaries(inputs.load(env)).map(|b| execution.own_inputs(&slices(&b)))
+        });
+        if let Some(Err(failure)) = owned {
+            return reply.send(move |env| failure.encode_error(env));
+        }
+        execution.run_on_backend(turn, move |execution, result| {
+            let submission = Submission {
+                graph,
+                execution,
+                profile,
+                _vote,
+            };
+            let executed = result.map(|report| (report, None));
+            reply.send(|env| ok_or_error(env, finish_and_encode(env, (submission, executed))))
+        });
+    }
 }
 
 /// The caller of a queued execute gives up waiting: `:given_up` when its answer had not been
@@ -289,15 +348,11 @@ fn slices<'b>(binaries: &'b [Binary<'_>]) -> Vec<&'b [u8]> {
 }
 
 /// `{[output_binary], execute_ns}` once the execute ran: its outputs converted as asked (and
-/// a third element, the profile's map, when it was profiled).
-fn finish<'a>(
-    env: Env<'a>,
-    graph: &qnn::Graph,
-    execution: Execution,
-    executed: qnn::Result<(qnn::ExecuteReport, Option<qnn::profile::Profile>)>,
-) -> Result<Term<'a>, Failure> {
+/// a third element, the profile's map, when it was profiled). Every way to run an execute ends
+/// here; the submission (and with it the call's vote) is dropped once it is encoded.
+fn finish_and_encode<'a>(env: Env<'a>, (submission, executed): Ran) -> Result<Term<'a>, Failure> {
     let (report, profile) = executed?;
-    let outputs = execution.finish(graph.info(), OwnedBinary::new)?;
+    let outputs = (submission.execution).finish(submission.graph.info(), OwnedBinary::new)?;
     let outputs: Vec<Binary<'a>> = outputs.into_iter().map(|b| b.release(env)).collect();
     Ok(match profile {
         None => (outputs, report.execute_ns).encode(env),

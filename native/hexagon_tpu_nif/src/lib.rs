@@ -6,7 +6,8 @@
 //!
 //! Scheduling: runtime creation, context loading and graph retrieval run on dirty IO schedulers
 //! (they block on `dlopen`, file reads and QnnSystem's parse); `graph_execute` runs on a dirty
-//! CPU scheduler (it quantizes, executes and dequantizes), and so does `preprocess_image` (a camera
+//! CPU scheduler (it quantizes, votes the call's performance mode when it is not in force,
+//! executes and dequantizes), and so does `preprocess_image` (a camera
 //! frame to a model input's bytes). Every `close` is a plain NIF: it only
 //! hands the free on (to the runtime's thread, or to whichever execute finishes last) and the
 //! answer comes by message.

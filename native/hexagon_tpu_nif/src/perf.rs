@@ -1,5 +1,6 @@
-//! `HexagonTpu.Runtime`'s performance modes: the runtime's mode, a call's mode around its
-//! execute, and what was voted. The votes themselves are `qnn::perf`'s.
+//! `HexagonTpu.Runtime`'s performance modes: the runtime's mode and what was voted. A call's
+//! mode is voted with its execute (`crate::graph`'s `Vote`); the votes themselves are
+//! `qnn::perf`'s.
 
 use rustler::{Atom, Env, NifMap, NifUnitEnum, Term};
 
@@ -129,25 +130,4 @@ fn runtime_performance<'a>(env: Env<'a>, runtime: Handle<RuntimeRes>) -> Term<'a
         })
     };
     ok_or_error(env, result)
-}
-
-/// Before an execute with a mode of its own (`nil`: the runtime's): a short lock, cheap on a
-/// normal scheduler. `true` when `runtime_performance_settle/1` must vote first.
-#[rustler::nif]
-fn runtime_performance_enter(runtime: Handle<RuntimeRes>, mode: Option<PerfModeArg>) -> bool {
-    runtime.0.performance_enter(mode.map(qnn::PerfMode::from))
-}
-
-/// Sends the votes wanted (an RPC: dirty IO); never waits for another caller's vote. `:ok`
-#[rustler::nif(schedule = "DirtyIo")]
-fn runtime_performance_settle(runtime: Handle<RuntimeRes>) -> Atom {
-    runtime.0.performance_settle();
-    crate::atoms::ok()
-}
-
-/// After the execute `runtime_performance_enter/2` announced. `:ok`
-#[rustler::nif]
-fn runtime_performance_leave(runtime: Handle<RuntimeRes>) -> Atom {
-    runtime.0.performance_leave();
-    crate::atoms::ok()
 }

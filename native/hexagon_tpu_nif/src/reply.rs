@@ -1,7 +1,8 @@
 //! Answers that arrive later, by message. Work that QNN ties to a thread (the runtime's owner
 //! thread) or that must wait its turn (a busy graph) finishes elsewhere; the NIF returns at once
 //! and the result is sent to the caller as `{:hexagon_tpu_reply, tag, result}`, which
-//! `HexagonTpu.Native.call/1` waits for in `receive`. No scheduler waits for anyone.
+//! `HexagonTpu.Native.call/2` (or, for an execute, `HexagonTpu.Native.reply/3`) waits for in
+//! `receive`. No scheduler waits for anyone.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex};

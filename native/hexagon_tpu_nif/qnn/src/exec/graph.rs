@@ -22,7 +22,9 @@ use crate::sys;
 /// What one execute measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ExecuteReport {
-    /// Time spent inside `graphExecute` alone.
+    /// Time spent inside `graphExecute` alone; for an execute in the backend's queue
+    /// ([`ExecuteQueue::Backend`]), from its submission (`graphExecuteAsync`) to QNN's
+    /// notification, so the wait behind the executes queued before it is in it.
     pub execute_ns: u64,
 }
 
@@ -39,8 +41,9 @@ struct GraphState {
 // crate never runs two `graphExecute` calls on one handle at once (only the holder of the
 // graph's turn executes).
 unsafe impl Send for GraphState {}
-// SAFETY: shared references only read the handle's value; the one QNN call made with it
-// (`graphExecute`) runs only while holding the graph's turn, so never twice at once.
+// SAFETY: shared references only read the handle's value; the QNN calls made with it
+// (`graphExecute`, and `graphExecuteAsync`, which only submits) run only while holding the
+// graph's turn, so never two at once; the backend orders what it queued.
 unsafe impl Sync for GraphState {}
 
 /// A graph retrieved from a context, ready to execute.
@@ -64,7 +67,8 @@ pub struct Turn<'g> {
 pub enum Started<R> {
     /// It ran on the caller's thread; here is its result.
     Ran(R),
-    /// The graph was busy: it runs on the graph's worker thread after the work before it.
+    /// The graph was busy, or the policy said `always_queue`: it runs on the graph's worker
+    /// thread after the work before it.
     Queued,
 }
 
@@ -289,23 +293,17 @@ impl Turn<'_> {
         #[cfg(feature = "test-support")]
         crate::observe::hooks::panic_if_armed();
         let state = graph.state.get()?;
-        // Held until the execute returns: the context is not freed under it.
-        let _context_handle = state.context.try_handle()?;
-
         let AsyncTensors {
             inputs: raw_inputs,
             outputs: mut raw_outputs,
         } = self.tensors(inputs, outputs);
-
         let lib = &state.context.runtime.backend_lib;
         let profiling = graph.profiler.begin(&state.context.runtime, level)?;
-        let in_qnn = crate::base::exit::enter()?;
-        let _span = trace::span(Phase::GraphExecute, graph.name());
-        let started = Instant::now();
-        // SAFETY: the graph handle is live (its context's `HandleUse` is held), and holding the
-        // turn (`self`) serializes every execute on the handle. The tensor arrays describe
-        // buffers of the metadata's sizes (the caller's contract), outlive the call, and outputs
-        // are exclusively borrowed.
+        let (call, in_call) = ExecuteCall::begin(graph, Arc::clone(&state))?;
+        // SAFETY: the graph handle is live (the call's `OwnedHandleUse` holds its context), and
+        // holding the turn (`self`) serializes every execute on the handle. The tensor arrays
+        // describe buffers of the metadata's sizes (the caller's contract), outlive the call,
+        // and outputs are exclusively borrowed.
         let status = sys::Status(unsafe {
             (lib.fns.graph_execute)(
                 state.handle,
@@ -317,20 +315,17 @@ impl Turn<'_> {
                 std::ptr::null_mut(),
             )
         });
-        let execute_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        counters::record_execute(execute_ns, !status.is_ok());
-        lib.check("graphExecute", status)?;
-        drop(in_qnn);
+        let started = call.started;
+        // Checked in QNN still: a failure's text is asked of the library.
+        let report = call.answered("graphExecute", status)?;
+        drop(in_call);
         let profile = match profiling {
-            Some(profiling) => graph.profiler.finish(profiling, started, execute_ns)?,
+            Some(profiling) => graph
+                .profiler
+                .finish(profiling, started, report.execute_ns)?,
             None => None,
         };
-        // A load first, so that later executes only read the flag (no write on the hot path).
-        if !state.executed.load(Relaxed) && !state.executed.swap(true, Relaxed) {
-            // The first execute may have made QNN register exit-time destructors.
-            crate::base::exit::guard_exit();
-        }
-        Ok((ExecuteReport { execute_ns }, profile))
+        Ok((report, profile))
     }
 
     /// The tensors QNN is given for these buffers (pointers into them, not copies).
@@ -366,35 +361,27 @@ impl Turn<'_> {
         done: Box<dyn FnOnce(Result<ExecuteReport>) + Send>,
     ) {
         let graph = self.graph;
-        let state = match graph.state.get() {
-            Ok(state) => state,
-            Err(error) => return done(Err(error)),
-        };
-        let lib = &state.context.runtime.backend_lib;
-        let Some(execute_async) = lib.fns.graph_execute_async else {
-            return done(Err(Error::Internal {
+        let started = graph.state.get().and_then(|state| {
+            let execute_async = state.context.runtime.backend_lib.fns.graph_execute_async;
+            let execute_async = execute_async.ok_or_else(|| Error::Internal {
                 message: "the backend has no graphExecuteAsync".into(),
-            }));
-        };
-        let (_, in_use) = match state.context.try_handle_owned() {
-            Ok(handle) => handle,
+            })?;
+            let (call, in_call) = ExecuteCall::begin(graph, state)?;
+            Ok((execute_async, call, in_call))
+        });
+        let (execute_async, call, in_call) = match started {
+            Ok(started) => started,
             Err(error) => return done(Err(error)),
         };
-        let in_qnn = match crate::base::exit::enter() {
-            Ok(in_qnn) => in_qnn,
-            Err(error) => return done(Err(error)),
-        };
-        let handle = state.handle;
+        let handle = call.state.handle;
         let call = Box::into_raw(Box::new(AsyncCall {
             tensors,
-            state: Arc::clone(&state),
-            _in_use: in_use,
-            started: Instant::now(),
+            call,
             done,
         }));
-        // SAFETY: the graph handle is live (the owned use keeps its context); holding the turn
-        // orders the submissions. `call` owns the tensor arrays and is leaked to QNN until the
-        // notification takes it back (`notify`), or until the call fails below, when QNN will
+        // SAFETY: the graph handle is live (the call's owned use keeps its context); holding the
+        // turn orders the submissions. `call` owns the tensor arrays and is leaked to QNN until
+        // the notification takes it back (`notify`), or until the call fails below, when QNN will
         // not notify; the buffers behind the tensors are the caller's contract.
         let status = sys::Status(unsafe {
             execute_async(
@@ -409,14 +396,14 @@ impl Turn<'_> {
                 call.cast(),
             )
         });
-        drop(in_qnn);
-        if !status.is_ok() {
-            // SAFETY: QNN refused the call and will not notify: `call` is still ours.
-            let call = unsafe { Box::from_raw(call) };
-            counters::record_execute(0, true);
-            let error = lib.error("graphExecuteAsync", status.0);
-            (call.done)(Err(error));
+        if status.is_ok() {
+            return;
         }
+        // SAFETY: QNN refused the call and will not notify: `call` is still ours.
+        let AsyncCall { call, done, .. } = *unsafe { Box::from_raw(call) };
+        let error = call.refused("graphExecuteAsync", status);
+        drop(in_call);
+        done(error);
     }
 
     /// The graph whose turn this is.
@@ -435,14 +422,72 @@ pub(crate) struct AsyncTensors {
 // (see `Turn::execute_async_unchecked`); nothing here is tied to a thread.
 unsafe impl Send for AsyncTensors {}
 
+/// One execute in QNN, synchronous (`graphExecute`) or in the backend's queue
+/// (`graphExecuteAsync`): its accounting, written once for both. [`ExecuteCall::begin`] takes a
+/// use of the context's handle (kept until QNN has answered, so the context is not freed under
+/// the execute even when it is closed or dropped meanwhile) and the permit to call QNN;
+/// [`ExecuteCall::answered`] counts the execute, checks QNN's status and, after the graph's
+/// first success, guards the process's exit.
+struct ExecuteCall {
+    state: Arc<GraphState>,
+    /// Keeps the context (and so the graph's handle) from being freed until QNN has answered.
+    _in_use: OwnedHandleUse,
+    /// When QNN was called: `execute_ns` counts from here to the answer.
+    started: Instant,
+}
+
+impl ExecuteCall {
+    /// The use of the handle, and what is held for the QNN call itself ([`InCall`]: for an
+    /// asynchronous execute, until it is submitted).
+    fn begin(graph: &Graph, state: Arc<GraphState>) -> Result<(ExecuteCall, InCall)> {
+        let (_, in_use) = state.context.try_handle_owned()?;
+        let in_call = InCall {
+            _span: trace::span(Phase::GraphExecute, graph.name()),
+            _in_qnn: crate::base::exit::enter()?,
+        };
+        let call = ExecuteCall {
+            state,
+            _in_use: in_use,
+            started: Instant::now(),
+        };
+        Ok((call, in_call))
+    }
+
+    /// QNN answered `op` with `status` (returned, or notified): counted in the
+    /// [counters](crate::counters) with the time since the call, and checked.
+    fn answered(self, op: &'static str, status: sys::Status) -> Result<ExecuteReport> {
+        let execute_ns = u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        counters::record_execute(execute_ns, !status.is_ok());
+        self.state.context.runtime.backend_lib.check(op, status)?;
+        // A load first, so that later executes only read the flag (no write on the hot path).
+        if !self.state.executed.load(Relaxed) && !self.state.executed.swap(true, Relaxed) {
+            // The first execute may have made QNN register exit-time destructors.
+            crate::base::exit::guard_exit();
+        }
+        Ok(ExecuteReport { execute_ns })
+    }
+
+    /// QNN refused to queue the execute (and will not notify): the caller's error, but no
+    /// execute ran, so none is counted.
+    fn refused(self, op: &'static str, status: sys::Status) -> Result<ExecuteReport> {
+        Err(self.state.context.runtime.backend_lib.error(op, status.0))
+    }
+}
+
+/// Held for the QNN call itself: the `QnnGraph_execute` span (the whole call when it is
+/// synchronous; the submission when it goes to the backend's queue, whose run we cannot see)
+/// and the permit to be in QNN.
+struct InCall {
+    _span: trace::Span,
+    _in_qnn: crate::base::exit::InQnn,
+}
+
 /// An execute in the backend's asynchronous queue: what must live until QNN notifies it.
 struct AsyncCall {
     /// Read by QNN until the notification.
     tensors: AsyncTensors,
-    state: Arc<GraphState>,
-    /// Keeps the context from being freed meanwhile.
-    _in_use: OwnedHandleUse,
-    started: Instant,
+    /// Holds the context until the notification.
+    call: ExecuteCall,
     done: Box<dyn FnOnce(Result<ExecuteReport>) + Send>,
 }
 
@@ -451,25 +496,14 @@ unsafe extern "C" fn notify(param: *mut std::ffi::c_void, status: sys::Qnn_Notif
     // A panic must not unwind into QNN; the reply's own guard answers the caller.
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // SAFETY: `param` is the `AsyncCall` leaked by `execute_async_unchecked`, notified once.
-        let call = unsafe { Box::from_raw(param.cast::<AsyncCall>()) };
         let AsyncCall {
             tensors,
-            state,
-            _in_use,
-            started,
+            call,
             done,
-        } = *call;
-        // The time from the submission: the backend queue's wait is in it.
-        let execute_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        let status = sys::Status(status.error);
-        counters::record_execute(execute_ns, !status.is_ok());
-        let result = (state.context.runtime.backend_lib)
-            .check("graphExecuteAsync", status)
-            .map(|()| ExecuteReport { execute_ns });
-        if result.is_ok() && !state.executed.swap(true, Relaxed) {
-            crate::base::exit::guard_exit();
-        }
+        } = *unsafe { Box::from_raw(param.cast::<AsyncCall>()) };
+        // QNN is done with the buffers; the context's use ends once `done` has the result.
         drop(tensors);
+        let result = call.answered("graphExecuteAsync", sys::Status(status.error));
         done(result);
     }));
 }

@@ -12,7 +12,8 @@
 //! converts what needs it and allocates the outputs from the caller's allocator (so they can be
 //! the binaries returned to Elixir), all before the graph's turn; [`Execution::run`] has QNN
 //! write the outputs straight into them; [`Execution::finish`] converts the outputs asked for
-//! as f32. [`execute`] is the three in one call. Data in the model's own type is never copied.
+//! as f32. [`execute`] is the three in one call. Data in the model's own type is not copied, except
+//! for an execute in the backend's queue ([`Execution::own_inputs`]: it outlives the caller's data).
 
 use std::ops::DerefMut;
 use std::time::Instant;
@@ -252,7 +253,7 @@ impl<B: DerefMut<Target = [u8]>> Execution<B> {
 }
 
 /// Runs the graph once on the caller's data, with the turn: [`prepare`], [`Execution::run`] and
-/// [`Execution::finish`] in one call. Data in the model's own type is never copied.
+/// [`Execution::finish`] in one call. Data in the model's own type is not copied.
 pub fn execute<B: DerefMut<Target = [u8]>>(
     turn: &Turn<'_>,
     inputs: &[&[u8]],

@@ -68,13 +68,15 @@ counters! {
         runtimes_created,
         contexts_created,
         graphs_created,
-        /// Calls that reached `graphExecute`, successful or not.
+        /// Executes QNN answered (`graphExecute` returned, or `graphExecuteAsync` notified),
+        /// successful or not; a submission the backend's queue refused is not one.
         executes,
-        /// Calls where `graphExecute` returned an error.
+        /// Executes QNN answered with an error.
         execute_errors,
-        /// Sum of pure `graphExecute` time.
+        /// Sum of `execute_ns` (see `execute_ns_last`).
         execute_ns_total,
-        /// Pure `graphExecute` time of the latest call.
+        /// The latest execute's time in QNN: `graphExecute` alone, or for an execute in the
+        /// backend's queue from its submission to its notification (the queue's wait in it).
         execute_ns_last,
         /// QNN free calls that failed (in `close` or in a destructor).
         release_errors,

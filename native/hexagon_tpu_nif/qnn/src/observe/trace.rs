@@ -10,7 +10,9 @@
 //! overwritten: [`stats`] counts every event `emitted` and those `dropped` that way, so a reader
 //! knows whether the recording is whole.
 //!
-//! Each phase has one call site, a guard held for the phase's length:
+//! A phase is a guard held for its length, opened where the phase runs: `Execute` where an
+//! execute runs ([`crate::io::execute`], and in the NIF the caller's thread, the graph's worker,
+//! or the worker's hand-over to the backend's queue), the others at their one QNN call or pass:
 //!
 //! ```ignore
 //! let _span = trace::span(Phase::Quantize, graph_name);

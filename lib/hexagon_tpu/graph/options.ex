@@ -1,0 +1,71 @@
+defmodule HexagonTpu.Graph.Options do
+  @moduledoc false
+  # The options of an execute (HexagonTpu.Graph.execute/3, documented there), checked once per
+  # call (once per batch for HexagonTpu.predict/3): an ArgumentError naming the public function
+  # for a wrong one. An option that reaches the NIF goes on in HexagonTpu.Graph.Call.native/4.
+
+  alias HexagonTpu.{Args, Optional, Performance, Profile}
+
+  @type t :: %{
+          quantize: :auto | :none,
+          dequantize: :auto | :none,
+          output: :tensor | :binary,
+          timeout: timeout(),
+          performance: Performance.mode() | nil,
+          profile: Profile.level() | nil
+        }
+
+  @doc false
+  @spec check!(term(), String.t()) :: t()
+  def check!(opts, fun) do
+    opts =
+      Args.keyword!(
+        opts,
+        [
+          quantize: :auto,
+          dequantize: :auto,
+          output: default_output(),
+          timeout: :infinity,
+          performance: nil,
+          profile: nil
+        ],
+        fun
+      )
+
+    %{
+      quantize: option!(opts, :quantize, [:auto, :none], fun),
+      dequantize: option!(opts, :dequantize, [:auto, :none], fun),
+      output: option!(opts, :output, output_kinds(), fun),
+      timeout: timeout!(opts[:timeout], fun),
+      performance: opts[:performance] && Performance.mode!(opts[:performance], fun),
+      profile: Profile.level!(opts[:profile], fun)
+    }
+  end
+
+  @doc false
+  # A timeout: :infinity or milliseconds.
+  @spec timeout!(term(), String.t()) :: timeout()
+  def timeout!(:infinity, _fun), do: :infinity
+  def timeout!(ms, _fun) when is_integer(ms) and ms >= 0, do: ms
+
+  def timeout!(other, fun),
+    do: Args.type_error!(fun, "the :timeout option", "a non-negative integer or :infinity", other)
+
+  # Tensors where Nx is loaded, asked at run time (see HexagonTpu.Optional).
+  defp default_output, do: if(Optional.available?(Nx), do: :tensor, else: :binary)
+  defp output_kinds, do: if(Optional.available?(Nx), do: [:tensor, :binary], else: [:binary])
+
+  defp option!(opts, key, allowed, fun) do
+    value = Keyword.fetch!(opts, key)
+
+    if value in allowed,
+      do: value,
+      else:
+        Args.type_error!(
+          fun,
+          "the #{inspect(key)} option",
+          "one of #{Enum.map_join(allowed, ", ", &inspect/1)}",
+          value
+        )
+  end
+end
