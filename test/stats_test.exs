@@ -22,15 +22,27 @@ defmodule HexagonTpu.StatsTest do
     %{lib: Support.private_sim_lib!(dir)}
   end
 
-  test "native/0 has every counter the docs name" do
+  test "native/0 has every counter the docs name, and no other" do
     counters = Stats.native()
+    names = counters |> Map.keys() |> Enum.sort()
 
-    for key <-
-          @alive ++
-            [:runtimes_created, :contexts_created, :graphs_created] ++
-            [:executes, :execute_errors, :execute_ns_total, :execute_ns_last] do
-      assert is_integer(Map.fetch!(counters, key)) and counters[key] >= 0
-    end
+    for key <- names, do: assert(is_integer(counters[key]) and counters[key] >= 0)
+
+    # The NIF's names (qnn's Counters::fields) are the stub list's, whole.
+    assert names == Enum.sort(HexagonTpu.Native.counter_names())
+
+    # ... and the ones native/0's docs describe: each documented name opens a bullet or
+    # a `name - ` / `name / ` pair in the list.
+    {:docs_v1, _, _, _, _, _, docs} = Code.fetch_docs(Stats)
+    [doc] = for {{:function, :native, 0}, _, _, %{"en" => doc}, _} <- docs, do: doc
+
+    documented =
+      ~r/`([a-z_]+)`\s+[-\/]\s/
+      |> Regex.scan(doc, capture: :all_but_first)
+      |> Enum.map(fn [name] -> String.to_atom(name) end)
+      |> Enum.sort()
+
+    assert documented == names
   end
 
   test "alive counts return to baseline across create/close cycles", %{lib: lib, path: path} do
@@ -381,7 +393,7 @@ defmodule HexagonTpu.StatsTest do
       assert [%{kind: :runtime, held: [], bytes: 0}] = at.(line - 2)
 
       # The report of these objects alone: exact figures, largest site first, the rest folded.
-      report = Stats.format_report(mine, 2)
+      report = Stats.Ledger.format_report(mine, 2)
       lines = String.split(report, "\n")
       total = 2 * plain_size + spilled_bytes
       k = &(&1 |> Integer.to_string() |> String.replace(~r/(\d)(?=(\d{3})+$)/, "\\1,"))
@@ -422,14 +434,14 @@ defmodule HexagonTpu.StatsTest do
       assert_raise ArgumentError, ~r/:top option/, fn -> Stats.live_report(top: -1) end
       assert_raise ArgumentError, ~r/unknown option/, fn -> Stats.live_report(tops: 1) end
 
-      assert Stats.site_file("MyApp.Vision.init/1 (lib/my_app/vision.ex:42)") ==
+      assert Stats.Ledger.site_file("MyApp.Vision.init/1 (lib/my_app/vision.ex:42)") ==
                "lib/my_app/vision.ex"
 
-      assert Stats.site_file("MyApp.Vision.init/1 (lib/my_app/vision.ex)") ==
+      assert Stats.Ledger.site_file("MyApp.Vision.init/1 (lib/my_app/vision.ex)") ==
                "lib/my_app/vision.ex"
 
-      assert Stats.site_file("qnn/src/context.rs:12") == "qnn/src/context.rs"
-      assert Stats.site_file("somewhere") == "somewhere"
+      assert Stats.Ledger.site_file("qnn/src/context.rs:12") == "qnn/src/context.rs"
+      assert Stats.Ledger.site_file("somewhere") == "somewhere"
     end
 
     test "format_report/2 prints the example of live_report/1's docs" do
@@ -462,8 +474,8 @@ defmodule HexagonTpu.StatsTest do
         |> String.split("\n", trim: true)
         |> Enum.map_join("\n", &String.slice(&1, 4..-1//1))
 
-      assert Stats.format_report(entries, 2) == expected
-      assert Stats.format_report([], 2) == "hexagon_tpu: no objects alive; 0 bytes held"
+      assert Stats.Ledger.format_report(entries, 2) == expected
+      assert Stats.Ledger.format_report([], 2) == "hexagon_tpu: no objects alive; 0 bytes held"
     end
   end
 
