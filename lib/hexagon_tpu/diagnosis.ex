@@ -35,7 +35,7 @@ defmodule HexagonTpu.Diagnosis do
   bounded, and device creation runs under `:timeout`.
   """
 
-  alias HexagonTpu.{Args, Elf, Error, Runtime}
+  alias HexagonTpu.{Args, Elf, Error, Python, Runtime}
 
   defmodule Check do
     @moduledoc "One finding of the doctor (`HexagonTpu.Diagnosis`)."
@@ -278,8 +278,8 @@ defmodule HexagonTpu.Diagnosis do
     {value, source} =
       cond do
         opts[:dsp_library_path] -> {opts[:dsp_library_path], "the :dsp_library_path option"}
-        env("DSP_LIBRARY_PATH") -> {env("DSP_LIBRARY_PATH"), "DSP_LIBRARY_PATH"}
-        env("ADSP_LIBRARY_PATH") -> {env("ADSP_LIBRARY_PATH"), "ADSP_LIBRARY_PATH"}
+        Python.env("DSP_LIBRARY_PATH") -> {Python.env("DSP_LIBRARY_PATH"), "DSP_LIBRARY_PATH"}
+        Python.env("ADSP_LIBRARY_PATH") -> {Python.env("ADSP_LIBRARY_PATH"), "ADSP_LIBRARY_PATH"}
         true -> {nil, nil}
       end
 
@@ -303,8 +303,6 @@ defmodule HexagonTpu.Diagnosis do
          String.split(value, ";", trim: true)}
     end
   end
-
-  defp env(name), do: System.get_env(name) |> then(&if(&1 in [nil, ""], do: nil, else: &1))
 
   defp skel_library(nil, name, dirs) do
     error(
