@@ -68,6 +68,23 @@ defmodule HexagonTpu.Diagnosis do
     :create
   ]
 
+  # The checks in the order run/2 returns them (the moduledoc's list, which doctor_test
+  # compares with this): the library checks, the DSP ones, then device creation.
+  @dsp_checks [
+    :stub_library,
+    :dsp_library_path,
+    :skel_library,
+    :one_build,
+    :fastrpc_device,
+    :cdsprpcd,
+    :remote_heap
+  ]
+  @checks [:backend_library, :system_library] ++ @dsp_checks ++ [:device_creation]
+
+  @doc false
+  @spec checks() :: [atom()]
+  def checks, do: @checks
+
   @default_dsp_path "/usr/lib/dsp"
   @max_proc_entries 65_536
   @max_tree_entries 20_000
@@ -120,15 +137,17 @@ defmodule HexagonTpu.Diagnosis do
             &File.exists?/1
           )
 
-        [
-          library(:stub_library, "stub", stub, machine),
-          dsp_check,
-          skel_library(skel, skel_name, dsp_dirs),
-          if(build_ids?, do: one_build(in_root(root, backend), stub, skel)),
-          fastrpc_device(root),
-          cdsprpcd(root),
-          remote_heap(root)
-        ]
+        by_name = %{
+          stub_library: library(:stub_library, "stub", stub, machine),
+          dsp_library_path: dsp_check,
+          skel_library: skel_library(skel, skel_name, dsp_dirs),
+          one_build: if(build_ids?, do: one_build(in_root(root, backend), stub, skel)),
+          fastrpc_device: fastrpc_device(root),
+          cdsprpcd: cdsprpcd(root),
+          remote_heap: remote_heap(root)
+        }
+
+        Enum.map(@dsp_checks, &Map.fetch!(by_name, &1))
       else
         why =
           case backend_info do
@@ -136,15 +155,7 @@ defmodule HexagonTpu.Diagnosis do
             {:ok, info} -> "the backend is #{Elf.machine_name(info.machine)}, not the device's"
           end
 
-        for name <- [
-              :stub_library,
-              :dsp_library_path,
-              :skel_library,
-              :one_build,
-              :fastrpc_device,
-              :cdsprpcd,
-              :remote_heap
-            ],
+        for name <- @dsp_checks,
             name != :one_build or build_ids?,
             do: ok(name, "not needed: #{why} (no DSP involved)")
       end
