@@ -137,7 +137,11 @@ defmodule HexagonTpu.StatsTest do
     ref = Process.monitor(pid)
     send(pid, :stop)
     assert_receive {:DOWN, ^ref, :process, ^pid, _}
-    assert Support.eventually(fn -> Stats.alive_diff(before, Stats.native()) == @zero end)
+
+    assert Support.wait_until(fn -> Stats.alive_diff(before, Stats.native()) == @zero end,
+             sweep: true
+           )
+
     assert Support.live_handles(lib) == 0
   end
 
@@ -290,11 +294,15 @@ defmodule HexagonTpu.StatsTest do
 
       assert [%{kind: :context}] = Enum.filter(Stats.live(), by_gc?)
       send(pid, :stop)
-      assert Support.eventually(fn -> not Enum.any?(Stats.live(), by_gc?) end)
+      assert Support.wait_until(fn -> not Enum.any?(Stats.live(), by_gc?) end, sweep: true)
       assert_ledger_agrees_with_counters()
 
       :ok = Runtime.close(runtime)
-      assert Support.eventually(fn -> not Enum.any?(Stats.live(), &(&1.detail == lib)) end)
+
+      assert Support.wait_until(fn -> not Enum.any?(Stats.live(), &(&1.detail == lib)) end,
+               sweep: true
+             )
+
       assert Support.live_handles(lib) == 0
     end
 
@@ -425,7 +433,7 @@ defmodule HexagonTpu.StatsTest do
       refute Enum.any?(Stats.live(), &(&1.held[:spill_fill] == 123_456 and here.(&1)))
       Enum.each(plain, &close/1)
       :ok = Runtime.close(runtime)
-      assert Support.eventually(fn -> not Enum.any?(Stats.live(), here) end)
+      assert Support.wait_until(fn -> not Enum.any?(Stats.live(), here) end, sweep: true)
     end
 
     test "live_report/1 folds the sites beyond top: and checks its options" do
@@ -527,9 +535,12 @@ defmodule HexagonTpu.StatsTest do
       before = Stats.native()
       :ok = Runtime.close(runtime)
 
-      assert Support.eventually(fn ->
-               Stats.alive_diff(before, Stats.native()) == %{@zero | runtimes_alive: -1}
-             end)
+      assert Support.wait_until(
+               fn ->
+                 Stats.alive_diff(before, Stats.native()) == %{@zero | runtimes_alive: -1}
+               end,
+               sweep: true
+             )
 
       assert Support.live_handles(lib) == 0
     end
