@@ -70,15 +70,8 @@ defmodule HexagonTpu.Diagnosis do
 
   # The checks in the order run/2 returns them (the moduledoc's list, which doctor_test
   # compares with this): the library checks, the DSP ones, then device creation.
-  @dsp_checks [
-    :stub_library,
-    :dsp_library_path,
-    :skel_library,
-    :one_build,
-    :fastrpc_device,
-    :cdsprpcd,
-    :remote_heap
-  ]
+  @dsp_checks ~w(stub_library dsp_library_path skel_library one_build fastrpc_device cdsprpcd
+                 remote_heap)a
   @checks [:backend_library, :system_library] ++ @dsp_checks ++ [:device_creation]
 
   @doc false
