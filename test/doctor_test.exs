@@ -132,6 +132,19 @@ defmodule HexagonTpu.DoctorTest do
     :remote_heap
   ]
 
+  test "the check order is stated once: the docs' list and @names are Diagnosis.checks/0" do
+    {:docs_v1, _, _, _, %{"en" => moduledoc}, _, _} = Code.fetch_docs(Diagnosis)
+
+    documented =
+      ~r/^ +\d+\. (.+?) - /m
+      |> Regex.scan(moduledoc, capture: :all_but_first)
+      |> Enum.flat_map(fn [names] -> Regex.scan(~r/`:(\w+)`/, names, capture: :all_but_first) end)
+      |> Enum.map(fn [name] -> String.to_atom(name) end)
+
+    assert documented == Diagnosis.checks()
+    assert @names ++ [:device_creation] == Diagnosis.checks()
+  end
+
   describe "HexagonTpu.Elf" do
     test "machine, class, variant, needed libraries and build id of made-up ELF files" do
       dir = fake_root!()

@@ -82,6 +82,6 @@ defmodule HexagonTpu.GraphNamesTest do
       assert message =~ why
     end
 
-    Support.eventually(fn -> Stats.native().contexts_alive == before end)
+    Support.wait_until(fn -> Stats.native().contexts_alive == before end, sweep: true)
   end
 end

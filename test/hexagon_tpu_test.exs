@@ -57,7 +57,8 @@ defmodule HexagonTpuTest do
     runtime = Support.runtime!()
     assert {:ok, info} = Runtime.info(runtime)
     assert info.backend_lib == Support.sim_lib()
-    assert is_integer(info.backend_id)
+    # qnn_sim reports the HTP's id (QNN_BACKEND_ID_HTP), as the device's backend does.
+    assert info.backend_id == 6
 
     assert {:ok, %Version{major: 2}} = Version.parse(info.core_api)
     assert {:ok, %Version{}} = Version.parse(info.backend_api)

@@ -4,7 +4,7 @@ defmodule HexagonTpu.MonitorTest do
 
   import ExUnit.CaptureLog
 
-  alias HexagonTpu.{Monitor, Runtime}
+  alias HexagonTpu.{Context, Graph, Monitor, Runtime, Stats}
   alias HexagonTpu.Test.{Models, Support}
 
   @hour 3_600_000
@@ -34,10 +34,28 @@ defmodule HexagonTpu.MonitorTest do
     assert metadata.site == "test"
   end
 
-  test "sample/1 takes a sample on demand" do
+  test "sample/1 takes a sample on demand: the live counts of now" do
+    t = Models.t(:ufixed_point_8, [1, 4], {:per_tensor, 0.05, -128})
+    path = Models.build!(Models.identity(t, t))
     pid = start_supervised!({Monitor, interval_ms: @hour})
-    measurements = Monitor.sample(pid)
-    assert is_integer(measurements.graphs_alive)
+    alive = [:runtimes_alive, :contexts_alive, :graphs_alive]
+
+    before = Monitor.sample(pid)
+    assert Map.take(before, alive) == Map.take(Stats.native(), alive)
+
+    runtime = Support.runtime!()
+    context = Context.from_file!(runtime, path)
+    graph = Graph.retrieve!(context, hd(Context.graphs(context)))
+
+    during = Monitor.sample(pid)
+    for key <- alive, do: assert(during[key] == before[key] + 1, "#{key}: #{inspect(during)}")
+    assert during.graphs_created == before.graphs_created + 1
+
+    :ok = Graph.close(graph)
+    :ok = Context.close(context)
+    :ok = Runtime.close(runtime)
+
+    assert Map.take(Monitor.sample(pid), alive) == Map.take(before, alive)
   end
 
   test "warns on sustained growth of live resources, naming where they were created" do

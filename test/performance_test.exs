@@ -60,14 +60,6 @@ defmodule HexagonTpu.PerformanceTest do
     }
   end
 
-  defp wait_until(fun, deadline \\ System.monotonic_time(:millisecond) + 10_000) do
-    cond do
-      fun.() -> true
-      System.monotonic_time(:millisecond) > deadline -> false
-      true -> Process.sleep(2) && wait_until(fun, deadline)
-    end
-  end
-
   test "every mode votes ORT's DCVS v3 values, on create and with set_performance", %{lib: lib} do
     runtime = runtime!(lib)
     # :default votes nothing.
@@ -163,7 +155,7 @@ defmodule HexagonTpu.PerformanceTest do
     assert last(lib).dcvs_v3.coreVoltageCornerTarget == 0xA0
 
     # Voted back down by the idle thread once no call came for 20 ms.
-    assert wait_until(fn -> calls(lib) == 3 end)
+    assert Support.wait_until(fn -> calls(lib) == 3 end, timeout: 10_000)
     assert last(lib).dcvs_v3.coreVoltageCornerTarget == 0x40
     assert {:ok, %{voted: :power_saver}} = Runtime.performance(runtime)
 
@@ -193,7 +185,10 @@ defmodule HexagonTpu.PerformanceTest do
 
         assert {:ok, %{voted: :high_performance, last_vote: nil}} = Runtime.performance(runtime)
         # Let the drain thread deliver the line.
-        assert wait_until(fn -> Stats.native().log_lines > stats.log_lines end)
+        assert Support.wait_until(fn -> Stats.native().log_lines > stats.log_lines end,
+                 timeout: 10_000
+               )
+
         Process.sleep(50)
       end)
 
@@ -235,7 +230,7 @@ defmodule HexagonTpu.PerformanceTest do
     :ok = Graph.close(model)
     :ok = HexagonTpu.Context.close(model.context)
     :ok = Runtime.close(runtime)
-    assert wait_until(fn -> Stats.native().runtime_jobs_pending == 0 end)
+    assert Support.wait_until(fn -> Stats.native().runtime_jobs_pending == 0 end, timeout: 10_000)
     now = Support.qnn_sim_counters(lib)
     assert now.live_power_config_ids == 0
     assert now.live_handles == baseline.live_handles

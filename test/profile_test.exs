@@ -93,7 +93,9 @@ defmodule HexagonTpu.ProfileTest do
     assert handles() == {sim_created + 2, sim_live + 2, created + 2, alive + 2}
 
     :ok = Graph.close(g)
-    Support.eventually(fn -> Support.qnn_sim_counters().profiles_live == sim_live end)
+
+    Support.wait_until(fn -> Support.qnn_sim_counters().profiles_live == sim_live end, sweep: true)
+
     assert handles() == {sim_created + 2, sim_live, created + 2, alive}
   end
 

@@ -11,7 +11,7 @@ defmodule HexagonTpu.QnnHostVersionsTest do
 
   import ExUnit.CaptureIO
 
-  alias HexagonTpu.{Compiler, Context, Graph}
+  alias HexagonTpu.{Compiler, Context, Elf, Graph}
   alias HexagonTpu.Test.{QnnHost, Support}
 
   @child Path.expand("support/qnn_version_child.exs", __DIR__)
@@ -184,10 +184,10 @@ defmodule HexagonTpu.QnnHostVersionsTest do
 
     # the device's libraries (aarch64; the skels are Hexagon DSP code, ELF machine 164)...
     for lib <- ~w(libQnnHtp.so libQnnSystem.so libQnnHtpV68Stub.so) do
-      assert elf_machine(Path.join([into, "usr/lib", lib])) == 183, lib
+      assert Elf.machine(Path.join([into, "usr/lib", lib])) == {:ok, :aarch64}, lib
     end
 
-    assert elf_machine(Path.join(into, "usr/lib/dsp/libQnnHtpV68Skel.so")) == 164
+    assert Elf.machine(Path.join(into, "usr/lib/dsp/libQnnHtpV68Skel.so")) == {:ok, :hexagon}
 
     # ...of the QAIRT that made the compile task's binary, as the task prints
     build_id = QnnHost.build_id!(new.bin)
@@ -198,11 +198,6 @@ defmodule HexagonTpu.QnnHostVersionsTest do
     for lib <-
           ~w(usr/lib/libQnnHtp.so usr/lib/libQnnHtpV68Stub.so usr/lib/dsp/libQnnHtpV68Skel.so),
         do: assert(QnnHost.build_id!(Path.join(into, lib)) == build_id, lib)
-  end
-
-  defp elf_machine(path) do
-    <<0x7F, "ELF", _::binary-size(14), machine::little-16, _::binary>> = File.read!(path)
-    machine
   end
 
   defp names_lines(bin) do

@@ -22,15 +22,27 @@ defmodule HexagonTpu.StatsTest do
     %{lib: Support.private_sim_lib!(dir)}
   end
 
-  test "native/0 has every counter the docs name" do
+  test "native/0 has every counter the docs name, and no other" do
     counters = Stats.native()
+    names = counters |> Map.keys() |> Enum.sort()
 
-    for key <-
-          @alive ++
-            [:runtimes_created, :contexts_created, :graphs_created] ++
-            [:executes, :execute_errors, :execute_ns_total, :execute_ns_last] do
-      assert is_integer(Map.fetch!(counters, key)) and counters[key] >= 0
-    end
+    for key <- names, do: assert(is_integer(counters[key]) and counters[key] >= 0)
+
+    # The NIF's names (qnn's Counters::fields) are the stub list's, whole.
+    assert names == Enum.sort(HexagonTpu.Native.counter_names())
+
+    # ... and the ones native/0's docs describe: each documented name opens a bullet or
+    # a `name - ` / `name / ` pair in the list.
+    {:docs_v1, _, _, _, _, _, docs} = Code.fetch_docs(Stats)
+    [doc] = for {{:function, :native, 0}, _, _, %{"en" => doc}, _} <- docs, do: doc
+
+    documented =
+      ~r/`([a-z_]+)`\s+[-\/]\s/
+      |> Regex.scan(doc, capture: :all_but_first)
+      |> Enum.map(fn [name] -> String.to_atom(name) end)
+      |> Enum.sort()
+
+    assert documented == names
   end
 
   test "alive counts return to baseline across create/close cycles", %{lib: lib, path: path} do
@@ -125,7 +137,11 @@ defmodule HexagonTpu.StatsTest do
     ref = Process.monitor(pid)
     send(pid, :stop)
     assert_receive {:DOWN, ^ref, :process, ^pid, _}
-    assert Support.eventually(fn -> Stats.alive_diff(before, Stats.native()) == @zero end)
+
+    assert Support.wait_until(fn -> Stats.alive_diff(before, Stats.native()) == @zero end,
+             sweep: true
+           )
+
     assert Support.live_handles(lib) == 0
   end
 
@@ -278,11 +294,15 @@ defmodule HexagonTpu.StatsTest do
 
       assert [%{kind: :context}] = Enum.filter(Stats.live(), by_gc?)
       send(pid, :stop)
-      assert Support.eventually(fn -> not Enum.any?(Stats.live(), by_gc?) end)
+      assert Support.wait_until(fn -> not Enum.any?(Stats.live(), by_gc?) end, sweep: true)
       assert_ledger_agrees_with_counters()
 
       :ok = Runtime.close(runtime)
-      assert Support.eventually(fn -> not Enum.any?(Stats.live(), &(&1.detail == lib)) end)
+
+      assert Support.wait_until(fn -> not Enum.any?(Stats.live(), &(&1.detail == lib)) end,
+               sweep: true
+             )
+
       assert Support.live_handles(lib) == 0
     end
 
@@ -381,7 +401,7 @@ defmodule HexagonTpu.StatsTest do
       assert [%{kind: :runtime, held: [], bytes: 0}] = at.(line - 2)
 
       # The report of these objects alone: exact figures, largest site first, the rest folded.
-      report = Stats.format_report(mine, 2)
+      report = Stats.Ledger.format_report(mine, 2)
       lines = String.split(report, "\n")
       total = 2 * plain_size + spilled_bytes
       k = &(&1 |> Integer.to_string() |> String.replace(~r/(\d)(?=(\d{3})+$)/, "\\1,"))
@@ -413,7 +433,7 @@ defmodule HexagonTpu.StatsTest do
       refute Enum.any?(Stats.live(), &(&1.held[:spill_fill] == 123_456 and here.(&1)))
       Enum.each(plain, &close/1)
       :ok = Runtime.close(runtime)
-      assert Support.eventually(fn -> not Enum.any?(Stats.live(), here) end)
+      assert Support.wait_until(fn -> not Enum.any?(Stats.live(), here) end, sweep: true)
     end
 
     test "live_report/1 folds the sites beyond top: and checks its options" do
@@ -422,14 +442,14 @@ defmodule HexagonTpu.StatsTest do
       assert_raise ArgumentError, ~r/:top option/, fn -> Stats.live_report(top: -1) end
       assert_raise ArgumentError, ~r/unknown option/, fn -> Stats.live_report(tops: 1) end
 
-      assert Stats.site_file("MyApp.Vision.init/1 (lib/my_app/vision.ex:42)") ==
+      assert Stats.Ledger.site_file("MyApp.Vision.init/1 (lib/my_app/vision.ex:42)") ==
                "lib/my_app/vision.ex"
 
-      assert Stats.site_file("MyApp.Vision.init/1 (lib/my_app/vision.ex)") ==
+      assert Stats.Ledger.site_file("MyApp.Vision.init/1 (lib/my_app/vision.ex)") ==
                "lib/my_app/vision.ex"
 
-      assert Stats.site_file("qnn/src/context.rs:12") == "qnn/src/context.rs"
-      assert Stats.site_file("somewhere") == "somewhere"
+      assert Stats.Ledger.site_file("qnn/src/context.rs:12") == "qnn/src/context.rs"
+      assert Stats.Ledger.site_file("somewhere") == "somewhere"
     end
 
     test "format_report/2 prints the example of live_report/1's docs" do
@@ -462,8 +482,8 @@ defmodule HexagonTpu.StatsTest do
         |> String.split("\n", trim: true)
         |> Enum.map_join("\n", &String.slice(&1, 4..-1//1))
 
-      assert Stats.format_report(entries, 2) == expected
-      assert Stats.format_report([], 2) == "hexagon_tpu: no objects alive; 0 bytes held"
+      assert Stats.Ledger.format_report(entries, 2) == expected
+      assert Stats.Ledger.format_report([], 2) == "hexagon_tpu: no objects alive; 0 bytes held"
     end
   end
 
@@ -515,9 +535,12 @@ defmodule HexagonTpu.StatsTest do
       before = Stats.native()
       :ok = Runtime.close(runtime)
 
-      assert Support.eventually(fn ->
-               Stats.alive_diff(before, Stats.native()) == %{@zero | runtimes_alive: -1}
-             end)
+      assert Support.wait_until(
+               fn ->
+                 Stats.alive_diff(before, Stats.native()) == %{@zero | runtimes_alive: -1}
+               end,
+               sweep: true
+             )
 
       assert Support.live_handles(lib) == 0
     end

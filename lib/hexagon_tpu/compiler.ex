@@ -40,11 +40,9 @@ defmodule HexagonTpu.Compiler do
   Errors are `{:error, message}`: one line saying what was wrong.
   """
 
-  alias HexagonTpu.{Context, Runtime}
+  alias HexagonTpu.{Context, Elf, Python, Runtime}
 
   @script "hexagon_tpu_compile.py"
-  @requirements "requirements.txt"
-  @marker "hexagon_tpu-requirements.txt"
 
   @typedoc "A compiled binary and its graphs, as `HexagonTpu.Context.from_file/3` reads them."
   @type result :: %{
@@ -76,75 +74,26 @@ defmodule HexagonTpu.Compiler do
 
   @doc "The cache folder (see \"The cache folder\"); it may not exist yet."
   @spec cache_dir() :: Path.t()
-  def cache_dir do
-    cond do
-      dir = non_empty_env("HEXAGON_TPU_CACHE") -> Path.expand(dir)
-      dir = non_empty_env("XDG_CACHE_HOME") -> Path.join(Path.expand(dir), "hexagon_tpu")
-      true -> Path.join(System.user_home!(), ".cache/hexagon_tpu")
-    end
-  end
+  defdelegate cache_dir(), to: Python
 
   @doc "The directory of this package's Python files: the compile script and its pins."
   @spec priv_dir() :: Path.t()
-  def priv_dir, do: Path.join(to_string(:code.priv_dir(:hexagon_tpu)), "compile")
+  defdelegate priv_dir(), to: Python
 
   @doc "The venv directory of the current pin set (it may not exist yet)."
   @spec venv_dir() :: Path.t()
-  def venv_dir do
-    pins = File.read!(requirements())
-
-    version =
-      case Regex.run(~r/^onnxruntime-qnn==(\S+)/m, pins) do
-        [_, version] -> version
-        nil -> "unpinned"
-      end
-
-    # The device runtime's pin (`# device-runtime:` lines) is not the venv's business.
-    hash =
-      pins
-      |> String.replace(~r/^# device-runtime:.*\n/m, "")
-      |> :erlang.md5()
-      |> Base.encode16(case: :lower)
-      |> binary_part(0, 8)
-
-    Path.join(cache_dir(), "venv-ort-qnn-#{version}-#{hash}")
-  end
+  defdelegate venv_dir(), to: Python
 
   @doc """
   The directory holding the venv's `libQnnHtp.so` and `libQnnSystem.so` (the `onnxruntime_qnn`
   package directory), if the venv exists. Never creates anything: `setup/1` does.
   """
   @spec qnn_lib_dir() :: {:ok, Path.t()} | {:error, String.t()}
-  def qnn_lib_dir, do: lib_dir_of(venv_dir())
+  defdelegate qnn_lib_dir(), to: Python
 
   @doc "The venv's Python interpreter, if the venv exists (see `qnn_lib_dir/0`)."
   @spec python() :: {:ok, Path.t()} | {:error, String.t()}
-  def python do
-    venv = venv_dir()
-
-    with {:ok, _} <- lib_dir_of(venv), do: {:ok, Path.join(venv, "bin/python")}
-  end
-
-  defp lib_dir_of(venv) do
-    found =
-      Path.wildcard(Path.join(venv, "lib/python3*/site-packages/onnxruntime_qnn/libQnnHtp.so"))
-
-    cond do
-      not File.exists?(Path.join(venv, @marker)) ->
-        {:error,
-         "the compile venv #{venv} does not exist; create it with `mix hexagon_tpu.compile --setup`"}
-
-      found == [] ->
-        {:error, "the compile venv #{venv} has no onnxruntime_qnn/libQnnHtp.so"}
-
-      true ->
-        dir = found |> hd() |> Path.dirname()
-
-        if File.exists?(Path.join(dir, "libQnnSystem.so")),
-          do: {:ok, dir},
-          else: {:error, "#{dir} has libQnnHtp.so but no libQnnSystem.so"}
-    end
-  end
+  defdelegate python(), to: Python
 
   @doc """
   Ensures the venv exists, creating it once (this downloads about 200 MB from PyPI).
@@ -152,139 +101,7 @@ defmodule HexagonTpu.Compiler do
   Options: `:progress`, a function given each progress message (default: none).
   """
   @spec setup(keyword()) :: {:ok, setup_info()} | {:error, String.t()}
-  def setup(opts \\ []) do
-    progress = Keyword.get(opts, :progress, fn _ -> :ok end)
-    venv = venv_dir()
-
-    with {:error, _} <- lib_dir_of(venv),
-         {:ok, python} <- system_python(),
-         :ok <- create_venv(python, venv, progress) do
-      setup_info(venv)
-    else
-      {:ok, _dir} -> setup_info(venv)
-      {:error, _} = error -> error
-    end
-  end
-
-  defp setup_info(venv) do
-    with {:ok, dir} <- lib_dir_of(venv),
-         do: {:ok, %{venv: venv, python: Path.join(venv, "bin/python"), qnn_lib_dir: dir}}
-  end
-
-  @doc false
-  # The interpreter that creates the venv (also HexagonTpu.DeviceRuntime's, when it has pip).
-  @spec system_python() :: {:ok, Path.t()} | {:error, String.t()}
-  def system_python do
-    case non_empty_env("HEXAGON_TPU_PYTHON") do
-      nil ->
-        case System.find_executable("python3") do
-          nil ->
-            {:error,
-             "python3 not found on the PATH: install it (Debian: apt-get install python3 " <>
-               "python3-venv) or set HEXAGON_TPU_PYTHON"}
-
-          path ->
-            {:ok, path}
-        end
-
-      path ->
-        if File.regular?(path) or System.find_executable(path),
-          do: {:ok, System.find_executable(path) || path},
-          else: {:error, "HEXAGON_TPU_PYTHON=#{path}: no such executable"}
-    end
-  end
-
-  defp create_venv(python, venv, progress) do
-    parent = Path.dirname(venv)
-    tmp = Path.join(parent, ".#{Path.basename(venv)}.tmp-#{System.unique_integer([:positive])}")
-
-    with :ok <- mkdir(parent),
-         :ok <- progress.("creating #{venv} with #{python}"),
-         :ok <- make_venv(python, tmp),
-         :ok <- progress.("installing #{requirements()} (about 200 MB from PyPI)"),
-         :ok <- pip_install(tmp),
-         :ok <- File.cp(requirements(), Path.join(tmp, @marker)) |> posix("write a marker"),
-         {:ok, _} <- lib_dir_of(tmp) do
-      case File.rename(tmp, venv) do
-        :ok ->
-          :ok
-
-        {:error, reason} ->
-          # another process may have finished first: its venv is as good as ours
-          File.rm_rf(tmp)
-
-          case lib_dir_of(venv) do
-            {:ok, _} ->
-              :ok
-
-            {:error, _} ->
-              {:error, "cannot rename #{tmp} to #{venv}: #{:file.format_error(reason)}"}
-          end
-      end
-    else
-      {:error, _} = error ->
-        File.rm_rf(tmp)
-        error
-    end
-  end
-
-  defp mkdir(dir) do
-    case File.mkdir_p(dir) do
-      :ok -> :ok
-      {:error, reason} -> {:error, "cannot create #{dir}: #{:file.format_error(reason)}"}
-    end
-  end
-
-  defp posix(:ok, _what), do: :ok
-
-  defp posix({:error, reason}, what),
-    do: {:error, "cannot #{what}: #{:file.format_error(reason)}"}
-
-  defp make_venv(python, tmp) do
-    case cmd(python, ["-m", "venv", tmp]) do
-      {_, 0} ->
-        :ok
-
-      {output, status} ->
-        if output =~ ~r/ensurepip|No module named venv|python3(\.\d+)?-venv/ do
-          {:error,
-           "#{python} has no working venv module: install it (Debian: apt-get install " <>
-             "python3-venv), or point HEXAGON_TPU_PYTHON at a Python that has one"}
-        else
-          {:error, "`#{python} -m venv` failed (exit #{status}): #{last_line(output)}"}
-        end
-    end
-  end
-
-  defp pip_install(tmp) do
-    args = ~w(-m pip install --disable-pip-version-check --no-input -r) ++ [requirements()]
-
-    case cmd(Path.join(tmp, "bin/python"), args) do
-      {_, 0} ->
-        :ok
-
-      {output, status} ->
-        offline? =
-          output =~
-            ~r/NewConnectionError|Temporary failure in name resolution|Network is unreachable|Failed to establish a new connection|No matching distribution found|Could not find a version/
-
-        if offline? do
-          {:error,
-           "pip could not download the pinned packages of #{requirements()} (offline, or PyPI " <>
-             "unreachable, or no wheel for this Python/platform): #{pip_error(output)}"}
-        else
-          {:error,
-           "pip install -r #{requirements()} failed (exit #{status}): #{pip_error(output)}"}
-        end
-    end
-  end
-
-  defp pip_error(output) do
-    lines = String.split(output, "\n", trim: true)
-
-    Enum.find(Enum.reverse(lines), List.last(lines) || "", &(&1 =~ ~r/^ERROR:/))
-    |> String.trim()
-  end
+  defdelegate setup(opts \\ []), to: Python
 
   @doc """
   Compiles `models` (one ONNX file, or several that become the graphs of one binary) into
@@ -348,7 +165,7 @@ defmodule HexagonTpu.Compiler do
     with :ok <- check_models(models),
          :ok <- check_output(output, opts[:force]),
          {:ok, args} <- script_args(models, output, opts),
-         {:ok, setup} <- setup(progress: opts[:progress]),
+         {:ok, setup} <- Python.setup(progress: opts[:progress]),
          {:ok, messages, warnings, build_id} <- run_script(setup.python, args, opts) do
       case read_back(output, setup.qnn_lib_dir) do
         {:ok, graphs} ->
@@ -400,7 +217,7 @@ defmodule HexagonTpu.Compiler do
          {:ok, target} <- qairt_target(opts[:qairt_target]),
          {:ok, backend} <- qnn_sdk(opts[:qnn_sdk]) do
       args =
-        [Path.join(priv_dir(), @script) | Enum.map(models, &Path.expand/1)] ++
+        [Path.join(Python.priv_dir(), @script) | Enum.map(models, &Path.expand/1)] ++
           ["-o", Path.expand(output)] ++
           ~w(--htp-arch #{opts[:htp_arch]} --soc-model #{opts[:soc_model]}) ++
           ~w(--activations #{activations} --weights #{weights} --io #{io}) ++
@@ -465,30 +282,24 @@ defmodule HexagonTpu.Compiler do
         &File.regular?/1
       ) || if(File.regular?(path) and Path.basename(path) == "libQnnHtp.so", do: path)
 
-    case found && elf_machine(found) do
+    case found && Elf.machine(found) do
       nil ->
         {:error,
          "--qnn-sdk #{path}: no libQnnHtp.so in #{path}/lib/x86_64-linux-clang or #{path} " <>
            "(give a QAIRT SDK's root or its x86-64 library directory)"}
 
-      :x86_64 ->
+      {:ok, :x86_64} ->
         {:ok, found}
 
       other ->
         {:error,
-         "--qnn-sdk: #{found} is not an x86-64 library (#{other}): give the SDK's root, whose " <>
+         "--qnn-sdk: #{found} is not an x86-64 library (#{machine_name(other)}): give the SDK's root, whose " <>
            "lib/x86_64-linux-clang/ holds the x86-64 one"}
     end
   end
 
-  defp elf_machine(path) do
-    case File.open(path, [:read, :binary], &IO.binread(&1, 20)) do
-      {:ok, <<0x7F, "ELF", _::binary-size(14), 62::little-16>>} -> :x86_64
-      {:ok, <<0x7F, "ELF", _::binary-size(14), 183::little-16>>} -> "aarch64"
-      {:ok, <<0x7F, "ELF", _::binary-size(14), m::little-16>>} -> "ELF machine #{m}"
-      _ -> "not an ELF file"
-    end
-  end
+  defp machine_name({:ok, machine}), do: Elf.machine_name(machine)
+  defp machine_name({:error, _}), do: "not an ELF file"
 
   defp choice(opts, key, allowed) do
     value = opts[key]
@@ -532,7 +343,7 @@ defmodule HexagonTpu.Compiler do
   end
 
   defp run_script(python, args, opts) do
-    {output, status} = cmd(python, args, [{"PYTHONNOUSERSITE", "1"}])
+    {output, status} = Python.cmd(python, args, [{"PYTHONNOUSERSITE", "1"}])
     lines = String.split(output, "\n", trim: true)
     own = for "hexagon_tpu_compile: " <> rest <- lines, do: rest
     errors = for "error: " <> message <- own, do: message
@@ -551,7 +362,7 @@ defmodule HexagonTpu.Compiler do
         {:error, List.last(errors)}
 
       {status, []} ->
-        {:error, "#{@script} exited with status #{status}: #{last_line(output)}"}
+        {:error, "#{@script} exited with status #{status}: #{Python.last_line(output)}"}
     end
   end
 
@@ -621,28 +432,5 @@ defmodule HexagonTpu.Compiler do
   `priv/compile/requirements.txt`.
   """
   @spec requirements() :: Path.t()
-  def requirements do
-    case non_empty_env("HEXAGON_TPU_COMPILE_REQUIREMENTS") do
-      nil -> Path.join(priv_dir(), @requirements)
-      path -> Path.expand(path)
-    end
-  end
-
-  defp cmd(executable, args, env \\ []) do
-    System.cmd(executable, args, stderr_to_stdout: true, env: env)
-  rescue
-    error in ErlangError -> {"cannot run #{executable}: #{inspect(error.original)}", 127}
-  end
-
-  defp last_line(output) do
-    output |> String.split("\n", trim: true) |> List.last("") |> String.trim()
-  end
-
-  defp non_empty_env(name) do
-    case System.get_env(name) do
-      nil -> nil
-      "" -> nil
-      value -> value
-    end
-  end
+  defdelegate requirements(), to: Python
 end

@@ -37,9 +37,11 @@ defmodule HexagonTpu.DeviceRuntime do
   Errors are `{:error, message}`: one line.
   """
 
-  alias HexagonTpu.Compiler
+  alias HexagonTpu.Python
 
   @script "hexagon_tpu_runtime.py"
+  # The script runs on the standard library (or pip) alone: no user site-packages.
+  @env [{"PYTHONNOUSERSITE", "1"}]
 
   @type info :: %{
           into: Path.t(),
@@ -64,9 +66,9 @@ defmodule HexagonTpu.DeviceRuntime do
          :ok <- check_dir(dir),
          {:ok, python} <- python(opts[:progress]) do
       args =
-        [Path.join(Compiler.priv_dir(), @script), "overlay", "--into", dir] ++
+        [Path.join(Python.priv_dir(), @script), "overlay", "--into", dir] ++
           Enum.flat_map(archs, &["--htp-arch", to_string(&1)]) ++
-          ["--requirements", Compiler.requirements(), "--cache", Compiler.cache_dir()]
+          ["--requirements", Python.requirements(), "--cache", Python.cache_dir()]
 
       with {:ok, out} <- run(python, args, opts[:progress]) do
         {:ok,
@@ -97,23 +99,23 @@ defmodule HexagonTpu.DeviceRuntime do
 
   # The interpreter that runs the script: it needs pip, nothing else.
   defp python(progress) do
-    case Compiler.python() do
+    case Python.python() do
       {:ok, python} ->
         {:ok, python}
 
       {:error, _} ->
-        with {:ok, python} <- Compiler.system_python() do
-          if match?({_, 0}, cmd(python, ["-m", "pip", "--version"])) do
+        with {:ok, python} <- Python.system_python() do
+          if match?({_, 0}, Python.cmd(python, ["-m", "pip", "--version"], @env)) do
             {:ok, python}
           else
-            with {:ok, setup} <- Compiler.setup(progress: progress), do: {:ok, setup.python}
+            with {:ok, setup} <- Python.setup(progress: progress), do: {:ok, setup.python}
           end
         end
     end
   end
 
   defp run(python, args, progress) do
-    {output, status} = cmd(python, args)
+    {output, status} = Python.cmd(python, args, @env)
     lines = String.split(output, "\n", trim: true)
     for "hexagon_tpu_runtime: info: " <> message <- lines, do: progress.(message)
     errors = for "hexagon_tpu_runtime: error: " <> message <- lines, do: message
@@ -132,11 +134,5 @@ defmodule HexagonTpu.DeviceRuntime do
         _ -> nil
       end
     end)
-  end
-
-  defp cmd(executable, args) do
-    System.cmd(executable, args, stderr_to_stdout: true, env: [{"PYTHONNOUSERSITE", "1"}])
-  rescue
-    error in ErlangError -> {"cannot run #{executable}: #{inspect(error.original)}", 127}
   end
 end

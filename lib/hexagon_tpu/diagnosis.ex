@@ -35,7 +35,7 @@ defmodule HexagonTpu.Diagnosis do
   bounded, and device creation runs under `:timeout`.
   """
 
-  alias HexagonTpu.{Args, Elf, Error, Runtime}
+  alias HexagonTpu.{Args, Elf, Error, Python, Runtime}
 
   defmodule Check do
     @moduledoc "One finding of the doctor (`HexagonTpu.Diagnosis`)."
@@ -67,6 +67,16 @@ defmodule HexagonTpu.Diagnosis do
     # Undocumented, for tests: the function that creates the runtime (Runtime.create/1).
     :create
   ]
+
+  # The checks in the order run/2 returns them (the moduledoc's list, which doctor_test
+  # compares with this): the library checks, the DSP ones, then device creation.
+  @dsp_checks ~w(stub_library dsp_library_path skel_library one_build fastrpc_device cdsprpcd
+                 remote_heap)a
+  @checks [:backend_library, :system_library] ++ @dsp_checks ++ [:device_creation]
+
+  @doc false
+  @spec checks() :: [atom()]
+  def checks, do: @checks
 
   @default_dsp_path "/usr/lib/dsp"
   @max_proc_entries 65_536
@@ -120,15 +130,17 @@ defmodule HexagonTpu.Diagnosis do
             &File.exists?/1
           )
 
-        [
-          library(:stub_library, "stub", stub, machine),
-          dsp_check,
-          skel_library(skel, skel_name, dsp_dirs),
-          if(build_ids?, do: one_build(in_root(root, backend), stub, skel)),
-          fastrpc_device(root),
-          cdsprpcd(root),
-          remote_heap(root)
-        ]
+        by_name = %{
+          stub_library: library(:stub_library, "stub", stub, machine),
+          dsp_library_path: dsp_check,
+          skel_library: skel_library(skel, skel_name, dsp_dirs),
+          one_build: if(build_ids?, do: one_build(in_root(root, backend), stub, skel)),
+          fastrpc_device: fastrpc_device(root),
+          cdsprpcd: cdsprpcd(root),
+          remote_heap: remote_heap(root)
+        }
+
+        Enum.map(@dsp_checks, &Map.fetch!(by_name, &1))
       else
         why =
           case backend_info do
@@ -136,15 +148,7 @@ defmodule HexagonTpu.Diagnosis do
             {:ok, info} -> "the backend is #{Elf.machine_name(info.machine)}, not the device's"
           end
 
-        for name <- [
-              :stub_library,
-              :dsp_library_path,
-              :skel_library,
-              :one_build,
-              :fastrpc_device,
-              :cdsprpcd,
-              :remote_heap
-            ],
+        for name <- @dsp_checks,
             name != :one_build or build_ids?,
             do: ok(name, "not needed: #{why} (no DSP involved)")
       end
@@ -278,8 +282,8 @@ defmodule HexagonTpu.Diagnosis do
     {value, source} =
       cond do
         opts[:dsp_library_path] -> {opts[:dsp_library_path], "the :dsp_library_path option"}
-        env("DSP_LIBRARY_PATH") -> {env("DSP_LIBRARY_PATH"), "DSP_LIBRARY_PATH"}
-        env("ADSP_LIBRARY_PATH") -> {env("ADSP_LIBRARY_PATH"), "ADSP_LIBRARY_PATH"}
+        Python.env("DSP_LIBRARY_PATH") -> {Python.env("DSP_LIBRARY_PATH"), "DSP_LIBRARY_PATH"}
+        Python.env("ADSP_LIBRARY_PATH") -> {Python.env("ADSP_LIBRARY_PATH"), "ADSP_LIBRARY_PATH"}
         true -> {nil, nil}
       end
 
@@ -303,8 +307,6 @@ defmodule HexagonTpu.Diagnosis do
          String.split(value, ";", trim: true)}
     end
   end
-
-  defp env(name), do: System.get_env(name) |> then(&if(&1 in [nil, ""], do: nil, else: &1))
 
   defp skel_library(nil, name, dirs) do
     error(

@@ -47,6 +47,23 @@ defmodule HexagonTpu.Elf do
   def machine_name({:other, n}), do: "ELF machine #{n}"
 
   @doc """
+  The ELF machine of `path`, from its first 20 bytes alone (any class or byte order): what
+  `HexagonTpu.Compiler` checks an SDK's `libQnnHtp.so` with.
+
+  Returns `{:error, message}` (one line) for a file that is missing, not regular or not ELF.
+  """
+  @spec machine(Path.t()) :: {:ok, machine()} | {:error, String.t()}
+  def machine(path) do
+    with_regular_file(path, fn file, size ->
+      case pread(file, 0, min(size, 20)) do
+        {:ok, <<0x7F, "ELF", _::binary-size(14), m::little-16>>} -> {:ok, e_machine(m)}
+        {:ok, _} -> {:error, "not an ELF file"}
+        {:error, _} = error -> error
+      end
+    end)
+  end
+
+  @doc """
   Reads the ELF header, program headers and dynamic section of `path`.
 
   Returns `{:error, message}` (one line) for a file that is missing, not regular, not ELF, or
@@ -181,13 +198,13 @@ defmodule HexagonTpu.Elf do
         <<_::binary-32, phoff::little-64, _::binary-14, phentsize::little-16, phnum::little-16,
           _::binary>> = h
 
-        {:ok, 64, machine(m), phoff, phentsize, phnum}
+        {:ok, 64, e_machine(m), phoff, phentsize, phnum}
 
       1 ->
         <<_::binary-28, phoff::little-32, _::binary-10, phentsize::little-16, phnum::little-16,
           _::binary>> = h
 
-        {:ok, 32, machine(m), phoff, phentsize, phnum}
+        {:ok, 32, e_machine(m), phoff, phentsize, phnum}
 
       _ ->
         {:error, "unknown ELF class #{class}"}
@@ -197,12 +214,12 @@ defmodule HexagonTpu.Elf do
   defp header(<<0x7F, "ELF", _class, 2, _::binary>>), do: {:error, "a big-endian ELF file"}
   defp header(_), do: {:error, "not an ELF file"}
 
-  defp machine(62), do: :x86_64
-  defp machine(183), do: :aarch64
-  defp machine(164), do: :hexagon
-  defp machine(40), do: :arm
-  defp machine(3), do: :x86
-  defp machine(n), do: {:other, n}
+  defp e_machine(62), do: :x86_64
+  defp e_machine(183), do: :aarch64
+  defp e_machine(164), do: :hexagon
+  defp e_machine(40), do: :arm
+  defp e_machine(3), do: :x86
+  defp e_machine(n), do: {:other, n}
 
   defp program_headers(_file, _size, _class, _phoff, _phentsize, 0), do: {:ok, []}
 

@@ -45,6 +45,7 @@ defmodule HexagonTpu.Monitor do
   require Logger
 
   alias HexagonTpu.{Args, Stats, Telemetry}
+  alias HexagonTpu.Stats.Schedulers
 
   @alive [:runtimes_alive, :contexts_alive, :graphs_alive]
   @kinds %{runtimes_alive: :runtime, contexts_alive: :context, graphs_alive: :graph}
@@ -111,7 +112,7 @@ defmodule HexagonTpu.Monitor do
     state = %{
       opts: Map.new(opts),
       msacc_was_on: was_on,
-      msacc: Stats.msacc_snapshot(),
+      msacc: Schedulers.msacc_snapshot(),
       last: nil,
       # Per counter: {consecutive rises, value before the first of them}.
       growth: Map.new(@alive, &{&1, {0, 0}}),
@@ -152,8 +153,8 @@ defmodule HexagonTpu.Monitor do
   defp take_sample(state) do
     native = Stats.native()
     memory = Stats.memory()
-    msacc = Stats.msacc_snapshot()
-    utilization = Stats.utilization(state.msacc, msacc)
+    msacc = Schedulers.msacc_snapshot()
+    utilization = Schedulers.utilization(state.msacc, msacc)
 
     measurements =
       native

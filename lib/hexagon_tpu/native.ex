@@ -341,7 +341,9 @@ defmodule HexagonTpu.Native do
   # log.rs
   def log_forward_to(_pid), do: not_loaded()
 
-  # stats.rs: the names of qnn::Counters's fields (native/hexagon_tpu_nif/qnn/src/counters.rs)
+  # stats.rs: the names of qnn::Counters's fields (native/hexagon_tpu_nif/qnn/src/counters.rs),
+  # the Elixir side's one list of them: stats_test compares it whole with the NIF's and with
+  # the ones `HexagonTpu.Stats.native/0`'s docs describe.
   @counters ~w(runtimes_alive contexts_alive graphs_alive runtimes_created contexts_created
                graphs_created executes execute_errors execute_ns_total execute_ns_last
                release_errors executes_waiting executes_overloaded executes_timed_out
@@ -349,6 +351,8 @@ defmodule HexagonTpu.Native do
                performance_votes_refused profiles_created profiles_alive profile_samples
                profile_errors runtime_jobs_pending log_lines log_dropped)a
   def counters, do: opaque(Map.new(@counters, &{&1, 0}))
+  @doc false
+  def counter_names, do: @counters
   def ledger_live, do: opaque([])
 
   # trace.rs

@@ -26,10 +26,8 @@ defmodule HexagonTpu.Stats do
   logs warnings that name the top creation sites of a growing kind.
   """
 
-  alias HexagonTpu.{Args, Native, Site}
-
-  @alive [:runtimes_alive, :contexts_alive, :graphs_alive]
-  @snapshot_keys @alive ++ [:runtimes_created, :contexts_created, :graphs_created]
+  alias HexagonTpu.Native
+  alias HexagonTpu.Stats.{LeakCheck, Ledger, Schedulers}
 
   @typedoc "The native counters; see `native/0`."
   @type counters :: %{
@@ -170,7 +168,7 @@ defmodule HexagonTpu.Stats do
       ]
   """
   @spec live_by_site() :: [site_count()]
-  def live_by_site, do: by_site(live())
+  defdelegate live_by_site(), to: Ledger, as: :by_site
 
   @doc """
   A report of the live objects and the memory they hold, as text (`IO.puts/1` it): the total;
@@ -196,135 +194,7 @@ defmodule HexagonTpu.Stats do
   once (`live/0`).
   """
   @spec live_report(keyword()) :: String.t()
-  def live_report(opts \\ []) do
-    fun = "HexagonTpu.Stats.live_report/1"
-    opts = Args.keyword!(opts, [top: 10], fun)
-
-    top =
-      case opts[:top] do
-        top when is_integer(top) and top >= 0 -> top
-        other -> Args.type_error!(fun, "the :top option", "a non-negative integer", other)
-      end
-
-    format_report(live(), top)
-  end
-
-  @doc false
-  # The report of `entries` (live/0's), `top` sites one a line.
-  @spec format_report([live_entry()], non_neg_integer()) :: String.t()
-  def format_report(entries, top) do
-    sites =
-      entries
-      |> Enum.group_by(& &1.site)
-      |> Enum.sort_by(fn {site, group} -> {-sum_bytes(group), -length(group), site} end)
-
-    {shown, folded} = Enum.split(sites, top)
-
-    files =
-      entries
-      |> Enum.group_by(&site_file(&1.site))
-      |> Enum.sort_by(fn {file, group} -> {-sum_bytes(group), -length(group), file} end)
-
-    width =
-      [sum_bytes(entries) | Enum.map(files, fn {_, group} -> sum_bytes(group) end)]
-      |> Enum.map(&String.length(thousands(&1)))
-      |> Enum.max()
-
-    amount = fn bytes -> String.pad_leading(thousands(bytes), width) <> " bytes" end
-
-    site_lines =
-      Enum.map(shown, fn {site, group} ->
-        parts =
-          case held_parts(group) do
-            [] ->
-              ""
-
-            parts ->
-              "  [" <> Enum.map_join(parts, ", ", fn {p, n} -> "#{p} #{thousands(n)}" end) <> "]"
-          end
-
-        "  #{amount.(sum_bytes(group))}  #{kinds(group)}  #{site}#{parts}"
-      end)
-
-    folded_line =
-      case folded do
-        [] ->
-          []
-
-        folded ->
-          group = Enum.flat_map(folded, &elem(&1, 1))
-          n = length(folded)
-          ["  #{amount.(sum_bytes(group))}  #{kinds(group)} in #{n} more #{plural(n, "site")}"]
-      end
-
-    file_lines =
-      Enum.map(files, fn {file, group} ->
-        "  #{amount.(sum_bytes(group))}  #{file} (#{length(group)} #{plural(length(group), "object")})"
-      end)
-
-    header =
-      "hexagon_tpu: #{if entries == [], do: "no objects", else: kinds(entries)} alive; " <>
-        "#{thousands(sum_bytes(entries))} bytes held"
-
-    if entries == [] do
-      header
-    else
-      Enum.join(
-        [header, "by creation site, largest first:"] ++
-          site_lines ++ folded_line ++ ["by file:"] ++ file_lines,
-        "\n"
-      )
-    end
-  end
-
-  defp sum_bytes(entries), do: entries |> Enum.map(& &1.bytes) |> Enum.sum()
-
-  # The parts of a group's bytes, in the order they first appear.
-  defp held_parts(entries) do
-    entries
-    |> Enum.flat_map(& &1.held)
-    |> Enum.reduce([], fn {part, n}, acc ->
-      case List.keyfind(acc, part, 0) do
-        nil -> acc ++ [{part, n}]
-        {^part, sum} -> List.keystore(acc, part, 0, {part, sum + n})
-      end
-    end)
-  end
-
-  defp kinds(entries) do
-    counts = Enum.frequencies_by(entries, & &1.kind)
-
-    [:runtime, :context, :graph]
-    |> Enum.filter(&Map.has_key?(counts, &1))
-    |> Enum.map_join(", ", fn kind ->
-      n = counts[kind]
-      "#{n} #{plural(n, Atom.to_string(kind))}"
-    end)
-  end
-
-  defp plural(1, word), do: word
-  defp plural(_, word), do: word <> "s"
-
-  @doc false
-  # The source file of a ledger site.
-  @spec site_file(String.t()) :: String.t()
-  def site_file(site) do
-    cond do
-      match = Regex.run(~r/\(([^()]+?)(?::\d+)?\)$/, site) -> Enum.at(match, 1)
-      match = Regex.run(~r/^(.+):\d+$/, site) -> Enum.at(match, 1)
-      true -> site
-    end
-  end
-
-  defp thousands(n) do
-    n
-    |> Integer.to_string()
-    |> String.reverse()
-    |> String.graphemes()
-    |> Enum.chunk_every(3)
-    |> Enum.map_join(",", &Enum.join/1)
-    |> String.reverse()
-  end
+  defdelegate live_report(opts \\ []), to: Ledger, as: :report
 
   @doc """
   The objects created between two `native/0` snapshots that are still alive now, counted
@@ -344,27 +214,7 @@ defmodule HexagonTpu.Stats do
   `with_leak_check/1`).
   """
   @spec leaked(counters(), counters()) :: [site_count()]
-  def leaked(before, after_) do
-    snapshots!(before, after_, "leaked/2")
-    first = created_total(before)
-    last = created_total(after_)
-
-    live()
-    |> Enum.filter(&(&1.id > first and &1.id <= last and not shared_runtime?(&1)))
-    |> by_site()
-  end
-
-  defp shared_runtime?(entry), do: entry.kind == :runtime and Site.shared_runtime?(entry.site)
-
-  defp created_total(counters),
-    do: counters.runtimes_created + counters.contexts_created + counters.graphs_created
-
-  defp by_site(entries) do
-    entries
-    |> Enum.frequencies_by(&{&1.site, &1.kind})
-    |> Enum.map(fn {{site, kind}, count} -> {site, kind, count} end)
-    |> Enum.sort_by(fn {site, kind, count} -> {-count, site, kind} end)
-  end
+  defdelegate leaked(before, after_), to: LeakCheck
 
   @doc """
   Samples dirty CPU / dirty IO scheduler utilization over `sample_ms` (default 1000) using
@@ -385,28 +235,7 @@ defmodule HexagonTpu.Stats do
   intended one.
   """
   @spec dirty_utilization(pos_integer()) :: utilization()
-  def dirty_utilization(sample_ms \\ 1000)
-
-  def dirty_utilization(sample_ms) when is_integer(sample_ms) and sample_ms > 0 do
-    was_on = :erlang.system_flag(:microstate_accounting, true)
-
-    try do
-      before = msacc_snapshot()
-      Process.sleep(sample_ms)
-      utilization(before, msacc_snapshot())
-    after
-      unless was_on, do: :erlang.system_flag(:microstate_accounting, false)
-    end
-  end
-
-  def dirty_utilization(other) do
-    Args.type_error!(
-      "HexagonTpu.Stats.dirty_utilization/1",
-      "`sample_ms`",
-      "a positive integer (milliseconds)",
-      other
-    )
-  end
+  defdelegate dirty_utilization(sample_ms \\ 1000), to: Schedulers
 
   @doc """
   Memory snapshot relevant to the NIF, in bytes: `:binary` (refc binaries, where output
@@ -435,18 +264,7 @@ defmodule HexagonTpu.Stats do
   hunts, not for a hot path.
   """
   @spec sweep() :: :ok
-  def sweep do
-    # Two passes: a resource term can outlive the first pass in a process collected before
-    # the term's last other holder was (observed in practice with terms that had just been
-    # passed to dirty NIFs).
-    gc_all()
-    gc_all()
-    :ok
-  end
-
-  defp gc_all do
-    for pid <- Process.list(), do: :erlang.garbage_collect(pid)
-  end
+  defdelegate sweep(), to: LeakCheck
 
   @doc """
   Runs `fun`, forces a full GC sweep, and returns `{result, before_stats, after_stats}` of
@@ -479,46 +297,7 @@ defmodule HexagonTpu.Stats do
   `load_model/2` reports only what the model itself left alive.
   """
   @spec with_leak_check((... -> result)) :: {result, counters(), counters()} when result: term()
-  def with_leak_check(fun) when is_function(fun, 0) do
-    before = settle()
-    result = fun.()
-    {result, before, settle()}
-  end
-
-  def with_leak_check(other) do
-    Args.type_error!(
-      "HexagonTpu.Stats.with_leak_check/1",
-      "`fun`",
-      "a function of no arguments",
-      other
-    )
-  end
-
-  # Sweeps until the alive counters stop changing (a resource can also be held for a moment
-  # by a process that is exiting or about to be scheduled), for at most ~50 ms.
-  defp settle(rounds \\ 10, last \\ nil) do
-    sweep()
-    counters = await_runtime_jobs(native(), 5_000)
-    alive = Map.take(counters, @alive)
-
-    cond do
-      alive == last or rounds == 0 ->
-        Map.put(counters, :shared_runtimes, Enum.count(live(), &shared_runtime?/1))
-
-      true ->
-        Process.sleep(5)
-        settle(rounds - 1, alive)
-    end
-  end
-
-  # Frees of garbage-collected objects run on the runtimes' own threads: wait for them.
-  defp await_runtime_jobs(%{runtime_jobs_pending: 0} = counters, _ms_left), do: counters
-  defp await_runtime_jobs(counters, ms_left) when ms_left <= 0, do: counters
-
-  defp await_runtime_jobs(_counters, ms_left) do
-    Process.sleep(1)
-    await_runtime_jobs(native(), ms_left - 1)
-  end
+  defdelegate with_leak_check(fun), to: LeakCheck
 
   @doc """
   The change in each `*_alive` counter between two `native/0` snapshots: all zero when
@@ -529,84 +308,5 @@ defmodule HexagonTpu.Stats do
   `runtimes_alive`.
   """
   @spec alive_diff(counters(), counters()) :: %{atom() => integer()}
-  def alive_diff(before, after_) do
-    snapshots!(before, after_, "alive_diff/2")
-
-    shared =
-      case {before, after_} do
-        {%{shared_runtimes: was}, %{shared_runtimes: now}} -> now - was
-        _ -> 0
-      end
-
-    Map.new(@alive, fn key ->
-      diff = Map.fetch!(after_, key) - Map.fetch!(before, key)
-      {key, if(key == :runtimes_alive, do: diff - shared, else: diff)}
-    end)
-  end
-
-  @doc false
-  # Microstate accounting counters per scheduler thread: %{{type, id} => {busy, total}}.
-  # Empty when accounting is off.
-  @spec msacc_snapshot() :: %{{atom(), non_neg_integer()} => {integer(), integer()}}
-  def msacc_snapshot do
-    case :erlang.statistics(:microstate_accounting) do
-      threads when is_list(threads) ->
-        for %{type: type, id: id, counters: counters} <- threads,
-            type in [:scheduler, :dirty_cpu_scheduler, :dirty_io_scheduler],
-            into: %{} do
-          total = counters |> Map.values() |> Enum.sum()
-          {{type, id}, {total - Map.get(counters, :sleep, 0), total}}
-        end
-
-      _ ->
-        %{}
-    end
-  end
-
-  @doc false
-  # Busy shares per scheduler class between two snapshots. Threads whose counters went
-  # backwards (someone reset them) are left out of the window.
-  @spec utilization(map(), map()) :: utilization()
-  def utilization(before, after_) do
-    deltas =
-      Enum.flat_map(after_, fn {{type, _id} = key, {busy, total}} ->
-        {busy0, total0} = Map.get(before, key, {0, 0})
-
-        if total > total0 and busy >= busy0,
-          do: [{type, {busy - busy0, total - total0}}],
-          else: []
-      end)
-
-    %{
-      dirty_cpu: share(deltas, :dirty_cpu_scheduler),
-      dirty_io: share(deltas, :dirty_io_scheduler),
-      scheduler: share(deltas, :scheduler)
-    }
-  end
-
-  defp share(deltas, type) do
-    {busy, total} =
-      Enum.reduce(deltas, {0, 0}, fn
-        {^type, {b, t}}, {busy, total} -> {busy + b, total + t}
-        _, acc -> acc
-      end)
-
-    if total > 0, do: min(busy / total, 1.0), else: 0.0
-  end
-
-  # Both arguments must be native/0 snapshots (ArgumentError otherwise).
-  defp snapshots!(before, after_, fun) do
-    for {value, what} <- [{before, "`before`"}, {after_, "`after_`"}] do
-      unless is_map(value) and Enum.all?(@snapshot_keys, &is_integer(Map.get(value, &1))),
-        do:
-          Args.type_error!(
-            "HexagonTpu.Stats.#{fun}",
-            what,
-            "a snapshot of HexagonTpu.Stats.native/0",
-            value
-          )
-    end
-
-    :ok
-  end
+  defdelegate alive_diff(before, after_), to: LeakCheck
 end

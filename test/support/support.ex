@@ -195,14 +195,6 @@ defmodule HexagonTpu.Test.Support do
     end
   end
 
-  @doc "Polls `fun` until it returns true (for counters that change on another process's GC)."
-  def eventually(fun, timeout \\ 2_000) do
-    poll(fun, deadline(timeout), fn ->
-      HexagonTpu.Stats.sweep()
-      Process.sleep(10)
-    end)
-  end
-
   @doc """
   Asserts that no runtime, context or graph created between two `Stats.with_leak_check/1`
   snapshots is still alive.
@@ -216,11 +208,28 @@ defmodule HexagonTpu.Test.Support do
     )
   end
 
-  @doc "Polls `fun` every millisecond until it is truthy (true) or `timeout_ms` pass (false)."
-  def wait_until(fun, timeout_ms \\ 5_000),
-    do: poll(fun, deadline(timeout_ms), fn -> Process.sleep(1) end)
+  @doc """
+  Polls `fun` until it is truthy (returns true) or the timeout passes (false).
 
-  defp deadline(timeout_ms), do: System.monotonic_time(:millisecond) + timeout_ms
+  Options: `timeout:` (ms, default 5_000); `sweep:` (default false), a GC sweep
+  (`HexagonTpu.Stats.sweep/0`) between tries, for counters that change only when another
+  process's garbage is collected, and a 10 ms pause between tries instead of 1 ms (a sweep
+  is costly).
+  """
+  def wait_until(fun, opts \\ []) do
+    opts = Keyword.validate!(opts, timeout: 5_000, sweep: false)
+    deadline = System.monotonic_time(:millisecond) + opts[:timeout]
+
+    pause =
+      if opts[:sweep],
+        do: fn ->
+          HexagonTpu.Stats.sweep()
+          Process.sleep(10)
+        end,
+        else: fn -> Process.sleep(1) end
+
+    poll(fun, deadline, pause)
+  end
 
   # true once `fun` is truthy, false once `deadline` has passed; `pause` runs between tries
   defp poll(fun, deadline, pause) do
