@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # The rules ARCHITECTURE.md states, checked: each prints the offending lines and fails.
-#   1. unsafe code lives only in the qnn and qnn_sys crates and in qnn_sim (which implements QNN's C side);
+# (numbered as in ARCHITECTURE.md's "Rules")
+#   1. unsafe code lives only in the qnn and qnn_sys crates and in qnn_sim (which implements
+#      QNN's C side);
 #   2. qnn_sim uses nothing of qnn but the ABI, so it stays an independent oracle of QNN's
 #      behaviour (a misunderstanding in qnn's runtime code cannot leak into the backend that
 #      tests it): it depends on the qnn_sys crate alone, and Cargo refuses any other path;
-#   3. qnn knows neither rustler nor Nx (it is a plain Rust crate that cargo test can link);
-#   5. (rule 4, nothing of Qualcomm's, has no check here) test support does not ship: qnn does not depend on qnn_sim (its tests are qnn_tests),
-#      and qnn::sim_probe / the NIF's sim_probe compile only with the feature test-support;
-#   6. qnn's layers point one way: base → observe → ffi → model → exec → tools (qnn/src/lib.rs).
+#   3. qnn's layers point one way: base → observe → ffi → model → exec → tools (qnn/src/lib.rs).
 #      A module names crate paths by layer (`crate::<layer>::…`, `crate::sys`), never a root
-#      re-export, and never a layer above its own.
+#      re-export, and never a layer above its own; no modules import each other in a circle
+#      (.ci/import_cycles.py);
+#   4. qnn knows neither rustler nor Nx (it is a plain Rust crate that cargo test can link);
+#   6. (rule 5, nothing of Qualcomm's, has no check here) test support does not ship: qnn does
+#      not depend on qnn_sim (its tests are qnn_tests), and qnn::sim_probe / the NIF's
+#      sim_probe compile only with the feature test-support.
 set -euo pipefail
 cd "$(dirname "$0")/../native/hexagon_tpu_nif"
 
@@ -67,6 +71,8 @@ layer_violations() {
   done
 }
 rule "qnn's layers import only downward (base → observe → ffi → model → exec → tools)" "$(layer_violations)"
+
+rule "no modules of qnn import each other in a circle" "$(python3 ../../.ci/import_cycles.py qnn/src)"
 
 rule "no module of qnn/src outside a layer but lib.rs" "$(
   find qnn/src -maxdepth 1 -name '*.rs' ! -name lib.rs | sed 's/$/: not in a layer/'
