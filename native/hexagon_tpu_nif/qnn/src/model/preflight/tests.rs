@@ -478,7 +478,7 @@ fn the_docs_table_is_the_rules() {
         return;
     }
     panic!(
-        "docs/preflight.md's table differs from the rules (preflight/rules.rs, Reason::rule); \
+        "docs/preflight.md's table differs from the rules (base/preflight_rules.rs, Reason::rule); \
          regenerate it with `HEXAGON_TPU_BLESS=1 cargo test -p qnn --lib preflight`:\n{want}"
     );
 }
