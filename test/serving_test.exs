@@ -65,6 +65,8 @@ if Code.ensure_loaded?(Nx) do
     end
 
     test "partitions: one context each, and batches spread over them", ctx do
+      # an earlier test's servings may still be freeing their contexts
+      Support.quiesce()
       alive = Stats.native().contexts_alive
 
       {:ok, serving} = HexagonTpu.Serving.new(ctx.slow_path, runtime: ctx.runtime, partitions: 2)
@@ -128,7 +130,10 @@ if Code.ensure_loaded?(Nx) do
 
     test "distributed: a caller on another node is served by Nx.Serving's distribution", ctx do
       {_, 0} = System.cmd("epmd", ["-daemon"])
-      unless Node.alive?(), do: {:ok, _} = Node.start(:"hexagon_tpu_test@127.0.0.1", :longnames)
+      # a name of this OS process's own: epmd is the machine's, shared with any other test run
+      unless Node.alive?(),
+        do: {:ok, _} = Node.start(:"hexagon_tpu_test_#{System.pid()}@127.0.0.1", :longnames)
+
       # the serving runs on a peer node; this node runs none of its own
       args = Enum.flat_map(:code.get_path(), &[~c"-pa", &1])
 
