@@ -16,7 +16,7 @@ pub enum Kind {
 /// [`Counters::fields`], which lists them by name (what the NIF encodes, so the NIF needs no
 /// edit). Adding a counter is one line here, a `record_*` function below and its call at the
 /// recording site; the Elixir side names the counters too (`HexagonTpu.Native`'s stub list and
-/// `HexagonTpu.Stats`' docs), so those change with it.
+/// `HexagonTpu.Stats`' docs), and `test/stats_test.exs` fails until both name exactly these.
 macro_rules! counters {
     (
         kept { $( $(#[$kept_doc:meta])* $kept:ident, )* }
