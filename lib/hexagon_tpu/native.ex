@@ -341,9 +341,9 @@ defmodule HexagonTpu.Native do
   # log.rs
   def log_forward_to(_pid), do: not_loaded()
 
-  # stats.rs: the names of qnn::Counters's fields (native/hexagon_tpu_nif/qnn/src/observe/counters.rs),
-  # the Elixir side's one list of them: stats_test compares it whole with the NIF's and with
-  # the ones `HexagonTpu.Stats.native/0`'s docs describe.
+  # stats.rs: the names of qnn::Counters's fields (qnn/src/observe/counters.rs), the Elixir
+  # side's one list of them: stats_test compares it whole with the NIF's and with the ones
+  # `HexagonTpu.Stats.native/0`'s docs describe.
   @counters ~w(runtimes_alive contexts_alive graphs_alive runtimes_created contexts_created
                graphs_created executes execute_errors execute_ns_total execute_ns_last
                release_errors executes_waiting executes_overloaded executes_timed_out
