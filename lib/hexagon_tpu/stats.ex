@@ -72,9 +72,10 @@ defmodule HexagonTpu.Stats do
     * `runtimes_created` / `contexts_created` / `graphs_created` - lifetime totals
     * `executes` / `execute_errors` - calls that reached QNN's `graphExecute`, and those of
       them QNN failed (inputs rejected before QNN is called count in neither)
-    * `execute_ns_total` / `execute_ns_last` - time spent in QNN's `graphExecute` alone, in
-      nanoseconds (the whole call, conversions and scheduling included, is the telemetry
-      `duration`)
+    * `execute_ns_total` / `execute_ns_last` - time spent in QNN, in nanoseconds:
+      `graphExecute` alone or, on a context whose executes run in the backend's queue
+      (`async_queue_depth:`), from the submission to QNN's notification, the queue's wait in
+      it (the whole call, conversions and scheduling included, is the telemetry `duration`)
     * `release_errors` - QNN free calls that reported an error (the handle is gone either way)
     * `executes_waiting` - executes queued for a busy graph's turn now;
       `executes_overloaded` - those refused because the queue was at its `max_queued`;
