@@ -94,7 +94,8 @@ defmodule HexagonTpu.ProfileTest do
 
     :ok = Graph.close(g)
 
-    Support.wait_until(fn -> Support.qnn_sim_counters().profiles_live == sim_live end, sweep: true)
+    freed? = fn -> Support.qnn_sim_counters().profiles_live == sim_live end
+    Support.wait_until(freed?, sweep: true)
 
     assert handles() == {sim_created + 2, sim_live, created + 2, alive}
   end
