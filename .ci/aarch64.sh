@@ -432,7 +432,7 @@ predict(Mod) ->
     F32 = fun(Xs) -> << <<X:32/float-little>> || X <- Xs >> end,
     try
         Site = <<"hexagon_tpu_nif_smoke:predict/1">>,
-        %% Loads, closes and busy executes answer by message (HexagonTpu.Native.call/1).
+        %% Loads, closes and busy executes answer by message (HexagonTpu.Native.call/2).
         Call = fun(Nif) ->
                        Tag = make_ref(),
                        case Nif(Tag) of
@@ -442,11 +442,16 @@ predict(Mod) ->
                end,
         {ok, {Runtime, _}} = Call(fun(T) -> Mod:runtime_create(Sim, Sim, error, {default, 300}, Site, T) end),
         {ok, {Context, _Graphs, _Warnings, worker}} =
-            Call(fun(T) -> Mod:context_from_file(Runtime, Model, 1 bsl 31, on, {default, nil}, Site, T) end),
+            Call(fun(T) ->
+                         Load = #{preflight => on, priority => default, async_queue_depth => nil, site => Site},
+                         Mod:context_from_file(Runtime, Model, 1 bsl 31, Load, T)
+                 end),
         {ok, Graph} = Mod:graph_retrieve(Context, <<"smoke">>, Site),
         A = F32([1.0, 2.0, 3.5, 4.0]),
         B = F32([0.5, 0.5, 1.0, 10.0]),
-        Execute = fun(T) -> Mod:graph_execute(Graph, [A, B], [f32, f32], [f32], 64, false, T, nil) end,
+        Options = #{input_modes => [f32, f32], output_modes => [f32], max_queued => 64,
+                    always_queue => false, profile => nil, performance => nil, runtime => Runtime},
+        Execute = fun(T) -> Mod:graph_execute(Graph, [A, B], Options, T) end,
         {ok, {[Sum], Ns}} = Call(Execute),
         Expected = F32([1.5, 2.5, 4.5, 14.0]),
         io:format("smoke: predict -> ~w (graphExecute ~b ns)~n",
