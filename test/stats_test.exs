@@ -7,7 +7,6 @@ defmodule HexagonTpu.StatsTest do
   alias HexagonTpu.{Context, Graph, Runtime, Stats}
   alias HexagonTpu.Test.{Models, Support}
 
-  @alive [:runtimes_alive, :contexts_alive, :graphs_alive]
   @zero %{runtimes_alive: 0, contexts_alive: 0, graphs_alive: 0}
 
   setup_all do
