@@ -14,6 +14,11 @@
 #   6. (rule 5, nothing of Qualcomm's, has no check here) test support does not ship: qnn does
 #      not depend on qnn_sim (its tests are qnn_tests), and qnn::sim_probe / the NIF's
 #      sim_probe compile only with the feature test-support.
+#   7. a call into QNN (the exit permit `exit::enter()`, a raw status `Status(unsafe …)`) is made
+#      in the ffi layer, by its one checked function per call (qnn/src/ffi/calls.rs); the named
+#      exceptions: exec/graph.rs (the execute hot path: ExecuteCall holds the permit across
+#      graphExecute/graphExecuteAsync and the submission's accounting), and, not moved yet,
+#      exec/profile/ (QnnProfile) and exec/perf/ (the HTP perf infrastructure's table).
 set -euo pipefail
 cd "$(dirname "$0")/../native/hexagon_tpu_nif"
 
@@ -86,6 +91,11 @@ rule "qnn knows neither rustler nor Nx" "$(
 
 rule "qnn does not depend on qnn_sim (its integration tests are the qnn_tests crate)" "$(
   grep -n 'qnn_sim' qnn/Cargo.toml | grep -v '^[0-9]*:\s*#' || true
+)"
+
+rule "calls into QNN only in the ffi layer (exceptions: exec/graph.rs, exec/profile/, exec/perf/)" "$(
+  grep -rn --include='*.rs' -E 'exit::enter\(\)|Status\(unsafe' qnn/src |
+    grep -vE '^qnn/src/(ffi/|exec/graph\.rs:|exec/profile/|exec/perf/)' || true
 )"
 
 # Each `mod sim_probe;` must sit right under `#[cfg(feature = "test-support")]`.

@@ -180,15 +180,15 @@ impl ContextCore {
 
 /// Frees a context handle; once exit has begun it is left to the process's end.
 fn free_handle(lib: &BackendLibrary, raw: RawContext, mut alive: Alive) -> Result<()> {
-    let Ok(_in_qnn) = crate::base::exit::enter() else {
-        return Ok(());
-    };
     // SAFETY: the handle came from this backend's contextCreateFromBinary and, having been taken
     // out of its state with no call using it, is freed exactly once.
-    let status = sys::Status(unsafe { (lib.fns.context_free)(raw.0, std::ptr::null_mut()) });
-    alive.release();
-    lib.check("contextFree", status)
-        .inspect_err(|_| counters::record_release_error())
+    match unsafe { lib.context_free(raw.0) } {
+        Err(Error::Exiting) => Ok(()),
+        result => {
+            alive.release();
+            result.inspect_err(|_| counters::record_release_error())
+        }
+    }
 }
 
 impl Drop for ContextCore {
@@ -432,8 +432,6 @@ fn create(
     let lib = &handles.lib;
     let loaded_from: Arc<str> = describe(source.as_deref(), bytes.len()).into();
     let span = trace::span(Phase::CreateFromBinary, &loaded_from);
-    let in_qnn = crate::base::exit::enter()?;
-    let mut handle: sys::Qnn_ContextHandle_t = std::ptr::null_mut();
     // The backend's queue only where it says it executes asynchronously (Qualcomm's x86
     // emulator has the entry but answers "not supported").
     let queue = match options.async_queue_depth {
@@ -468,21 +466,9 @@ fn create(
         config_list.as_ptr()
     };
     // SAFETY: backend/device are live handles of this library, created on this thread; the
-    // config list is NULL or NULL-terminated and outlives the call; the binary is valid for
-    // `len` bytes during the call (QNN copies what it keeps); `handle` is writable.
-    let status = sys::Status(unsafe {
-        (lib.fns.context_create_from_binary)(
-            handles.backend,
-            handles.device,
-            config,
-            bytes.as_ptr().cast(),
-            bytes.len() as u64,
-            &mut handle,
-            std::ptr::null_mut(),
-        )
-    });
-    lib.check("contextCreateFromBinary", status)?;
-    drop(in_qnn);
+    // config list is NULL or NULL-terminated and outlives the call.
+    let handle =
+        unsafe { lib.context_create_from_binary(handles.backend, handles.device, config, bytes) }?;
     drop(span);
     if handle.is_null() {
         return Err(Error::invalid_model(

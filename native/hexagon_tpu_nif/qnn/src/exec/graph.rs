@@ -91,21 +91,16 @@ impl Graph {
             .ok_or_else(not_found)?;
         // Names read from the binary never contain NUL, so a name that matched has none either.
         let c_name = CString::new(name).map_err(|_| not_found())?;
-        let mut handle: sys::Qnn_GraphHandle_t = std::ptr::null_mut();
+        let handle: sys::Qnn_GraphHandle_t;
         {
             let _span = trace::span(Phase::GraphRetrieve, name);
             let context_handle = core.try_handle()?;
-            let _in_qnn = crate::base::exit::enter()?;
-            // SAFETY: the context is live (a `HandleUse` keeps it from being freed); the name is
-            // NUL-terminated; the out-pointer is writable.
-            let status = sys::Status(unsafe {
-                (core.runtime.backend_lib.fns.graph_retrieve)(
-                    *context_handle,
-                    c_name.as_ptr(),
-                    &mut handle,
-                )
-            });
-            core.runtime.backend_lib.check("graphRetrieve", status)?;
+            // SAFETY: the context is live (a `HandleUse` keeps it from being freed).
+            handle = unsafe {
+                core.runtime
+                    .backend_lib
+                    .graph_retrieve(*context_handle, &c_name)
+            }?;
         }
         if handle.is_null() {
             return Err(Error::invalid_model(format!(

@@ -13,7 +13,7 @@ use crate::base::exit;
 use crate::base::sync::lock;
 use crate::exec::perf::{PerfMode, Voter};
 use crate::ffi::loader::BackendLibrary;
-use crate::ffi::log::{self, LogLevel};
+use crate::ffi::log::LogLevel;
 use crate::ffi::platform;
 use crate::ffi::platform::DevicePlatform;
 use crate::observe::counters;
@@ -136,8 +136,6 @@ fn create(
     (mode, idle): (PerfMode, Duration),
 ) -> Result<Handles> {
     let _span = trace::span(Phase::RuntimeHandles, &lib.path.to_string_lossy());
-    let _in_qnn = exit::enter()?;
-    let fns = &lib.fns;
     let mut handles = Handles {
         lib: Arc::clone(lib),
         log: std::ptr::null_mut(),
@@ -147,44 +145,41 @@ fn create(
         voter: None,
         alive: Alive::released(),
     };
-    if let (Some(level), Some(log_create)) = (log_level, fns.log_create) {
+    if let Some(level) = log_level
+        && lib.fns.log_create.is_some()
+    {
         let _span = trace::span(Phase::LogCreate, &lib.path.to_string_lossy());
-        let callback = log::callback_for(lib);
-        // SAFETY: the callback is a `extern "C"` function with QnnLog_Callback_t's signature that
-        // lives for the whole process; `handles.log` is writable.
-        let status = sys::Status(unsafe { log_create(callback, level.raw(), &mut handles.log) });
-        lib.check("logCreate", status)?;
+        if let Some(log) = lib.log_create(level) {
+            handles.log = log?;
+        }
     }
     let backend_span = trace::span(Phase::BackendCreate, &lib.path.to_string_lossy());
-    // SAFETY: `log` is NULL or a live log handle of this library; the out-pointer is valid.
-    let status = sys::Status(unsafe {
-        (fns.backend_create)(handles.log, std::ptr::null(), &mut handles.backend)
-    });
+    // SAFETY: `log` is NULL or a live log handle of this library.
+    let backend = unsafe { lib.backend_create(handles.log) };
     drop(backend_span);
-    if let Err(error) = lib.check("backendCreate", status) {
-        handles.backend = std::ptr::null_mut();
-        let _ = handles.free();
-        return Err(error);
-    }
-    if let (Some(device_create), Some(_)) = (fns.device_create, fns.device_free) {
-        let _span = trace::span(Phase::DeviceCreate, &lib.path.to_string_lossy());
-        // SAFETY: as above; a NULL config asks for the default device.
-        let status = sys::Status(unsafe {
-            device_create(handles.log, std::ptr::null(), &mut handles.device)
-        });
-        if !status.is_ok() {
-            handles.device = std::ptr::null_mut();
-        }
-        // Backends without devices (the CPU backend) answer NOT_SUPPORTED; carry on.
-        if status.code() != sys::QNN_COMMON_ERROR_NOT_SUPPORTED
-            && let Err(error) = lib.check("deviceCreate", status)
-        {
+    match backend {
+        Ok(backend) => handles.backend = backend,
+        Err(error) => {
             let _ = handles.free();
             return Err(error);
         }
-        if !handles.device.is_null() {
-            handles.platform = platform::device(platform::read(lib, handles.log));
+    }
+    let device_span = (lib.fns.device_create.is_some() && lib.fns.device_free.is_some())
+        .then(|| trace::span(Phase::DeviceCreate, &lib.path.to_string_lossy()));
+    // SAFETY: as above.
+    let device = unsafe { lib.device_create(handles.log) };
+    drop(device_span);
+    match device {
+        Some(Ok(device)) => handles.device = device,
+        // Backends without devices (the CPU backend) answer NOT_SUPPORTED; carry on.
+        Some(Err(error)) if error.qnn_code() != Some(sys::QNN_COMMON_ERROR_NOT_SUPPORTED) => {
+            let _ = handles.free();
+            return Err(error);
         }
+        _ => {}
+    }
+    if !handles.device.is_null() {
+        handles.platform = platform::device(platform::read(lib, handles.log));
     }
     // The power config id, and the runtime's mode voted (a refusal fails nothing).
     handles.voter = Some(Voter::create(lib, mode, idle));
@@ -197,46 +192,42 @@ impl Handles {
     /// Frees device, backend and log (the reverse of creation), each at most once.
     /// Once exit has begun nothing is freed: the process's end reclaims the handles.
     pub(crate) fn free(&mut self) -> Result<()> {
-        let Ok(_in_qnn) = exit::enter() else {
+        // Once exit has begun nothing is freed (each free below is refused from then on).
+        if exit::exiting() {
             return Ok(());
-        };
+        }
         let lib = Arc::clone(&self.lib);
         let anything = !(self.device.is_null() && self.backend.is_null() && self.log.is_null());
         let _span = anything.then(|| trace::span(Phase::RuntimeFree, &lib.path.to_string_lossy()));
-        let fns = lib.fns;
         let mut first_error = None;
-        let mut check = |op: &'static str, status: sys::Status| {
-            if let Err(error) = lib.check(op, status) {
+        let mut check = |result: Result<()>| match result {
+            Err(Error::Exiting) => Err(()),
+            Err(error) => {
                 counters::record_release_error();
                 first_error.get_or_insert(error);
+                Ok(())
             }
+            Ok(()) => Ok(()),
         };
         // The power config id goes before the device it was made for.
         if let Some(voter) = self.voter.take() {
             voter.destroy();
         }
         let device = std::mem::replace(&mut self.device, std::ptr::null_mut());
-        if !device.is_null()
-            && let Some(device_free) = fns.device_free
-        {
-            // SAFETY: the device was created on this thread by this library; it was taken out of
-            // `self`, so it is freed exactly once.
-            check("deviceFree", sys::Status(unsafe { device_free(device) }));
+        // SAFETY: the device was created on this thread by this library; it was taken out of
+        // `self`, so it is freed exactly once.
+        if !device.is_null() && check(unsafe { lib.device_free(device) }).is_err() {
+            return Ok(());
         }
         let backend = std::mem::replace(&mut self.backend, std::ptr::null_mut());
-        if !backend.is_null() {
-            // SAFETY: as above, for the backend.
-            check(
-                "backendFree",
-                sys::Status(unsafe { (fns.backend_free)(backend) }),
-            );
+        // SAFETY: as above, for the backend.
+        if !backend.is_null() && check(unsafe { lib.backend_free(backend) }).is_err() {
+            return Ok(());
         }
         let log = std::mem::replace(&mut self.log, std::ptr::null_mut());
-        if !log.is_null()
-            && let Some(log_free) = fns.log_free
-        {
-            // SAFETY: as above, for the log handle.
-            check("logFree", sys::Status(unsafe { log_free(log) }));
+        // SAFETY: as above, for the log handle.
+        if !log.is_null() && check(unsafe { lib.log_free(log) }).is_err() {
+            return Ok(());
         }
         self.alive.release();
         first_error.map_or(Ok(()), Err)

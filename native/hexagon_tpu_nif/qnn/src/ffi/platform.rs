@@ -38,6 +38,11 @@ pub(crate) fn read(
     log: sys::Qnn_LogHandle_t,
 ) -> Option<Result<Vec<HardwareDevice>>> {
     let get = lib.fns.device_get_platform_info?;
+    // Held over the call, the reading of its answer and its free.
+    let _in_qnn = match crate::base::exit::enter() {
+        Ok(in_qnn) => in_qnn,
+        Err(error) => return Some(Err(error)),
+    };
     let mut info: *const sys::QnnDevice_PlatformInfo_t = std::ptr::null();
     // SAFETY: `log` is NULL or a live log handle of this library; the out-pointer is writable.
     let status = sys::Status(unsafe { get(log, &mut info) });

@@ -1,6 +1,5 @@
 //! Reading a context binary's graphs through QnnSystem.
 
-use std::ffi::c_void;
 use std::sync::Arc;
 
 use crate::base::error::{Error, Result};
@@ -75,22 +74,18 @@ struct SystemContext<'a> {
 
 impl Drop for SystemContext<'_> {
     fn drop(&mut self) {
-        // SAFETY: the handle came from this library's systemContextCreate and is freed once.
-        let status = sys::Status(unsafe { (self.library.fns.context_free)(self.handle) });
-        if !status.is_ok() {
-            crate::observe::counters::record_release_error();
+        // SAFETY: the handle came from this library's systemContextCreate and is freed once,
+        // after the last read of its answers. Once exit has begun it is left to the process's end.
+        match unsafe { self.library.system_context_free(self.handle) } {
+            Ok(()) | Err(Error::Exiting) => {}
+            Err(_) => crate::observe::counters::record_release_error(),
         }
     }
 }
 
 /// Reads what QnnSystem says about `binary`: its header fields and every graph.
 pub(crate) fn read_binary(library: &SystemLibrary, binary: &[u8]) -> Result<BinaryMetadata> {
-    // Held until the System context is freed (declared first, dropped last).
-    let _in_qnn = crate::base::exit::enter()?;
-    let mut handle: sys::QnnSystemContext_Handle_t = std::ptr::null_mut();
-    // SAFETY: the out-pointer is valid for a write.
-    sys::Status(unsafe { (library.fns.context_create)(&mut handle) })
-        .ok_or_else(|raw| Error::qnn("systemContextCreate", raw))?;
+    let handle = library.system_context_create()?;
     if handle.is_null() {
         return Err(Error::invalid_model(
             "systemContextCreate returned a NULL handle",
@@ -98,45 +93,12 @@ pub(crate) fn read_binary(library: &SystemLibrary, binary: &[u8]) -> Result<Bina
     }
     let context = SystemContext { library, handle };
 
-    let mut info: *const QnnSystemContext_BinaryInfo_t = std::ptr::null();
-    let size = binary.len() as u64;
     // The deprecated entry takes a mutable buffer, so it gets a copy it may scribble on. The
     // answer may point into that buffer, so the copy lives until the answer has been read.
     let mut copy: Vec<u8> = Vec::new();
-    let status = sys::Status(
-        match (
-            library.fns.context_get_metadata,
-            library.fns.context_get_binary_info,
-        ) {
-            (Some(get_metadata), _) => {
-                // SAFETY: the buffer is valid for `size` bytes for the duration of the call; the
-                // result stays owned by the System context, which outlives its use below.
-                unsafe { get_metadata(context.handle, binary.as_ptr().cast(), size, &mut info) }
-            }
-            (None, Some(get_binary_info)) => {
-                copy.extend_from_slice(binary);
-                let mut info_size = 0u64;
-                // SAFETY: the copy is valid for `size` bytes and lives until the answer has been
-                // read below; the System context owns the rest of the answer.
-                unsafe {
-                    get_binary_info(
-                        context.handle,
-                        copy.as_mut_ptr().cast::<c_void>(),
-                        size,
-                        &mut info,
-                        &mut info_size,
-                    )
-                }
-            }
-            (None, None) => {
-                return Err(Error::Internal {
-                    message: "the System library has no metadata entry (the loader requires one)"
-                        .into(),
-                });
-            }
-        },
-    );
-    status.ok_or_else(|raw| Error::qnn("systemContextGetMetaData", raw))?;
+    // SAFETY: the System context is live (freed when `context` drops, after the answer is read);
+    // `copy` is not touched until the answer has been read.
+    let info = unsafe { library.system_context_binary_info(context.handle, binary, &mut copy) }?;
     if info.is_null() {
         return Err(Error::invalid_model("QnnSystem returned no binary info"));
     }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use crate::base::error::{Error, Result};
 use crate::base::version::Version;
 use crate::ffi::loader;
-use crate::ffi::log::{self, LogLevel};
+use crate::ffi::log::LogLevel;
 use crate::ffi::platform;
 pub use crate::ffi::platform::HardwareDevice;
 use crate::model::metadata::{self, BinaryInfo};
@@ -95,66 +95,50 @@ pub struct BackendProbe {
 /// `logCreate` (if `log_level` is given), `backendCreate`, `deviceGetPlatformInfo` and
 /// `deviceCreate`, then frees what was created (device, backend, log). The library's own
 /// messages for failures are in the errors, as everywhere in this crate; its log goes where a
-/// runtime's does ([`log::set_sink`]).
+/// runtime's does ([`log::set_sink`](crate::ffi::log::set_sink)).
 ///
 /// Every handle is created and freed on the calling thread (QNN ties device handles to the
 /// thread that created them).
 pub fn probe_backend(path: &Path, log_level: Option<LogLevel>) -> Result<BackendProbe> {
     let lib = loader::backend(path)?;
     let library = backend_library(path)?;
-    // Held for the whole probe: exit waits for it rather than tear QNN down under it.
-    let _in_qnn = crate::base::exit::enter()?;
-    let fns = lib.fns;
-    let mut log: sys::Qnn_LogHandle_t = std::ptr::null_mut();
-    let log_create = match (log_level, fns.log_create) {
-        (Some(level), Some(log_create)) => {
-            // The runtime's own callback, so QNN's messages reach the log sink, not stdout.
-            let callback = log::callback_for(&lib);
-            // SAFETY: the callback is an `extern "C"` function with QnnLog_Callback_t's signature
-            // that lives for the whole process; `log` is writable.
-            let status = sys::Status(unsafe { log_create(callback, level.raw(), &mut log) });
-            if !status.is_ok() {
-                log = std::ptr::null_mut();
-            }
-            Some(lib.check("logCreate", status))
-        }
-        _ => None,
-    };
-
-    let mut backend: sys::Qnn_BackendHandle_t = std::ptr::null_mut();
-    // SAFETY: `log` is NULL or a live log handle of this library; the out-pointer is valid.
-    let status = sys::Status(unsafe { (fns.backend_create)(log, std::ptr::null(), &mut backend) });
-    if !status.is_ok() {
-        backend = std::ptr::null_mut();
+    // Each call takes its own permit: once exit has begun the rest of the probe is refused.
+    if crate::base::exit::exiting() {
+        return Err(Error::Exiting);
     }
-    let backend_create = lib.check("backendCreate", status);
+    let mut log: sys::Qnn_LogHandle_t = std::ptr::null_mut();
+    // The runtime's own callback, so QNN's messages reach the log sink, not stdout.
+    let log_create = log_level
+        .and_then(|level| lib.log_create(level))
+        .map(|created| created.map(|handle| log = handle));
+
+    // SAFETY: `log` is NULL or a live log handle of this library.
+    let backend_create = unsafe { lib.backend_create(log) };
+    let backend = *backend_create.as_ref().unwrap_or(&std::ptr::null_mut());
+    let backend_create = backend_create.map(|_| ());
 
     let device_platform_info = platform::read(&lib, log);
 
-    let mut device: sys::Qnn_DeviceHandle_t = std::ptr::null_mut();
-    let device_create = match (fns.device_create, fns.device_free) {
-        (Some(device_create), Some(_)) => {
-            // SAFETY: as for backendCreate; a NULL config asks for the default device.
-            let status = sys::Status(unsafe { device_create(log, std::ptr::null(), &mut device) });
-            if !status.is_ok() {
-                device = std::ptr::null_mut();
-            }
-            Some(lib.check("deviceCreate", status))
-        }
-        _ => None,
+    // SAFETY: as for backendCreate.
+    let device_create = unsafe { lib.device_create(log) };
+    let device = match &device_create {
+        Some(Ok(device)) => *device,
+        _ => std::ptr::null_mut(),
     };
+    let device_create = device_create.map(|created| created.map(|_| ()));
 
-    if let (false, Some(device_free)) = (device.is_null(), fns.device_free) {
+    // The frees' failures are not the probe's answer (they are counted nowhere, as before).
+    if !device.is_null() {
         // SAFETY: created above by this library, on this thread, and freed once.
-        unsafe { device_free(device) };
+        let _ = unsafe { lib.device_free(device) };
     }
     if !backend.is_null() {
         // SAFETY: as above.
-        unsafe { (fns.backend_free)(backend) };
+        let _ = unsafe { lib.backend_free(backend) };
     }
-    if let (false, Some(log_free)) = (log.is_null(), fns.log_free) {
+    if !log.is_null() {
         // SAFETY: as above.
-        unsafe { log_free(log) };
+        let _ = unsafe { lib.log_free(log) };
     }
     Ok(BackendProbe {
         library,
