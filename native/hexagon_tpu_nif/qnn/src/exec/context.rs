@@ -436,7 +436,7 @@ fn create(
     // emulator has the entry but answers "not supported").
     let queue = match options.async_queue_depth {
         Some(depth)
-            if lib.fns.graph_execute_async.is_some()
+            if lib.has_execute_async()
                 && lib.has_capability(sys::QNN_PROPERTY_GRAPH_SUPPORT_ASYNC_EXECUTION) =>
         {
             ExecuteQueue::Backend { depth }

@@ -12,6 +12,7 @@ use crate::exec::context::{Context, ContextCore, ExecuteQueue, OwnedHandleUse};
 use crate::exec::profile::{self, Profiler};
 pub use crate::exec::turn::QueuePolicy;
 use crate::exec::turn::{Queued, Taken, TurnGuard, TurnSlot};
+use crate::ffi::calls::execute::TensorArrays;
 use crate::model::buffers;
 use crate::model::metadata::{GraphInfo, GraphMetadata};
 use crate::observe::counters;
@@ -288,28 +289,23 @@ impl Turn<'_> {
         #[cfg(feature = "test-support")]
         crate::observe::hooks::panic_if_armed();
         let state = graph.state.get()?;
-        let AsyncTensors {
-            inputs: raw_inputs,
-            outputs: mut raw_outputs,
-        } = self.tensors(inputs, outputs);
+        let mut tensors = self.tensors(inputs, outputs);
         let lib = &state.context.runtime.backend_lib;
         let profiling = graph.profiler.begin(&state.context.runtime, level)?;
         let (call, in_call) = ExecuteCall::begin(graph, Arc::clone(&state))?;
         // SAFETY: the graph handle is live (the call's `OwnedHandleUse` holds its context), and
         // holding the turn (`self`) serializes every execute on the handle. The tensor arrays
         // describe buffers of the metadata's sizes (the caller's contract), outlive the call,
-        // and outputs are exclusively borrowed.
-        let status = sys::Status(unsafe {
-            (lib.fns.graph_execute)(
+        // and outputs are exclusively borrowed. The profile handle is the graph's, used by this
+        // execute alone.
+        let status = unsafe {
+            lib.graph_execute(
+                &in_call.in_qnn,
                 state.handle,
-                raw_inputs.as_ptr(),
-                raw_inputs.len() as u32,
-                raw_outputs.as_mut_ptr(),
-                raw_outputs.len() as u32,
+                tensors.arrays(),
                 profiling.as_ref().map_or(std::ptr::null_mut(), |p| p.raw()),
-                std::ptr::null_mut(),
             )
-        });
+        };
         let started = call.started;
         // Checked in QNN still: a failure's text is asked of the library.
         let report = call.answered("graphExecute", status)?;
@@ -357,18 +353,13 @@ impl Turn<'_> {
     ) {
         let graph = self.graph;
         let started = graph.state.get().and_then(|state| {
-            let execute_async = state.context.runtime.backend_lib.fns.graph_execute_async;
-            let execute_async = execute_async.ok_or_else(|| Error::Internal {
-                message: "the backend has no graphExecuteAsync".into(),
-            })?;
-            let (call, in_call) = ExecuteCall::begin(graph, state)?;
-            Ok((execute_async, call, in_call))
+            let (call, in_call) = ExecuteCall::begin(graph, Arc::clone(&state))?;
+            Ok((state, call, in_call))
         });
-        let (execute_async, call, in_call) = match started {
+        let (state, call, in_call) = match started {
             Ok(started) => started,
             Err(error) => return done(Err(error)),
         };
-        let handle = call.state.handle;
         let call = Box::into_raw(Box::new(AsyncCall {
             tensors,
             call,
@@ -376,27 +367,27 @@ impl Turn<'_> {
         }));
         // SAFETY: the graph handle is live (the call's owned use keeps its context); holding the
         // turn orders the submissions. `call` owns the tensor arrays and is leaked to QNN until
-        // the notification takes it back (`notify`), or until the call fails below, when QNN will
-        // not notify; the buffers behind the tensors are the caller's contract.
-        let status = sys::Status(unsafe {
-            execute_async(
-                handle,
-                (*call).tensors.inputs.as_ptr(),
-                (*call).tensors.inputs.len() as u32,
-                (*call).tensors.outputs.as_mut_ptr(),
-                (*call).tensors.outputs.len() as u32,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                Some(notify),
+        // the notification takes it back (`notify`, which accepts it), or until the call fails
+        // below, when QNN will not notify; the buffers behind the tensors are the caller's
+        // contract.
+        let submitted = unsafe {
+            state.context.runtime.backend_lib.graph_execute_async(
+                &in_call.in_qnn,
+                state.handle,
+                (*call).tensors.arrays(),
+                notify,
                 call.cast(),
             )
-        });
-        if status.is_ok() {
+        };
+        if matches!(submitted, Ok(status) if status.is_ok()) {
             return;
         }
-        // SAFETY: QNN refused the call and will not notify: `call` is still ours.
+        // SAFETY: nothing was queued, so QNN will not notify: `call` is still ours.
         let AsyncCall { call, done, .. } = *unsafe { Box::from_raw(call) };
-        let error = call.refused("graphExecuteAsync", status);
+        let error = match submitted {
+            Ok(status) => call.refused("graphExecuteAsync", status),
+            Err(error) => Err(error),
+        };
         drop(in_call);
         done(error);
     }
@@ -416,6 +407,19 @@ pub(crate) struct AsyncTensors {
 // SAFETY: plain C descriptions whose data pointers point into buffers the execute's owner keeps
 // (see `Turn::execute_async_unchecked`); nothing here is tied to a thread.
 unsafe impl Send for AsyncTensors {}
+
+impl AsyncTensors {
+    /// The arrays QNN is given (pointers into `self`, valid while it is neither moved nor
+    /// dropped).
+    fn arrays(&mut self) -> TensorArrays {
+        TensorArrays {
+            inputs: self.inputs.as_ptr(),
+            num_inputs: self.inputs.len() as u32,
+            outputs: self.outputs.as_mut_ptr(),
+            num_outputs: self.outputs.len() as u32,
+        }
+    }
+}
 
 /// One execute in QNN, synchronous (`graphExecute`) or in the backend's queue
 /// (`graphExecuteAsync`): its accounting, written once for both. [`ExecuteCall::begin`] takes a
@@ -438,7 +442,7 @@ impl ExecuteCall {
         let (_, in_use) = state.context.try_handle_owned()?;
         let in_call = InCall {
             _span: trace::span(Phase::GraphExecute, graph.name()),
-            _in_qnn: crate::base::exit::enter()?,
+            in_qnn: crate::base::exit::enter()?,
         };
         let call = ExecuteCall {
             state,
@@ -474,7 +478,7 @@ impl ExecuteCall {
 /// and the permit to be in QNN.
 struct InCall {
     _span: trace::Span,
-    _in_qnn: crate::base::exit::InQnn,
+    in_qnn: crate::base::exit::InQnn,
 }
 
 /// An execute in the backend's asynchronous queue: what must live until QNN notifies it.

@@ -146,7 +146,7 @@ fn create(
         alive: Alive::released(),
     };
     if let Some(level) = log_level
-        && lib.fns.log_create.is_some()
+        && lib.has_log()
     {
         let _span = trace::span(Phase::LogCreate, &lib.path.to_string_lossy());
         if let Some(log) = lib.log_create(level) {
@@ -164,7 +164,8 @@ fn create(
             return Err(error);
         }
     }
-    let device_span = (lib.fns.device_create.is_some() && lib.fns.device_free.is_some())
+    let device_span = lib
+        .has_device()
         .then(|| trace::span(Phase::DeviceCreate, &lib.path.to_string_lossy()));
     // SAFETY: as above.
     let device = unsafe { lib.device_create(handles.log) };

@@ -67,111 +67,6 @@ pub(crate) struct BackendLibrary {
     _library: Library,
 }
 
-impl BackendLibrary {
-    /// The backend's own API version, from backendGetApiVersion when the library implements it
-    /// (the negotiated provider's otherwise).
-    pub(crate) fn api_version(&self) -> Version {
-        if let (Some(get_api_version), Ok(_in_qnn)) =
-            (self.fns.backend_get_api_version, crate::base::exit::enter())
-        {
-            let mut reported = sys::Qnn_ApiVersion_t::default();
-            // SAFETY: the out-pointer is valid for a write of a `Qnn_ApiVersion_t`.
-            if unsafe { get_api_version(&mut reported) } == 0 {
-                return reported.backendApiVersion.into();
-            }
-        }
-        self.backend_api
-    }
-
-    /// `backendGetBuildId`, or `""` when the library has none.
-    pub(crate) fn build_id(&self) -> String {
-        let (Some(get_build_id), Ok(_in_qnn)) =
-            (self.fns.backend_get_build_id, crate::base::exit::enter())
-        else {
-            return String::new();
-        };
-        let mut s: *const c_char = std::ptr::null();
-        // SAFETY: the out-pointer is valid; the returned string is owned by the library.
-        if unsafe { get_build_id(&mut s) } != 0 || s.is_null() {
-            return String::new();
-        }
-        // SAFETY: a non-NULL build id is a NUL-terminated string owned by the library.
-        unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
-    }
-
-    /// Whether the library says it has `property` (`propertyHasCapability` answers success);
-    /// `false` without the entry, and once exit has begun.
-    pub(crate) fn has_capability(&self, property: u32) -> bool {
-        self.fns.property_has_capability.is_some_and(|has| {
-            let Ok(_in_qnn) = crate::base::exit::enter() else {
-                return false;
-            };
-            // SAFETY: a table entry of the loaded library, taking a key by value.
-            sys::Status(unsafe { has(property) }).is_ok()
-        })
-    }
-
-    /// `Ok(())` when the call `op` succeeded, else its error (see [`BackendLibrary::error`]).
-    pub(crate) fn check(&self, op: &'static str, status: sys::Status) -> Result<()> {
-        status.ok_or_else(|raw| self.error(op, raw))
-    }
-
-    /// The error for a failed call `op` through this library's table: the code, its header
-    /// name and the library's own text for it (`errorGetMessage`, and `errorGetVerboseMessage`
-    /// where it answers). Every failed backend call is reported through this.
-    pub(crate) fn error(&self, op: &'static str, status: sys::Qnn_ErrorHandle_t) -> Error {
-        let mut error = Error::qnn(op, status);
-        if let Error::Qnn { detail, name, .. } = &mut error {
-            // The HTP's messages repeat the name ("QNN_COMMON_ERROR_GENERAL: General error, ...").
-            *detail = self.error_text(status).map(|text| {
-                match text.strip_prefix(*name).and_then(|t| t.strip_prefix(':')) {
-                    Some(rest) if !rest.trim().is_empty() => rest.trim().to_string(),
-                    _ => text,
-                }
-            });
-        }
-        error
-    }
-
-    /// What the library says about a failed call: `errorGetMessage`'s text and, where the
-    /// library implements it, `errorGetVerboseMessage`'s (when it adds something), or `None`
-    /// when it says nothing. (The HTP answers the verbose call with NOT_SUPPORTED unless the
-    /// backend was created with detailed error reporting.)
-    fn error_text(&self, status: sys::Qnn_ErrorHandle_t) -> Option<String> {
-        let mut parts: Vec<String> = Vec::new();
-        if let Some(get_message) = self.fns.error_get_message {
-            let mut message: *const c_char = std::ptr::null();
-            // SAFETY: the out-pointer is writable; the message is static in the library.
-            if unsafe { get_message(status, &mut message) } == 0 {
-                // SAFETY: NULL or a NUL-terminated string owned by the library.
-                parts.push(unsafe { lossy_string(message) });
-            }
-        }
-        if let (Some(get_verbose), Some(free_verbose)) = (
-            self.fns.error_get_verbose_message,
-            self.fns.error_free_verbose_message,
-        ) {
-            let mut message: *const c_char = std::ptr::null();
-            // SAFETY: the out-pointer is writable; the message is the library's until freed.
-            if unsafe { get_verbose(status, &mut message) } == 0 && !message.is_null() {
-                // SAFETY: a non-NULL verbose message is a NUL-terminated string, valid until
-                // freed below.
-                parts.push(unsafe { lossy_string(message) });
-                // SAFETY: `message` came from errorGetVerboseMessage and is freed once; it is
-                // not used afterwards (its text was copied above).
-                unsafe { free_verbose(message) };
-            }
-        }
-        let mut parts: Vec<String> = parts
-            .into_iter()
-            .map(|p| p.trim().to_string())
-            .filter(|p| !p.is_empty())
-            .collect();
-        parts.dedup();
-        (!parts.is_empty()).then(|| parts.join(": "))
-    }
-}
-
 /// The functions the runtime calls in `libQnnSystem.so`.
 #[derive(Clone, Copy)]
 pub(crate) struct SystemFns {
@@ -285,7 +180,7 @@ fn choose(offered: &[Version], min: Version) -> Option<usize> {
 
 /// # Safety
 /// `s` must be NULL or a NUL-terminated string that lives as long as the library.
-unsafe fn lossy_string(s: *const c_char) -> String {
+pub(crate) unsafe fn lossy_string(s: *const c_char) -> String {
     if s.is_null() {
         return String::new();
     }

@@ -53,7 +53,7 @@ pub fn backend_library(path: &Path) -> Result<BackendLibraryInfo> {
         core_api: lib.core_api,
         backend_api: lib.api_version(),
         build_id: lib.build_id(),
-        has_execute_async: lib.fns.graph_execute_async.is_some(),
+        has_execute_async: lib.has_execute_async(),
     })
 }
 

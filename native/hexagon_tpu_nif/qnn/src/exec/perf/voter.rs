@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 use super::idle::*;
 use super::mode::*;
 use super::power::*;
-use crate::base::error::Result;
-use crate::base::exit;
+use crate::base::error::{Error, Result};
 use crate::base::sync::lock;
+use crate::ffi::calls::perf::PerfInfrastructure;
 use crate::ffi::loader::BackendLibrary;
 use crate::ffi::log::{self, LogLevel};
 use crate::observe::counters;
@@ -36,7 +36,7 @@ impl Desire {
 
 /// What was voted: held while a vote is sent.
 pub(super) struct Voted {
-    fns: Option<PerfFns>,
+    fns: Option<PerfInfrastructure>,
     /// The power config id; `None` when there is none (no infrastructure, creation refused, or
     /// destroyed with the runtime).
     id: Option<u32>,
@@ -97,7 +97,7 @@ impl Voter {
         });
         {
             let mut voted = lock(&voter.voted);
-            match infrastructure(lib) {
+            match lib.perf_infrastructure() {
                 Ok(fns) => {
                     voted.fns = Some(fns);
                     match voter.create_id(&fns) {
@@ -113,14 +113,8 @@ impl Voter {
         voter
     }
 
-    fn create_id(&self, fns: &PerfFns) -> std::result::Result<u32, String> {
-        let _in_qnn = exit::enter().map_err(|e| e.to_string())?;
-        let mut id = 0u32;
-        // SAFETY: the out-pointer is valid for a write of a u32; device 0, core 0 as ORT.
-        let status = sys::Status(unsafe { (fns.create)(0, 0, &mut id) });
-        self.lib
-            .check("createPowerConfigId", status)
-            .map(|()| id)
+    fn create_id(&self, fns: &PerfInfrastructure) -> std::result::Result<u32, String> {
+        fns.create_power_config_id(&self.lib)
             .map_err(|e| e.to_string())
     }
 
@@ -208,17 +202,16 @@ impl Voter {
             }
             return;
         };
-        let Ok(_in_qnn) = exit::enter() else {
-            return;
-        };
         let Some(dcvs_v3) = mode.dcvs_v3(id) else {
             // Default: withdraw whatever is in force by giving the id back and taking a new one,
             // so the DSP runs at its own clocks as before any vote.
             if voted.record.is_some() || voted.polling != 0 {
-                // SAFETY: `id` was created by this library and not destroyed.
-                let status = sys::Status(unsafe { (fns.destroy)(id) });
-                counters::record_performance_vote(!status.is_ok());
-                if let Err(error) = self.lib.check("destroyPowerConfigId", status) {
+                // SAFETY: `id` was created by this infrastructure and not destroyed.
+                let destroyed = unsafe { fns.destroy_power_config_id(&self.lib, id) };
+                let Some(destroyed) = counted(destroyed) else {
+                    return;
+                };
+                if let Err(error) = destroyed {
                     self.refused(voted, &error.to_string());
                 }
                 voted.record = None;
@@ -235,12 +228,17 @@ impl Voter {
         };
         let polling = mode.rpc_polling_time();
         let (dcvs, polling_config) = (dcvs_config(dcvs_v3), polling_config(polling));
-        let mut list: Vec<*const sys::QnnHtpPerfInfrastructure_PowerConfig_t> = vec![&dcvs];
-        if polling != voted.polling {
-            list.push(&polling_config);
-        }
-        list.push(std::ptr::null());
-        match self.send(&fns, id, &list) {
+        let configs: &[&sys::QnnHtpPerfInfrastructure_PowerConfig_t] = if polling != voted.polling {
+            &[&dcvs, &polling_config]
+        } else {
+            &[&dcvs]
+        };
+        // SAFETY: `id` was created by this infrastructure and not destroyed.
+        let sent = unsafe { fns.set_power_config(&self.lib, id, configs) };
+        let Some(sent) = counted(sent) else {
+            return;
+        };
+        match sent {
             Ok(()) => {
                 voted.polling = polling;
                 voted.record = Some(Vote {
@@ -249,24 +247,8 @@ impl Voter {
                     rpc_polling_time: polling,
                 });
             }
-            Err(why) => self.refused(voted, &why),
+            Err(error) => self.refused(voted, &error.to_string()),
         }
-    }
-
-    /// One `setPowerConfig`, counted.
-    fn send(
-        &self,
-        fns: &PerfFns,
-        id: u32,
-        list: &[*const sys::QnnHtpPerfInfrastructure_PowerConfig_t],
-    ) -> std::result::Result<(), String> {
-        // SAFETY: `list` is a NULL-terminated array of pointers to configs that outlive the
-        // call; `id` is a live power config id of this library.
-        let status = sys::Status(unsafe { (fns.set_power_config)(id, list.as_ptr()) });
-        counters::record_performance_vote(!status.is_ok());
-        self.lib
-            .check("setPowerConfig", status)
-            .map_err(|e| e.to_string())
     }
 
     /// A vote that could not be made: logged once per runtime (counted by the caller).
@@ -291,14 +273,11 @@ impl Voter {
         let (Some(fns), Some(id), Some(record)) = (voted.fns, voted.id, voted.record) else {
             return Ok(false);
         };
-        let _in_qnn = exit::enter()?;
         let dcvs = dcvs_config(record.dcvs_v3);
         let polling = polling_config(record.rpc_polling_time);
-        let list = [&raw const dcvs, &raw const polling, std::ptr::null()];
-        // SAFETY: as in `send`.
-        let status = sys::Status(unsafe { (fns.set_power_config)(id, list.as_ptr()) });
-        counters::record_performance_vote(!status.is_ok());
-        self.lib.check("setPowerConfig", status)?;
+        // SAFETY: `id` was created by this infrastructure and not destroyed.
+        let sent = unsafe { fns.set_power_config(&self.lib, id, &[&dcvs, &polling]) };
+        counted(sent).unwrap_or(Err(Error::Exiting))?;
         Ok(true)
     }
 
@@ -330,13 +309,12 @@ impl Voter {
         let (Some(fns), Some(id)) = (voted.fns, id) else {
             return;
         };
-        let Ok(_in_qnn) = exit::enter() else {
-            return;
-        };
-        // SAFETY: `id` was created by this library and is destroyed once (taken out above).
-        let status = sys::Status(unsafe { (fns.destroy)(id) });
-        if self.lib.check("destroyPowerConfigId", status).is_err() {
-            counters::record_release_error();
+        // SAFETY: `id` was created by this infrastructure and is destroyed once (taken out
+        // above).
+        match unsafe { fns.destroy_power_config_id(&self.lib, id) } {
+            // Skipped once exit has begun.
+            Ok(()) | Err(Error::Exiting) => {}
+            Err(_) => counters::record_release_error(),
         }
     }
 
@@ -362,4 +340,14 @@ impl Voter {
         self.settle();
         None
     }
+}
+
+/// A vote's outcome, counted in the counters (sent, or refused); `None` when it was not sent
+/// because exit has begun, which is no vote.
+fn counted(result: Result<()>) -> Option<Result<()>> {
+    if matches!(result, Err(Error::Exiting)) {
+        return None;
+    }
+    counters::record_performance_vote(result.is_err());
+    Some(result)
 }

@@ -4,7 +4,8 @@
 use std::ffi::{CStr, c_char};
 
 use crate::base::error::{Error, Result};
-use crate::ffi::loader::{BackendLibrary, ProfileFns};
+use crate::ffi::calls::profile::EventIds;
+use crate::ffi::loader::BackendLibrary;
 use crate::sys;
 
 use super::types::*;
@@ -19,8 +20,7 @@ const MAX_IDENTIFIER: usize = 1024;
 /// # Safety
 /// `ids` must point to `count` ids (or `count` be 0).
 pub(super) unsafe fn id_slice<'a>(
-    ids: *const sys::QnnProfile_EventId_t,
-    count: u32,
+    (ids, count): EventIds,
     op: &str,
 ) -> Result<&'a [sys::QnnProfile_EventId_t]> {
     if count == 0 {
@@ -37,7 +37,6 @@ pub(super) unsafe fn id_slice<'a>(
 
 pub(super) struct Reader<'a> {
     pub(super) lib: &'a BackendLibrary,
-    pub(super) fns: ProfileFns,
     pub(super) extended: bool,
     pub(super) events: usize,
 }
@@ -54,13 +53,10 @@ impl Reader<'_> {
             });
         }
         let mut event = self.data(id)?;
-        let mut subs: *const sys::QnnProfile_EventId_t = std::ptr::null();
-        let mut count = 0u32;
-        // SAFETY: `id` is an event of a live handle; out-pointers writable.
-        let status = sys::Status(unsafe { (self.fns.get_sub_events)(id, &mut subs, &mut count) });
-        self.lib.check("profileGetSubEvents", status)?;
-        // SAFETY: QNN returned `count` ids at `subs`, valid until the handle is freed.
-        let subs = unsafe { id_slice(subs, count, "profileGetSubEvents")? };
+        // SAFETY: `id` is an event of a live handle.
+        let subs = unsafe { self.lib.profile_sub_events(id)? };
+        // SAFETY: QNN answered with ids valid until the handle is freed.
+        let subs = unsafe { id_slice(subs, "profileGetSubEvents")? };
         event.sub_events = subs
             .iter()
             .map(|&sub| self.event(sub, depth + 1))
@@ -69,11 +65,12 @@ impl Reader<'_> {
     }
 
     fn data(&self, id: sys::QnnProfile_EventId_t) -> Result<Event> {
-        if let (true, Some(get)) = (self.extended, self.fns.get_extended_event_data) {
-            let mut data = sys::QnnProfile_ExtendedEventData_t::zeroed();
-            // SAFETY: `id` is an event of a live handle; `data` is writable.
-            let status = sys::Status(unsafe { get(id, &mut data) });
-            self.lib.check("profileGetExtendedEventData", status)?;
+        // SAFETY: `id` is an event of a live handle.
+        let extended = self
+            .extended
+            .then(|| unsafe { self.lib.profile_extended_event_data(id) });
+        if let Some(Some(data)) = extended {
+            let data = data?;
             if data.version == sys::QNN_PROFILE_DATA_VERSION_1 {
                 let v1 = data.v1;
                 let unit = Unit::from_raw(v1.unit);
@@ -94,10 +91,8 @@ impl Reader<'_> {
                 });
             }
         }
-        let mut data = sys::QnnProfile_EventData_t::default();
         // SAFETY: as above.
-        let status = sys::Status(unsafe { (self.fns.get_event_data)(id, &mut data) });
-        self.lib.check("profileGetEventData", status)?;
+        let data = unsafe { self.lib.profile_event_data(id)? };
         Ok(Event {
             kind: data.type_,
             unit: Unit::from_raw(data.unit),

@@ -1,30 +1,56 @@
-//! One checked function per QNN call of the backend and System libraries: each takes the exit
-//! permit ([`crate::base::exit::enter`], [`Error::Exiting`] once exit has begun), makes the call
-//! and turns a failed status into the library's error. Callers outside this layer never touch a
-//! function pointer or a raw status.
-//!
-//! A function whose soundness depends on handles or buffers the caller holds is an `unsafe fn`
-//! whose `# Safety` states that contract; the others are safe. The execute hot path
-//! (`graphExecute`, `graphExecuteAsync`) is the exception: `exec::graph::ExecuteCall` holds its
-//! permit across the call and the accounting of the submission.
+//! The backend library's calls that describe it (API version, build id, capabilities) and that
+//! make and free its objects: log, backend, device, context, graph retrieval.
 
-use std::ffi::{CStr, c_void};
+use std::ffi::{CStr, c_char};
 
-use crate::base::error::{Error, Result};
+use crate::base::error::Result;
 use crate::base::exit;
-use crate::ffi::loader::{BackendLibrary, SystemLibrary};
+use crate::base::version::Version;
+use crate::ffi::loader::BackendLibrary;
 use crate::ffi::log::{self, LogLevel};
-use crate::sys::{self, QnnSystemContext_BinaryInfo_t};
+use crate::sys;
 
 impl BackendLibrary {
-    /// Takes the permit, makes `call` and checks its status as the call `op`.
-    fn checked(
-        &self,
-        op: &'static str,
-        call: impl FnOnce() -> sys::Qnn_ErrorHandle_t,
-    ) -> Result<()> {
-        let _in_qnn = exit::enter()?;
-        self.check(op, sys::Status(call()))
+    /// The backend's own API version, from backendGetApiVersion when the library implements it
+    /// (the negotiated provider's otherwise).
+    pub(crate) fn api_version(&self) -> Version {
+        if let (Some(get_api_version), Ok(_in_qnn)) =
+            (self.fns.backend_get_api_version, exit::enter())
+        {
+            let mut reported = sys::Qnn_ApiVersion_t::default();
+            // SAFETY: the out-pointer is valid for a write of a `Qnn_ApiVersion_t`.
+            if unsafe { get_api_version(&mut reported) } == 0 {
+                return reported.backendApiVersion.into();
+            }
+        }
+        self.backend_api
+    }
+
+    /// `backendGetBuildId`, or `""` when the library has none.
+    pub(crate) fn build_id(&self) -> String {
+        let (Some(get_build_id), Ok(_in_qnn)) = (self.fns.backend_get_build_id, exit::enter())
+        else {
+            return String::new();
+        };
+        let mut s: *const c_char = std::ptr::null();
+        // SAFETY: the out-pointer is valid; the returned string is owned by the library.
+        if unsafe { get_build_id(&mut s) } != 0 || s.is_null() {
+            return String::new();
+        }
+        // SAFETY: a non-NULL build id is a NUL-terminated string owned by the library.
+        unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
+    }
+
+    /// Whether the library says it has `property` (`propertyHasCapability` answers success);
+    /// `false` without the entry, and once exit has begun.
+    pub(crate) fn has_capability(&self, property: u32) -> bool {
+        self.fns.property_has_capability.is_some_and(|has| {
+            let Ok(_in_qnn) = exit::enter() else {
+                return false;
+            };
+            // SAFETY: a table entry of the loaded library, taking a key by value.
+            sys::Status(unsafe { has(property) }).is_ok()
+        })
     }
 
     /// `logCreate` with the runtime's log callback, or `None` when the library has no log.
@@ -177,87 +203,5 @@ impl BackendLibrary {
             unsafe { (self.fns.graph_retrieve)(context, name.as_ptr(), &mut handle) }
         })?;
         Ok(handle)
-    }
-}
-
-impl SystemLibrary {
-    /// `systemContextCreate`; the handle it returns may be NULL.
-    pub(crate) fn system_context_create(&self) -> Result<sys::QnnSystemContext_Handle_t> {
-        let _in_qnn = exit::enter()?;
-        let mut handle: sys::QnnSystemContext_Handle_t = std::ptr::null_mut();
-        // SAFETY: the out-pointer is valid for a write.
-        sys::Status(unsafe { (self.fns.context_create)(&mut handle) })
-            .ok_or_else(|raw| Error::qnn("systemContextCreate", raw))?;
-        Ok(handle)
-    }
-
-    /// `systemContextFree`.
-    ///
-    /// # Safety
-    /// `handle` came from this library's systemContextCreate and is not used after this call
-    /// (nor is any answer it owns).
-    pub(crate) unsafe fn system_context_free(
-        &self,
-        handle: sys::QnnSystemContext_Handle_t,
-    ) -> Result<()> {
-        let _in_qnn = exit::enter()?;
-        // SAFETY: the caller's contract: a System context of this library, freed once.
-        sys::Status(unsafe { (self.fns.context_free)(handle) })
-            .ok_or_else(|raw| Error::qnn("systemContextFree", raw))
-    }
-
-    /// `systemContextGetMetaData`, or the deprecated `systemContextGetBinaryInfo` where the
-    /// library has only that one: the binary's info, owned by the System context. The
-    /// deprecated entry takes a mutable buffer, so it gets `copy` (filled here) to scribble
-    /// on; the answer may point into it.
-    ///
-    /// # Safety
-    /// `handle` is a live System context of this library. The answer is read only while both
-    /// the context and `copy` are alive and `copy` is not touched.
-    pub(crate) unsafe fn system_context_binary_info(
-        &self,
-        handle: sys::QnnSystemContext_Handle_t,
-        binary: &[u8],
-        copy: &mut Vec<u8>,
-    ) -> Result<*const QnnSystemContext_BinaryInfo_t> {
-        let _in_qnn = exit::enter()?;
-        let mut info: *const QnnSystemContext_BinaryInfo_t = std::ptr::null();
-        let size = binary.len() as u64;
-        let status = sys::Status(
-            match (
-                self.fns.context_get_metadata,
-                self.fns.context_get_binary_info,
-            ) {
-                (Some(get_metadata), _) => {
-                    // SAFETY: the buffer is valid for `size` bytes for the duration of the call;
-                    // the result stays owned by the System context (the caller's contract).
-                    unsafe { get_metadata(handle, binary.as_ptr().cast(), size, &mut info) }
-                }
-                (None, Some(get_binary_info)) => {
-                    copy.extend_from_slice(binary);
-                    let mut info_size = 0u64;
-                    // SAFETY: the copy is valid for `size` bytes and, by the caller's contract,
-                    // lives until the answer has been read; the System context owns the rest.
-                    unsafe {
-                        get_binary_info(
-                            handle,
-                            copy.as_mut_ptr().cast::<c_void>(),
-                            size,
-                            &mut info,
-                            &mut info_size,
-                        )
-                    }
-                }
-                (None, None) => {
-                    return Err(Error::Internal {
-                        message:
-                            "the System library has no metadata entry (the loader requires one)"
-                                .into(),
-                    });
-                }
-            },
-        );
-        status.ok_or_else(|raw| Error::qnn("systemContextGetMetaData", raw))?;
-        Ok(info)
     }
 }

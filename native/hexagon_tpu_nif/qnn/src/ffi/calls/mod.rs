@@ -1,0 +1,50 @@
+//! One checked function per QNN call: each takes the exit permit ([`crate::base::exit::enter`];
+//! [`Error::Exiting`](crate::base::error::Error::Exiting) once exit has begun), makes the call and
+//! turns a failed status into the library's error. Outside this layer nothing touches a function
+//! pointer or a raw status.
+//!
+//! A function whose soundness depends on handles or buffers the caller holds is an `unsafe fn`
+//! whose `# Safety` states that contract; the others are safe. The two execute calls
+//! ([`execute`]) differ on purpose: `exec::graph::ExecuteCall` holds their permit across the
+//! submission's accounting, and counts the answer before it checks it, so they take the
+//! caller's permit and return the raw status.
+
+mod backend;
+pub(crate) mod execute;
+pub(crate) mod perf;
+pub(crate) mod profile;
+mod status;
+mod system;
+
+use crate::base::error::Result;
+use crate::base::exit;
+use crate::ffi::loader::BackendLibrary;
+use crate::sys;
+
+impl BackendLibrary {
+    /// Takes the permit, makes `call` and checks its status as the call `op`.
+    fn checked(
+        &self,
+        op: &'static str,
+        call: impl FnOnce() -> sys::Qnn_ErrorHandle_t,
+    ) -> Result<()> {
+        let _in_qnn = exit::enter()?;
+        self.check(op, sys::Status(call()))
+    }
+
+    /// Whether the library has a log (`logCreate`).
+    pub(crate) fn has_log(&self) -> bool {
+        self.fns.log_create.is_some()
+    }
+
+    /// Whether the library makes devices (`deviceCreate` and `deviceFree`).
+    pub(crate) fn has_device(&self) -> bool {
+        self.fns.device_create.is_some() && self.fns.device_free.is_some()
+    }
+
+    /// Whether the library has `graphExecuteAsync` (which a backend may still refuse: see
+    /// `QNN_PROPERTY_GRAPH_SUPPORT_ASYNC_EXECUTION`).
+    pub(crate) fn has_execute_async(&self) -> bool {
+        self.fns.graph_execute_async.is_some()
+    }
+}
