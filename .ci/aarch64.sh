@@ -440,7 +440,11 @@ predict(Mod) ->
                            R -> R
                        end
                end,
-        {ok, {Runtime, _}} = Call(fun(T) -> Mod:runtime_create(Sim, Sim, error, {default, 300}, Site, T) end),
+        {ok, {Runtime, _}} =
+            Call(fun(T) ->
+                         Args = #{log_level => error, performance => default, performance_idle => 300, site => Site},
+                         Mod:runtime_create(Sim, Sim, Args, T)
+                 end),
         {ok, {Context, _Graphs, _Warnings, worker}} =
             Call(fun(T) ->
                          Load = #{preflight => on, priority => default, async_queue_depth => nil, site => Site},

@@ -303,9 +303,8 @@ defmodule HexagonTpu.Native do
     end
   end
 
-  # runtime.rs
-  def runtime_create(_backend_lib, _system_lib, _log_level, _performance, _site, _tag),
-    do: not_loaded()
+  # runtime.rs; `options`: the map HexagonTpu.Runtime builds (src/runtime.rs's RuntimeArgs)
+  def runtime_create(_backend_lib, _system_lib, _options, _tag), do: not_loaded()
 
   def runtime_info(_runtime), do: not_loaded()
   def runtime_closed(_runtime), do: opaque(true)

@@ -209,20 +209,15 @@ defmodule HexagonTpu.Runtime do
   defp open({backend_lib, backend_what}, {system_lib, system_what}, opts, site) do
     with :ok <- Args.check_path(backend_lib, backend_what),
          :ok <- Args.check_path(system_lib, system_what) do
-      log_level = nif_log_level(opts[:log_level])
-      performance = opts[:performance] || :default
-      idle = opts[:performance_idle] || @default_performance_idle
+      # The NIF's RuntimeArgs (src/runtime.rs).
+      args = %{
+        log_level: nif_log_level(opts[:log_level]),
+        performance: opts[:performance] || :default,
+        performance_idle: opts[:performance_idle] || @default_performance_idle,
+        site: site
+      }
 
-      case Native.call(
-             &Native.runtime_create(
-               backend_lib,
-               system_lib,
-               log_level,
-               {performance, idle},
-               site,
-               &1
-             )
-           ) do
+      case Native.call(&Native.runtime_create(backend_lib, system_lib, args, &1)) do
         {:ok, {ref, info}} ->
           {:ok,
            %__MODULE__{ref: ref, backend_lib: backend_lib, system_lib: system_lib, info: info}}

@@ -5,7 +5,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use rustler::{Binary, Env, NifUnitEnum, ResourceArc, Term};
+use rustler::{Binary, Env, NifMap, NifUnitEnum, ResourceArc, Term};
 
 use crate::error::{Failure, ok_or_error, unit_or_error};
 use crate::quote;
@@ -35,11 +35,31 @@ impl From<LogLevelArg> for qnn::LogLevel {
     }
 }
 
+/// How a runtime is created, one map from `HexagonTpu.Runtime`: QNN's log level (`nil`: no
+/// log), the runtime's performance mode and its idle delay in milliseconds (`qnn::perf`), and
+/// `site`, the Elixir caller, for the ledger of live objects.
+#[derive(NifMap)]
+pub struct RuntimeArgs {
+    log_level: Option<LogLevelArg>,
+    performance: crate::perf::PerfModeArg,
+    performance_idle: u64,
+    site: String,
+}
+
+impl RuntimeArgs {
+    fn split(self) -> (qnn::Site, Option<qnn::LogLevel>, qnn::PerfConfig) {
+        let performance = qnn::PerfConfig {
+            mode: self.performance.into(),
+            idle: std::time::Duration::from_millis(self.performance_idle),
+        };
+        let log_level = self.log_level.map(qnn::LogLevel::from);
+        (qnn::Site::named(self.site), log_level, performance)
+    }
+}
+
 /// `{:ok, {runtime_ref, info_map}} | {:error, %HexagonTpu.Error{}}`, directly or (once the
-/// runtime's thread has made its handles) by message; see `crate::reply`. `site` is the Elixir
-/// caller, for the ledger of live objects.
-///
-/// `performance` is the runtime's mode and its idle delay in milliseconds (`qnn::perf`).
+/// runtime's thread has made its handles) by message; see `crate::reply`. `options` as
+/// [`RuntimeArgs`].
 ///
 /// The library paths are binaries, any bytes: Linux paths need not be UTF-8. (Elixir has
 /// already refused empty paths and paths with a NUL byte.)
@@ -48,22 +68,18 @@ fn runtime_create<'a>(
     env: Env<'a>,
     backend_lib: Binary<'a>,
     system_lib: Binary<'a>,
-    log_level: Option<LogLevelArg>,
-    (performance, performance_idle_ms): (crate::perf::PerfModeArg, u64),
-    site: String,
+    options: RuntimeArgs,
     tag: Term<'a>,
 ) -> Term<'a> {
+    let (site, log_level, performance) = options.split();
     let config = qnn::RuntimeConfig {
         backend_lib: path_from_bytes(backend_lib.as_slice()),
         system_lib: path_from_bytes(system_lib.as_slice()),
-        log_level: log_level.map(qnn::LogLevel::from),
-        performance: qnn::PerfConfig {
-            mode: performance.into(),
-            idle: std::time::Duration::from_millis(performance_idle_ms),
-        },
+        log_level,
+        performance,
     };
     answer(env, tag, encode_created, |done| {
-        qnn::Runtime::create_then(&config, &qnn::Site::named(site), done)
+        qnn::Runtime::create_then(&config, &site, done)
     })
 }
 

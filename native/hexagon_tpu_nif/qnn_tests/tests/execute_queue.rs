@@ -15,23 +15,13 @@ use common::*;
 use qnn::context::LoadOptions;
 use qnn::io::{self, Mode};
 use qnn::{Context, Error, ExecuteQueue, Graph, QueuePolicy, Runtime, Site, Started};
-use qnn_sim::builder::ModelBuilder;
 use qnn_sim::model::TensorSpec;
 
 const WAIT: Duration = Duration::from_secs(20);
 
 /// An f32 identity graph over 4 values that sleeps `sleep_ms` in every execute.
 fn identity(sleep_ms: u32) -> Vec<u8> {
-    let spec = TensorSpec::f32([4]);
-    ModelBuilder::new()
-        .sleep_ms(sleep_ms)
-        .graph("identity", |g| {
-            let x = g.input("x", spec.clone());
-            let y = g.identity("y", x, spec);
-            g.output(y);
-        })
-        .build()
-        .expect("identity model")
+    identity_model_sleeping(TensorSpec::f32([4]), sleep_ms)
 }
 
 fn policy(max_waiting: usize, always_queue: bool) -> QueuePolicy {

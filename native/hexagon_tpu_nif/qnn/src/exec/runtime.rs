@@ -276,19 +276,7 @@ mod tests {
         };
         let side = RuntimeSide::from(&info);
         assert_eq!(side.device.is_some(), cfg!(target_arch = "aarch64"));
-        let bin = BinaryInfo {
-            version: 3,
-            backend_id: 6,
-            build_id: "v2.51.0.260929181845".into(),
-            core_api: Version::new(2, 40, 0),
-            backend_api: Version::new(5, 51, 0),
-            soc_version: String::new(),
-            context_blob_version: Version::new(4, 0, 6),
-            soc_model: Some(35),
-            dsp_arch: Some(68),
-            vtcm_size: Some(4194304),
-            graphs: Vec::new(),
-        };
+        let bin = BinaryInfo::for_tests(&info.build_id);
         let verdict = check(&bin, &side, Mode::Strict);
         assert_eq!(verdict.refusals.len(), usize::from(PLATFORM_IS_HARDWARE));
     }

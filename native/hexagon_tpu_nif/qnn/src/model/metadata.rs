@@ -48,6 +48,27 @@ pub struct BinaryInfo {
     pub graphs: Vec<GraphInfo>,
 }
 
+#[cfg(test)]
+impl BinaryInfo {
+    /// The tests' binary: an HTP (v68, QCS6490, 4 MiB of VTCM) BinaryInfo v3 made by
+    /// `build_id`, with QAIRT 2.51's API versions and no graphs.
+    pub(crate) fn for_tests(build_id: &str) -> BinaryInfo {
+        BinaryInfo {
+            version: 3,
+            backend_id: 6,
+            build_id: build_id.into(),
+            core_api: Version::new(2, 40, 0),
+            backend_api: Version::new(5, 51, 0),
+            soc_version: String::new(),
+            context_blob_version: Version::new(4, 0, 6),
+            soc_model: Some(35),
+            dsp_arch: Some(68),
+            vtcm_size: Some(4194304),
+            graphs: Vec::new(),
+        }
+    }
+}
+
 /// A binary's header fields with its graphs' full metadata.
 pub(crate) struct BinaryMetadata {
     pub info: BinaryInfo,

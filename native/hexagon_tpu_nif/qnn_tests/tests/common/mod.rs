@@ -51,7 +51,13 @@ pub fn assert_all_freed(lib: &Path) {
 
 /// An identity graph `x -> y` over one tensor spec.
 pub fn identity_model(spec: TensorSpec) -> Vec<u8> {
+    identity_model_sleeping(spec, 0)
+}
+
+/// [`identity_model`] that sleeps `sleep_ms` in every execute.
+pub fn identity_model_sleeping(spec: TensorSpec, sleep_ms: u32) -> Vec<u8> {
     ModelBuilder::new()
+        .sleep_ms(sleep_ms)
         .graph("identity", |g| {
             let x = g.input("x", spec.clone());
             let y = g.identity("y", x, spec);

@@ -4,22 +4,6 @@ use super::*;
 use crate::base::version::Version;
 use crate::model::metadata::BinaryInfo;
 
-fn binary(build_id: &str) -> BinaryInfo {
-    BinaryInfo {
-        version: 3,
-        backend_id: 6,
-        build_id: build_id.into(),
-        core_api: Version::new(2, 40, 0),
-        backend_api: Version::new(5, 51, 0),
-        soc_version: String::new(),
-        context_blob_version: Version::new(4, 0, 6),
-        soc_model: Some(35),
-        dsp_arch: Some(68),
-        vtcm_size: Some(4194304),
-        graphs: Vec::new(),
-    }
-}
-
 fn runtime(build_id: &str) -> RuntimeSide {
     RuntimeSide {
         backend_id: 6,
@@ -91,7 +75,7 @@ fn build_id_rule() {
         ("", "", None),
     ];
     for &(b, r, want) in cases {
-        let got = check_build_id(&binary(b), &runtime(r));
+        let got = check_build_id(&BinaryInfo::for_tests(b), &runtime(r));
         assert_eq!(got.as_ref().map(|f| f.evidence), want, "{b:?} on {r:?}");
         if let Some(f) = got {
             assert_eq!(f.reason, Reason::BinaryNewerThanRuntime);
@@ -100,7 +84,7 @@ fn build_id_rule() {
             assert!(f.message.contains(r) || r.is_empty(), "{}", f.message);
         }
     }
-    let f = check_build_id(&binary(V251), &runtime(V247)).unwrap();
+    let f = check_build_id(&BinaryInfo::for_tests(V251), &runtime(V247)).unwrap();
     assert!(f.message.contains("QAIRT 2.51.0"), "{}", f.message);
     assert!(
         f.message
@@ -120,7 +104,7 @@ fn backend_rule() {
         (0, 0, false),
     ];
     for &(b, r, mismatch) in cases {
-        let mut bin = binary(V251);
+        let mut bin = BinaryInfo::for_tests(V251);
         bin.backend_id = b;
         let mut rt = runtime(V251);
         rt.backend_id = r;
@@ -155,7 +139,7 @@ fn soc_rule() {
         (Some(35), None, false), // no platform info (the emulator)
     ];
     for (b, d, mismatch) in cases {
-        let mut bin = binary(V251);
+        let mut bin = BinaryInfo::for_tests(V251);
         bin.soc_model = *b;
         let got = check_soc(&bin, d.as_ref());
         assert_eq!(got.is_some(), *mismatch, "{b:?} on {d:?}");
@@ -177,7 +161,7 @@ fn htp_arch_rule() {
         (Some(73), None, false),
     ];
     for (b, d, mismatch) in cases {
-        let mut bin = binary(V251);
+        let mut bin = BinaryInfo::for_tests(V251);
         bin.dsp_arch = *b;
         let got = check_htp_arch(&bin, d.as_ref());
         assert_eq!(got.is_some(), *mismatch, "{b:?} on {d:?}");
@@ -208,7 +192,7 @@ fn vtcm_rule() {
         (Some(8 * MB), None, false),
     ];
     for (b, d, mismatch) in cases {
-        let mut bin = binary(V251);
+        let mut bin = BinaryInfo::for_tests(V251);
         bin.vtcm_size = *b;
         let got = check_vtcm(&bin, d.as_ref());
         assert_eq!(got.is_some(), *mismatch, "{b:?} on {d:?}");
@@ -225,7 +209,7 @@ fn vtcm_rule() {
 #[test]
 fn modes_decide_refusal_and_warning() {
     // A measured mismatch (newer binary) and a read one (other SoC).
-    let bin = binary(V251);
+    let bin = BinaryInfo::for_tests(V251);
     let mut rt = runtime(V247);
     rt.device = Some(device(Some(43), Some(68)));
     let reasons = |fs: &[Finding]| fs.iter().map(|f| f.reason).collect::<Vec<_>>();
@@ -299,7 +283,7 @@ fn encoding_rule() {
 #[test]
 fn requirements_name_what_a_runtime_needs() {
     assert_eq!(
-        requirements(&binary(V251)),
+        requirements(&BinaryInfo::for_tests(V251)),
         [
             "QAIRT >= 2.51.0",
             "HTP (6) backend",
@@ -308,7 +292,7 @@ fn requirements_name_what_a_runtime_needs() {
             "VTCM >= 4194304 bytes"
         ]
     );
-    let mut bare = binary("qnn_sim");
+    let mut bare = BinaryInfo::for_tests("qnn_sim");
     bare.soc_model = Some(0);
     bare.dsp_arch = None;
     bare.vtcm_size = None;
@@ -326,18 +310,24 @@ fn tripped(reason: Reason) -> Vec<Finding> {
         ..runtime(V251)
     };
     let verdict = match reason {
-        Reason::BinaryNewerThanRuntime => header(binary(V251), runtime(V247)),
+        Reason::BinaryNewerThanRuntime => header(BinaryInfo::for_tests(V251), runtime(V247)),
         Reason::WrongBackend => header(
             BinaryInfo {
                 backend_id: 4,
-                ..binary(V251)
+                ..BinaryInfo::for_tests(V251)
             },
             runtime(V251),
         ),
-        Reason::WrongSoc => header(binary(V251), on_device(device(Some(43), None))),
-        Reason::WrongHtpArch => header(binary(V251), on_device(device(None, Some(73)))),
+        Reason::WrongSoc => header(
+            BinaryInfo::for_tests(V251),
+            on_device(device(Some(43), None)),
+        ),
+        Reason::WrongHtpArch => header(
+            BinaryInfo::for_tests(V251),
+            on_device(device(None, Some(73))),
+        ),
         Reason::InsufficientVtcm => header(
-            binary(V251),
+            BinaryInfo::for_tests(V251),
             on_device(DevicePlatform {
                 vtcm_size: Some(2 * 1024 * 1024),
                 ..DevicePlatform::default()
@@ -418,7 +408,7 @@ fn every_reason_has_one_rule_and_one_situation() {
         &BinaryInfo {
             backend_id: 4,
             vtcm_size: Some(8 * 1024 * 1024),
-            ..binary(V251)
+            ..BinaryInfo::for_tests(V251)
         },
         &RuntimeSide {
             device: Some(DevicePlatform {
