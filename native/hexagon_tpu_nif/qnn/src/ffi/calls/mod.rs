@@ -16,20 +16,30 @@ pub(crate) mod profile;
 mod status;
 mod system;
 
-use crate::base::error::Result;
+use crate::base::error::{Error, Result};
 use crate::base::exit;
 use crate::ffi::loader::BackendLibrary;
 use crate::sys;
 
+/// The ritual, once: takes the permit, makes `call` and, when its status is a failure, answers
+/// `error(op, status)`.
+fn checked(
+    op: &'static str,
+    call: impl FnOnce() -> sys::Qnn_ErrorHandle_t,
+    error: impl FnOnce(&'static str, sys::Qnn_ErrorHandle_t) -> Error,
+) -> Result<()> {
+    let _in_qnn = exit::enter()?;
+    sys::Status(call()).ok_or_else(|raw| error(op, raw))
+}
+
 impl BackendLibrary {
-    /// Takes the permit, makes `call` and checks its status as the call `op`.
+    /// [`checked`], the failure reported with the library's text ([`BackendLibrary::error`]).
     fn checked(
         &self,
         op: &'static str,
         call: impl FnOnce() -> sys::Qnn_ErrorHandle_t,
     ) -> Result<()> {
-        let _in_qnn = exit::enter()?;
-        self.check(op, sys::Status(call()))
+        checked(op, call, |op, raw| self.error(op, raw))
     }
 
     /// Whether the library has a log (`logCreate`).

@@ -3,20 +3,17 @@
 use std::ffi::c_void;
 
 use crate::base::error::{Error, Result};
-use crate::base::exit;
 use crate::ffi::loader::SystemLibrary;
 use crate::sys::{self, QnnSystemContext_BinaryInfo_t};
 
 impl SystemLibrary {
-    /// Takes the permit, makes `call` and checks its status as the call `op` (the System
-    /// library has no error texts).
+    /// [`checked`](super::checked); the System library has no error texts.
     fn checked(
         &self,
         op: &'static str,
         call: impl FnOnce() -> sys::Qnn_ErrorHandle_t,
     ) -> Result<()> {
-        let _in_qnn = exit::enter()?;
-        sys::Status(call()).ok_or_else(|raw| Error::qnn(op, raw))
+        super::checked(op, call, Error::qnn)
     }
 
     /// `systemContextCreate`; the handle it returns may be NULL.
