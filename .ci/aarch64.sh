@@ -432,7 +432,7 @@ predict(Mod) ->
     F32 = fun(Xs) -> << <<X:32/float-little>> || X <- Xs >> end,
     try
         Site = <<"hexagon_tpu_nif_smoke:predict/1">>,
-        %% Loads, closes and busy executes answer by message (HexagonTpu.Native.call/2).
+        %% Loads, closes and busy executes answer by message (HexagonTpu.Native.call/1).
         Call = fun(Nif) ->
                        Tag = make_ref(),
                        case Nif(Tag) of

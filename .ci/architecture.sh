@@ -14,11 +14,12 @@
 #   6. (rule 5, nothing of Qualcomm's, has no check here) test support does not ship: qnn does
 #      not depend on qnn_sim (its tests are qnn_tests), and qnn::sim_probe / the NIF's
 #      sim_probe compile only with the feature test-support.
-#   7. a call into QNN is made in the ffi layer, by its one checked function per call
-#      (qnn/src/ffi/calls/): outside ffi no module reads the function tables (`.fns.`) or wraps
-#      a raw status (`Status(unsafe …)`), and the exit permit (`exit::enter()`) is taken only
-#      there and by the execute's accounting (exec/graph.rs's ExecuteCall, which holds it
-#      across graphExecute and the submission).
+#   7. a call into QNN is made by its one checked function (qnn/src/ffi/calls/): outside ffi no
+#      module reads the function tables (`.fns.`); outside ffi/calls/ none calls QNN for a raw
+#      status (`Status(unsafe …)`) or takes the exit permit (`exit::enter()`), but for the
+#      loader (dlopen and getProviders, before a library has a table) and the execute's
+#      accounting (exec/graph.rs's ExecuteCall, which holds the permit across graphExecute and
+#      the submission).
 set -euo pipefail
 cd "$(dirname "$0")/../native/hexagon_tpu_nif"
 
@@ -93,9 +94,10 @@ rule "qnn does not depend on qnn_sim (its integration tests are the qnn_tests cr
   grep -n 'qnn_sim' qnn/Cargo.toml | grep -v '^[0-9]*:\s*#' || true
 )"
 
-rule "calls into QNN only in the ffi layer (the permit also in exec/graph.rs's ExecuteCall)" "$(
-  grep -rn --include='*.rs' -E '\.fns\.|Status\(unsafe|exit::enter\(\)' qnn/src |
-    grep -v '^qnn/src/ffi/' |
+rule "calls into QNN only through ffi/calls/ (the loader and ExecuteCall's permit aside)" "$(
+  grep -rn --include='*.rs' -F '.fns.' qnn/src | grep -v '^qnn/src/ffi/' || true
+  grep -rn --include='*.rs' -E 'Status\(unsafe|exit::enter\(\)' qnn/src |
+    grep -vE '^qnn/src/ffi/(calls/|loader\.rs:)' |
     grep -vE '^qnn/src/exec/graph\.rs:[0-9]+:\s*in_qnn: crate::base::exit::enter\(\)\?,$' || true
 )"
 

@@ -2,7 +2,8 @@
 # Checks what the Hex package ships: copies exactly the files mix.exs lists into a temporary
 # directory and builds the NIF from that copy with cargo, offline, as a forced build
 # (HEXAGON_TPU_BUILD=1) on a user's machine would, with no edit to any file. Fails if the
-# package would ship qnn_sim, qnn_tests or any test code, if its Cargo workspace is not exactly
+# package would ship qnn_sim, qnn_tests or a `tests/` directory (unit tests inside `src/` ship, as
+# cargo packages do), if its Cargo workspace is not exactly
 # the NIF crate, `qnn` and `qnn_sys`, if the NIF does not build from it, or if that NIF has the
 # test-support NIF (`qnn_sim_counters`, cargo feature `test-support`).
 set -euo pipefail

@@ -273,7 +273,7 @@ defmodule HexagonTpu do
     do: model |> predict(inputs, opts, "HexagonTpu.predict!/3") |> Error.unwrap!()
 
   # One execute, or a batch (HexagonTpu.Batch) when Nx tensors say so. Arguments are checked
-  # first, so a wrong one raises here, not inside a batch's tasks.
+  # first, so a wrong one raises here, not in the middle of a batch.
   defp predict(model, inputs, opts, fun) do
     model = Args.handle!(model, Graph, "`graph`", fun)
     options = Graph.Options.check!(opts, fun)

@@ -447,7 +447,7 @@ defmodule HexagonTpu.StatsTest do
       assert Stats.Ledger.site_file("MyApp.Vision.init/1 (lib/my_app/vision.ex)") ==
                "lib/my_app/vision.ex"
 
-      assert Stats.Ledger.site_file("qnn/src/context.rs:12") == "qnn/src/context.rs"
+      assert Stats.Ledger.site_file("qnn/src/exec/context.rs:12") == "qnn/src/exec/context.rs"
       assert Stats.Ledger.site_file("somewhere") == "somewhere"
     end
 

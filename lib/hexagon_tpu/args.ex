@@ -153,4 +153,8 @@ defmodule HexagonTpu.Args do
   @doc "An `{:error, %HexagonTpu.Error{reason: :invalid_argument}}`."
   @spec invalid_argument(String.t()) :: {:error, Error.t()}
   def invalid_argument(message), do: {:error, Error.new(:invalid_argument, message)}
+
+  @doc "An `{:error, %HexagonTpu.Error{reason: :invalid_input}}`: inputs that do not fit the model."
+  @spec invalid_input(String.t()) :: {:error, Error.t()}
+  def invalid_input(message), do: {:error, Error.new(:invalid_input, message)}
 end

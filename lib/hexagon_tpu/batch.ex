@@ -5,7 +5,7 @@ defmodule HexagonTpu.Batch do
   # as the model's batch size needs, pipelined on the graph, and their outputs are put back
   # together. Binaries carry no shape, so only Nx tensors batch.
 
-  alias HexagonTpu.{Error, Graph, TensorInfo}
+  alias HexagonTpu.{Args, Error, Graph, TensorInfo}
 
   # Nx is optional: present wherever an Nx.Tensor reaches this module, maybe absent at compile.
   @compile {:no_warn_undefined, [Nx]}
@@ -96,7 +96,7 @@ defmodule HexagonTpu.Batch do
     if Nx.shape(tensor) == info.shape and tuple_size(info.shape) >= 1 do
       {:vectorized, tensor.vectorized_axes}
     else
-      invalid(
+      Args.invalid_input(
         "input `#{info.name}` is vectorized (#{axes(tensor.vectorized_axes)}) with entries of " <>
           "shape #{inspect(Nx.shape(tensor))}; each entry must have the model's shape " <>
           "#{inspect(info.shape)}"
@@ -152,7 +152,7 @@ defmodule HexagonTpu.Batch do
             "`#{info.name}` #{describe(kind)}"
           end)
 
-        invalid(
+        Args.invalid_input(
           "graph `#{graph.name}`: the batched inputs disagree (#{described}); give every " <>
             "batched input the same batch, or the model's own shape to use it for every entry"
         )
@@ -165,7 +165,7 @@ defmodule HexagonTpu.Batch do
         {:ok, b}
 
       _ ->
-        invalid(
+        Args.invalid_input(
           "graph `#{graph.name}`: the batched inputs have different batch sizes in the model " <>
             "(#{Enum.map_join(batched, ", ", fn {_, info, _} -> "`#{info.name}` #{inspect(info.shape)}" end)}); " <>
             "batch them one execute at a time"
@@ -261,6 +261,4 @@ defmodule HexagonTpu.Batch do
     [_chunks | entry] = Tuple.to_list(Nx.shape(joined))
     joined |> Nx.reshape(List.to_tuple(sizes ++ entry)) |> Nx.vectorize(plan.vectorized_axes)
   end
-
-  defp invalid(message), do: {:error, Error.new(:invalid_input, message)}
 end

@@ -59,7 +59,7 @@ defmodule HexagonTpu.Context do
   Loads a context binary from a file.
 
   Only a regular file is read: FIFOs, devices, sockets and directories are refused before a
-  byte is read, and so is a file larger than the limit. Large files are mapped, not copied.
+  byte is read, and so is a file larger than the limit. Files are read in 4 MiB chunks, never mapped.
 
   `path` is a binary or a charlist; a binary that is not UTF-8 is opened as it is (Linux paths
   are bytes). An empty path, or one with a NUL byte, is refused with

@@ -47,7 +47,8 @@ defmodule HexagonTpu.Elf do
   def machine_name({:other, n}), do: "ELF machine #{n}"
 
   @doc """
-  The ELF machine of `path`, from its first 20 bytes alone (any class or byte order): what
+  The ELF machine of `path`, from its first 20 bytes alone (either class; the machine field read little-endian, as
+  every target of this package is): what
   `HexagonTpu.Compiler` checks an SDK's `libQnnHtp.so` with.
 
   Returns `{:error, message}` (one line) for a file that is missing, not regular or not ELF.

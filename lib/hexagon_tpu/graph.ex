@@ -82,6 +82,10 @@ defmodule HexagonTpu.Graph do
   @typedoc "An output value: an `Nx.Tensor` (where Nx is available) or a binary."
   @type output :: binary() | struct()
 
+  @typedoc "An option of `retrieve/3`."
+  @type retrieve_option ::
+          {:max_queued, non_neg_integer()} | {:profile_every, pos_integer() | nil}
+
   @type execute_option ::
           {:quantize, :auto | :none}
           | {:dequantize, :auto | :none}
@@ -107,7 +111,7 @@ defmodule HexagonTpu.Graph do
       and add each sample's per-op cycles to the table `HexagonTpu.Profile.table/1` reads (see
       `HexagonTpu.Profile`, "Sampled profiling")
   """
-  @spec retrieve(Context.t(), String.t(), [{:max_queued, non_neg_integer()}]) ::
+  @spec retrieve(Context.t(), String.t(), [retrieve_option()]) ::
           {:ok, t()} | {:error, Error.t()}
   def retrieve(context, name, opts \\ []) do
     fun = "HexagonTpu.Graph.retrieve/3"
@@ -159,7 +163,7 @@ defmodule HexagonTpu.Graph do
   end
 
   @doc "Like `retrieve/3`, but raises `HexagonTpu.Error`."
-  @spec retrieve!(Context.t(), String.t(), [{:max_queued, non_neg_integer()}]) :: t()
+  @spec retrieve!(Context.t(), String.t(), [retrieve_option()]) :: t()
   def retrieve!(context, name, opts \\ []),
     do: context |> retrieve(name, opts) |> Error.unwrap!()
 

@@ -234,8 +234,8 @@ end
 
 defmodule HexagonTpu.Native do
   @moduledoc false
-  # The only module that names NIFs. Rust side: native/hexagon_tpu_nif/src (runtime.rs,
-  # context.rs, graph.rs, preprocess.rs, log.rs, stats.rs, trace.rs).
+  # The only module that names NIFs. Rust side: native/hexagon_tpu_nif/src (runtime.rs, perf.rs,
+  # context.rs, graph.rs, profile.rs, preprocess.rs, log.rs, stats.rs, trace.rs, sim_probe.rs).
   #
   # Until the NIF replaces them, the stubs answer as the NIF does when it fails, so no caller
   # needs a check of its own and nothing raises: {:error, %HexagonTpu.Error{reason:
@@ -255,15 +255,15 @@ defmodule HexagonTpu.Native do
 
   # NIFs that take a `tag` answer directly, or `:queued` when the work finishes on another
   # thread (the runtime's own thread, or a busy graph's): the answer then arrives as
-  # `{:hexagon_tpu_reply, tag, result}`. `call/2` hides the difference; no scheduler waits.
-  # A queued execute answers `{:queued, ticket}`: after `timeout` ms its caller gives up with
-  # the ticket, and the answer is never sent (or, sent already, taken from the mailbox).
-  def call(nif, timeout \\ :infinity) when is_function(nif, 1) do
+  # `{:hexagon_tpu_reply, tag, result}`. `call/1` hides the difference; no scheduler waits.
+  def call(nif) when is_function(nif, 1) do
     tag = make_ref()
-    reply(nif.(tag), tag, timeout)
+    reply(nif.(tag), tag, :infinity)
   end
 
   # The answer of a NIF called with `tag`: its direct answer, or the one that follows by message.
+  # A queued execute answers `{:queued, ticket}`: after `timeout` ms its caller gives up with
+  # the ticket, and the answer is never sent (or, sent already, taken from the mailbox).
   def reply(:queued, tag, _timeout), do: receive_reply(tag)
   def reply({:queued, ticket}, tag, timeout), do: await(tag, ticket, timeout)
   def reply(result, _tag, _timeout), do: result
@@ -331,6 +331,8 @@ defmodule HexagonTpu.Native do
 
   def execute_give_up(_ticket), do: opaque(:given_up)
   def graph_close(_graph, _tag), do: not_loaded()
+
+  # profile.rs
   def graph_profile_every(_graph, _every), do: not_loaded()
   def graph_profile_table(_graph), do: not_loaded()
 

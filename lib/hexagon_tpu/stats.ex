@@ -191,7 +191,7 @@ defmodule HexagonTpu.Stats do
                 0 bytes  lib/my_app/application.ex (1 object)
 
   A site's file is the path in its parentheses (`"... (lib/my_app/vision.ex:42)"`), or the part
-  before `:LINE` for a site a Rust caller named (`"qnn/src/context.rs:12"`). Reads the ledger
+  before `:LINE` for a site a Rust caller named (`"qnn/src/exec/context.rs:12"`). Reads the ledger
   once (`live/0`).
   """
   @spec live_report(keyword()) :: String.t()
@@ -271,8 +271,8 @@ defmodule HexagonTpu.Stats do
   Runs `fun`, forces a full GC sweep, and returns `{result, before_stats, after_stats}` of
   the native counters.
 
-  Each snapshot is taken once the alive counters have settled: the sweep is repeated (for
-  at most about 50 ms) until two in a row agree.
+  Each snapshot is taken once the alive counters have settled: the sweep is repeated (about
+  50 ms of sweeps, plus up to 5 s for the runtimes' pending jobs) until two in a row agree.
 
   Useful in tests to assert no resources leaked across an operation:
 

@@ -32,7 +32,7 @@ defmodule HexagonTpu.Tensor do
 
     cond do
       tensor.vectorized_axes != [] ->
-        invalid(
+        Args.invalid_input(
           "input `#{info.name}` is vectorized (" <>
             Enum.map_join(tensor.vectorized_axes, ", ", fn {name, size} -> "#{name}: #{size}" end) <>
             "): an execute takes one entry; HexagonTpu.predict/3 runs vectorized tensors entry " <>
@@ -40,7 +40,7 @@ defmodule HexagonTpu.Tensor do
         )
 
       Nx.shape(tensor) != info.shape ->
-        invalid(
+        Args.invalid_input(
           "input `#{info.name}`: expected shape #{inspect(info.shape)}, " <>
             "given #{inspect(Nx.shape(tensor))}"
         )
@@ -49,7 +49,7 @@ defmodule HexagonTpu.Tensor do
         {:ok, Nx.to_binary(tensor), :model}
 
       quantize == :none ->
-        invalid(
+        Args.invalid_input(
           "input `#{info.name}`: expected type #{inspect(info.type)} (the model's type, " <>
             "as quantize: :none requires), given #{inspect(given)}"
         )
@@ -59,13 +59,13 @@ defmodule HexagonTpu.Tensor do
         {:ok, tensor |> Nx.as_type({:f, 32}) |> Nx.to_binary(), Inputs.mode(info, quantize)}
 
       info.f32_conversion ->
-        invalid(
+        Args.invalid_input(
           "input `#{info.name}`: expected type #{inspect(info.type)} (the model's type) " <>
             "or a float type to quantize, given #{inspect(given)}"
         )
 
       true ->
-        invalid(
+        Args.invalid_input(
           "input `#{info.name}`: expected type #{inspect(info.type || info.data_type)} " <>
             "(#{info.data_type}, which has no f32 conversion), given #{inspect(given)}"
         )
@@ -120,6 +120,4 @@ defmodule HexagonTpu.Tensor do
   end
 
   defp float?({kind, _bits}), do: kind in [:f, :bf]
-
-  defp invalid(message), do: {:error, Error.new(:invalid_input, message)}
 end

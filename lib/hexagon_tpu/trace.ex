@@ -48,7 +48,9 @@ defmodule HexagonTpu.Trace do
     * `execute.wait` - an execute queued behind a busy graph, from the queueing (the caller's
       thread) to its start on the graph's worker: an async event (`ph` `b`/`e` with an `id`).
     * `execute` - one execute on the thread that runs it, enclosing:
-      * `execute.quantize` - the inputs checked and converted to the model's types;
+      * `execute.quantize` - the inputs checked and converted to the model's types (on the
+        direct path only: a queued execute converts its inputs on the caller's thread before
+        it is queued, outside any `execute` span);
       * `QnnGraph_execute` - QNN's `graphExecute`; a profiled execute's per-op events (`op`,
         argument `op`) are laid inside it;
       * `execute.dequantize` - the outputs converted to f32.

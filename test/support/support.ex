@@ -116,21 +116,7 @@ defmodule HexagonTpu.Test.Support do
   a sleep. Returns false on timeout.
   """
   def await_executes_entered(lib, count, timeout \\ 30_000),
-    do: await_entered(lib, count, System.monotonic_time(:millisecond) + timeout)
-
-  defp await_entered(lib, count, deadline) do
-    cond do
-      qnn_sim_counters(lib).execute_count > count ->
-        true
-
-      System.monotonic_time(:millisecond) > deadline ->
-        false
-
-      true ->
-        Process.sleep(1)
-        await_entered(lib, count, deadline)
-    end
-  end
+    do: wait_until(fn -> qnn_sim_counters(lib).execute_count > count end, timeout: timeout)
 
   @doc """
   Resets the OS's peak resident set size of this VM (Linux: `/proc/self/clear_refs`) and

@@ -25,7 +25,7 @@ defmodule HexagonTpu.Graph.Inputs do
     if proper_length(inputs),
       do: {:ok, inputs},
       else:
-        invalid(
+        Args.invalid_input(
           "graph `#{graph.name}`: inputs must be a proper list, given #{Args.quote_input(inputs)}"
         )
   end
@@ -37,7 +37,7 @@ defmodule HexagonTpu.Graph.Inputs do
   end
 
   def order(graph, other) do
-    invalid(
+    Args.invalid_input(
       "graph `#{graph.name}`: inputs must be a list (in input order) or a map by input name, " <>
         "given #{Args.quote_input(other)}"
     )
@@ -83,14 +83,14 @@ defmodule HexagonTpu.Graph.Inputs do
       cond do
         not is_binary(name) ->
           {:halt,
-           invalid(
+           Args.invalid_input(
              "graph `#{graph.name}`: input names must be strings or atoms, " <>
                "given the key #{Args.quote_input(key)}"
            )}
 
         Map.has_key?(by_name, name) ->
           {:halt,
-           invalid(
+           Args.invalid_input(
              "graph `#{graph.name}`: input #{Args.quote_input(name)} is given twice, " <>
                "as a string and as an atom; give it once"
            )}
@@ -111,14 +111,14 @@ defmodule HexagonTpu.Graph.Inputs do
             {:ok, Enum.map(expected, &Map.fetch!(by_name, &1))}
 
           missing ->
-            invalid(
+            Args.invalid_input(
               "graph `#{graph.name}`: missing input(s) #{quote_names(missing)}; " <>
                 "its inputs are #{names(graph.inputs)}"
             )
         end
 
       unknown ->
-        invalid(
+        Args.invalid_input(
           "graph `#{graph.name}` has no input(s) named #{quote_given(unknown)}; " <>
             "its inputs are #{names(graph.inputs)}"
         )
@@ -138,7 +138,7 @@ defmodule HexagonTpu.Graph.Inputs do
         {:ok, binary, :f32}
 
       true ->
-        invalid(
+        Args.invalid_input(
           "input `#{info.name}`: expected #{expected_types(info, quantize)}, given #{inspect(type)}"
         )
     end
@@ -153,7 +153,9 @@ defmodule HexagonTpu.Graph.Inputs do
         do: "an Nx tensor, a binary or {type, binary}",
         else: "a binary or {type, binary}"
 
-    invalid("input `#{info.name}`: expected #{accepted}, given #{Args.quote_input(other)}")
+    Args.invalid_input(
+      "input `#{info.name}`: expected #{accepted}, given #{Args.quote_input(other)}"
+    )
   end
 
   defp expected_types(info, quantize) do
@@ -173,6 +175,4 @@ defmodule HexagonTpu.Graph.Inputs do
     more = if rest == [], do: "", else: " and #{length(rest)} more"
     Enum.map_join(shown, ", ", &Args.quote_input/1) <> more
   end
-
-  defp invalid(message), do: {:error, Error.new(:invalid_input, message)}
 end

@@ -2,7 +2,7 @@ defmodule HexagonTpu.Graph.Options do
   @moduledoc false
   # The options of an execute (HexagonTpu.Graph.execute/3, documented there), checked once per
   # call (once per batch for HexagonTpu.predict/3): an ArgumentError naming the public function
-  # for a wrong one. An option that reaches the NIF goes on in HexagonTpu.Graph.Call.native/4.
+  # for a wrong one. An option that reaches the NIF goes into the map HexagonTpu.Graph.Call builds (start/4).
 
   alias HexagonTpu.{Args, Optional, Performance, Profile}
 

@@ -56,7 +56,8 @@ defmodule HexagonTpu.Stats.LeakCheck do
   end
 
   # Sweeps until the alive counters stop changing (a resource can also be held for a moment
-  # by a process that is exiting or about to be scheduled), for at most ~50 ms.
+  # by a process that is exiting or about to be scheduled): ten rounds of about 5 ms, each also
+  # waiting (up to 5 s) for the runtimes' pending jobs.
   defp settle(rounds \\ 10, last \\ nil) do
     sweep()
     counters = await_runtime_jobs(Stats.native(), 5_000)

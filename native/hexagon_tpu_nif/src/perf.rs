@@ -1,5 +1,5 @@
 //! `HexagonTpu.Runtime`'s performance modes: the runtime's mode and what was voted. A call's
-//! mode is voted with its execute (`crate::graph`'s `Vote`); the votes themselves are
+//! mode is voted with its execute (`crate::graph`'s `CallVote`); the votes themselves are
 //! `qnn::perf`'s.
 
 use rustler::{Atom, Env, NifMap, NifUnitEnum, Term};

@@ -1,7 +1,7 @@
 //! Answers that arrive later, by message. Work that QNN ties to a thread (the runtime's owner
 //! thread) or that must wait its turn (a busy graph) finishes elsewhere; the NIF returns at once
 //! and the result is sent to the caller as `{:hexagon_tpu_reply, tag, result}`, which
-//! `HexagonTpu.Native.call/2` (or, for an execute, `HexagonTpu.Native.reply/3`) waits for in
+//! `HexagonTpu.Native.call/1` (or, for an execute, `HexagonTpu.Native.reply/3`) waits for in
 //! `receive`. No scheduler waits for anyone.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -24,7 +24,7 @@ pub struct ReplyTo {
 }
 
 /// A queued execute's answer, as its caller may see it: the caller holds the ticket and may give
-/// up (`HexagonTpu.Native.call/2`'s timeout) until the answer is sent; an answer given up on is
+/// up (the `timeout` of `HexagonTpu.Native.reply/3`, through `give_up/2`) until the answer is sent; an answer given up on is
 /// never sent, and work whose caller gave up before its turn is skipped.
 pub struct Ticket {
     state: Mutex<TicketState>,

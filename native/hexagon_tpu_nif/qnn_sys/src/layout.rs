@@ -1,4 +1,4 @@
-//! The declared layout of every `qnn::sys` type that crosses the C boundary, as one list.
+//! The declared layout of every `qnn_sys` type that crosses the C boundary, as one list.
 //!
 //! Each entry states the size, alignment and field offsets measured from the QAIRT 2.43 headers
 //! (identical on x86_64 and aarch64 Linux; `qnn/sdk_layout/` checks them against headers
@@ -8,20 +8,20 @@
 //!   exhaustive destructuring pattern so a field added to the Rust type but not to this list
 //!   fails to compile), and
 //! - the public table [`DECLARED`], which the maintainer tool in `qnn/sdk_layout/` compares,
-//!   field by field, with bindgen's view of real headers (see the crate README).
+//!   field by field, with bindgen's view of real headers (see `qnn/README.md`, "ABI layout check").
 
 use std::mem::{align_of, offset_of, size_of};
 
 use super::*;
 
-/// One C struct or union as `qnn::sys` declares it.
+/// One C struct or union as `qnn_sys` declares it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StructLayout {
     /// The C type name, e.g. `"Qnn_Tensor_t"`. C's anonymous unions that we gave a Rust name
     /// have no C name: they are named by the member that holds them, in bindgen's spelling,
     /// e.g. `"Qnn_Tensor_t.__bindgen_anon_1"` for [`Qnn_TensorUnion_t`].
     pub name: &'static str,
-    /// The Rust type in `qnn::sys`, e.g. `"Qnn_TensorUnion_t"`.
+    /// The Rust type in `qnn_sys`, e.g. `"Qnn_TensorUnion_t"`.
     pub rust_name: &'static str,
     /// A C `union` (all fields at offset 0) rather than a `struct`.
     pub is_union: bool,
@@ -73,7 +73,7 @@ macro_rules! layouts {
             layouts!(@exhaustive $kind $ty { $($field),* });
         )*
 
-        /// Every struct and union of `qnn::sys` that crosses the C boundary, with all its
+        /// Every struct and union of `qnn_sys` that crosses the C boundary, with all its
         /// fields. The same list produces this module's compile-time assertions.
         pub const DECLARED: &[StructLayout] = &[$(
             StructLayout {

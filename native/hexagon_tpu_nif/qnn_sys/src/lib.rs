@@ -4,7 +4,7 @@
 //! QAIRT 2.43 headers (core API 2.32, System API 1.7; the public copy used is `include/QNN/` of
 //! github.com/chuzcjoe/qnnx at commit 4d4c8dc); `layout.rs` asserts every size, alignment and
 //! field offset at compile time and lists them in [`DECLARED`], which the maintainer tool `qnn/sdk_layout/`
-//! compares with bindgen's view of real headers (see the crate README).
+//! compares with bindgen's view of real headers (see `qnn/README.md`, "ABI layout check").
 //!
 //! Conventions:
 //! - every C enum is a `u32` (libraries may return values newer than our lists);

@@ -1,6 +1,6 @@
 //! The pre-flight verdict on the load path: for each reason a qnn_sim binary can carry, a binary
 //! that trips it, loaded through `Context::load_with`, is refused with exactly that reason and no
-//! QNN context is made. The rules themselves are tested case by case in `qnn/src/preflight/`;
+//! QNN context is made. The rules themselves are tested case by case in `qnn/src/model/preflight/tests.rs`;
 //! the device rules (SoC, arch, VTCM) are judged only where the platform is hardware
 //! (`platform.rs` runs them under qemu; qnn_sim's stamp reports no VTCM).
 

@@ -169,7 +169,6 @@ fn create(
         .then(|| trace::span(Phase::DeviceCreate, &lib.path.to_string_lossy()));
     // SAFETY: as above.
     let device = unsafe { lib.device_create(handles.log) };
-    drop(device_span);
     match device {
         Some(Ok(device)) => handles.device = device,
         // Backends without devices (the CPU backend) answer NOT_SUPPORTED; carry on.
@@ -182,6 +181,7 @@ fn create(
     if !handles.device.is_null() {
         handles.platform = platform::device(platform::read(lib, handles.log));
     }
+    drop(device_span);
     // The power config id, and the runtime's mode voted (a refusal fails nothing).
     handles.voter = Some(Voter::create(lib, mode, idle));
     // Creating the backend may have registered exit-time destructors of QNN's; ours run first.

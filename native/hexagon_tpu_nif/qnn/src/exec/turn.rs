@@ -15,6 +15,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
+use crate::base::sync::{lock, wait};
 use crate::observe::counters;
 
 /// How long a graph's worker waits for more work before its thread ends.
@@ -88,7 +89,7 @@ pub(crate) struct TurnGuard {
 
 impl TurnSlot {
     fn lock(&self) -> MutexGuard<'_, SlotState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.state)
     }
 
     /// The turn now if the graph is idle (and the policy lets the caller run it); otherwise
@@ -127,7 +128,7 @@ impl TurnSlot {
     pub(crate) fn take_blocking(self: &Arc<Self>) -> TurnGuard {
         let mut state = self.lock();
         while state.busy {
-            state = self.idle.wait(state).unwrap_or_else(|e| e.into_inner());
+            state = wait(&self.idle, state);
         }
         state.busy = true;
         TurnGuard {

@@ -378,7 +378,7 @@ fn open_system(path: &Path) -> Result<SystemLibrary> {
     })
 }
 
-/// The QnnProfile entries of a backend's table. The four the runtime cannot do without decide
+/// The QnnProfile entries of a backend's table. The five the runtime cannot do without decide
 /// whether the library can profile at all.
 #[derive(Clone, Copy)]
 pub(crate) struct ProfileFns {

@@ -121,13 +121,6 @@ const QUEUE_CAPACITY: usize = 1024;
 /// Longest line kept, in bytes; longer ones are cut at a character boundary.
 const MAX_LINE: usize = 2048;
 
-/// (lines forwarded to the sink, lines dropped by the rate limit or a full queue): the counters
-/// `log_lines` and `log_dropped`.
-pub fn log_counts() -> (u64, u64) {
-    let now = counters::counters();
-    (now.log_lines, now.log_dropped)
-}
-
 type Sink = Box<dyn Fn(LogRecord) + Send + Sync>;
 static SINK: OnceLock<Mutex<Option<Sink>>> = OnceLock::new();
 
@@ -434,12 +427,12 @@ mod tests {
         for _ in 0..super::BURST + 10 {
             call();
         }
-        let dropped = super::log_counts().1;
+        let dropped = crate::observe::counters::counters().log_dropped;
         let allocations = ALLOCATIONS.with(Cell::get);
         for _ in 0..100 {
             call();
         }
-        let dropped = super::log_counts().1 - dropped;
+        let dropped = crate::observe::counters::counters().log_dropped - dropped;
         let allocations = ALLOCATIONS.with(Cell::get) - allocations;
         // At 50 lines a second, at most a line or two is admitted meanwhile; each admitted line
         // allocates its text once (and may grow the queue).

@@ -37,18 +37,11 @@ pub(crate) fn read(
     lib: &BackendLibrary,
     log: sys::Qnn_LogHandle_t,
 ) -> Option<Result<Vec<HardwareDevice>>> {
-    let get = lib.fns.device_get_platform_info?;
-    // Held over the call, the reading of its answer and its free.
-    let _in_qnn = match crate::base::exit::enter() {
-        Ok(in_qnn) => in_qnn,
+    // SAFETY: `log` is NULL or a live log handle of this library (the caller's).
+    let info = match unsafe { lib.device_platform_info(log)? } {
+        Ok(info) => info,
         Err(error) => return Some(Err(error)),
     };
-    let mut info: *const sys::QnnDevice_PlatformInfo_t = std::ptr::null();
-    // SAFETY: `log` is NULL or a live log handle of this library; the out-pointer is writable.
-    let status = sys::Status(unsafe { get(log, &mut info) });
-    if let Err(error) = lib.check("deviceGetPlatformInfo", status) {
-        return Some(Err(error));
-    }
     if info.is_null() {
         return Some(Err(Error::invalid_model(
             "deviceGetPlatformInfo succeeded but returned no platform info",
@@ -57,12 +50,10 @@ pub(crate) fn read(
     // SAFETY: a successful call returned a platform info owned by the library until it is freed
     // below; every count is bounded before its array is read.
     let devices = unsafe { read_platform_info(info, lib.backend_id) };
-    if let Some(free) = lib.fns.device_free_platform_info {
-        // SAFETY: `info` came from deviceGetPlatformInfo and is freed once, after its last use.
-        let status = sys::Status(unsafe { free(log, info) });
-        if let Err(error) = lib.check("deviceFreePlatformInfo", status) {
-            return Some(Err(error));
-        }
+    // SAFETY: `info` came from deviceGetPlatformInfo with this `log` and is freed once, after its
+    // last use.
+    if let Err(error) = unsafe { lib.device_free_platform_info(log, info) } {
+        return Some(Err(error));
     }
     Some(devices)
 }

@@ -3,10 +3,9 @@
 
 use std::ffi::{CStr, c_char};
 
-use crate::base::error::Result;
-use crate::base::exit;
+use crate::base::error::{Error, Result};
 use crate::base::version::Version;
-use crate::ffi::loader::BackendLibrary;
+use crate::ffi::loader::{BackendLibrary, lossy_string};
 use crate::ffi::log::{self, LogLevel};
 use crate::sys;
 
@@ -14,42 +13,53 @@ impl BackendLibrary {
     /// The backend's own API version, from backendGetApiVersion when the library implements it
     /// (the negotiated provider's otherwise).
     pub(crate) fn api_version(&self) -> Version {
-        if let (Some(get_api_version), Ok(_in_qnn)) =
-            (self.fns.backend_get_api_version, exit::enter())
-        {
-            let mut reported = sys::Qnn_ApiVersion_t::default();
+        let Some(get_api_version) = self.fns.backend_get_api_version else {
+            return self.backend_api;
+        };
+        let mut reported = sys::Qnn_ApiVersion_t::default();
+        // A failure is no news: the provider's version stands (so no error text is asked for).
+        let answered = super::checked(
+            "backendGetApiVersion",
             // SAFETY: the out-pointer is valid for a write of a `Qnn_ApiVersion_t`.
-            if unsafe { get_api_version(&mut reported) } == 0 {
-                return reported.backendApiVersion.into();
-            }
+            || unsafe { get_api_version(&mut reported) },
+            Error::qnn,
+        );
+        match answered {
+            Ok(()) => reported.backendApiVersion.into(),
+            Err(_) => self.backend_api,
         }
-        self.backend_api
     }
 
-    /// `backendGetBuildId`, or `""` when the library has none.
+    /// `backendGetBuildId`, or `""` when the library has none (or does not answer).
     pub(crate) fn build_id(&self) -> String {
-        let (Some(get_build_id), Ok(_in_qnn)) = (self.fns.backend_get_build_id, exit::enter())
-        else {
+        let Some(get_build_id) = self.fns.backend_get_build_id else {
             return String::new();
         };
-        let mut s: *const c_char = std::ptr::null();
-        // SAFETY: the out-pointer is valid; the returned string is owned by the library.
-        if unsafe { get_build_id(&mut s) } != 0 || s.is_null() {
-            return String::new();
+        let mut id: *const c_char = std::ptr::null();
+        let answered = super::checked(
+            "backendGetBuildId",
+            // SAFETY: the out-pointer is valid; the returned string is owned by the library.
+            || unsafe { get_build_id(&mut id) },
+            Error::qnn,
+        );
+        match answered {
+            // SAFETY: NULL or a NUL-terminated string owned by the library.
+            Ok(()) => unsafe { lossy_string(id) },
+            Err(_) => String::new(),
         }
-        // SAFETY: a non-NULL build id is a NUL-terminated string owned by the library.
-        unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
     }
 
     /// Whether the library says it has `property` (`propertyHasCapability` answers success);
     /// `false` without the entry, and once exit has begun.
     pub(crate) fn has_capability(&self, property: u32) -> bool {
         self.fns.property_has_capability.is_some_and(|has| {
-            let Ok(_in_qnn) = exit::enter() else {
-                return false;
-            };
             // SAFETY: a table entry of the loaded library, taking a key by value.
-            sys::Status(unsafe { has(property) }).is_ok()
+            super::checked(
+                "propertyHasCapability",
+                || unsafe { has(property) },
+                Error::qnn,
+            )
+            .is_ok()
         })
     }
 
@@ -142,6 +152,43 @@ impl BackendLibrary {
         };
         // SAFETY: the caller's contract: a live device handle of this library, freed once.
         self.checked("deviceFree", || unsafe { device_free(device) })
+    }
+
+    /// `deviceGetPlatformInfo`, or `None` when the library lacks the entry. The answer (which
+    /// may be NULL) is the library's until [`BackendLibrary::device_free_platform_info`].
+    ///
+    /// # Safety
+    /// `log` is NULL or a live log handle of this library.
+    pub(crate) unsafe fn device_platform_info(
+        &self,
+        log: sys::Qnn_LogHandle_t,
+    ) -> Option<Result<*const sys::QnnDevice_PlatformInfo_t>> {
+        let get = self.fns.device_get_platform_info?;
+        let mut info: *const sys::QnnDevice_PlatformInfo_t = std::ptr::null();
+        Some(
+            self.checked("deviceGetPlatformInfo", || {
+                // SAFETY: `log` per the caller's contract; the out-pointer is writable.
+                unsafe { get(log, &mut info) }
+            })
+            .map(|()| info),
+        )
+    }
+
+    /// `deviceFreePlatformInfo`; `Ok` without the entry.
+    ///
+    /// # Safety
+    /// `info` came from this library's `deviceGetPlatformInfo` with `log`, and is not used after
+    /// this call.
+    pub(crate) unsafe fn device_free_platform_info(
+        &self,
+        log: sys::Qnn_LogHandle_t,
+        info: *const sys::QnnDevice_PlatformInfo_t,
+    ) -> Result<()> {
+        let Some(free) = self.fns.device_free_platform_info else {
+            return Ok(());
+        };
+        // SAFETY: the caller's contract: the library's answer, freed once.
+        self.checked("deviceFreePlatformInfo", || unsafe { free(log, info) })
     }
 
     /// `contextCreateFromBinary`; the handle it returns may be NULL.

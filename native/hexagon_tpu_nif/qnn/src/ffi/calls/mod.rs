@@ -1,7 +1,8 @@
 //! One checked function per QNN call: each takes the exit permit ([`crate::base::exit::enter`];
-//! [`Error::Exiting`](crate::base::error::Error::Exiting) once exit has begun), makes the call and
-//! turns a failed status into the library's error. Outside this layer nothing touches a function
-//! pointer or a raw status.
+//! [`Error::Exiting`] once exit has begun), makes the call and turns a failed status into the
+//! library's error, through [`checked`]. Above `ffi` no module reads a function table; outside
+//! these files only the loader (dlopen and `getProviders`, before a library has a table) calls
+//! into a QNN library.
 //!
 //! A function whose soundness depends on handles or buffers the caller holds is an `unsafe fn`
 //! whose `# Safety` states that contract; the others are safe. The two execute calls
