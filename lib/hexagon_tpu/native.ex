@@ -235,7 +235,7 @@ end
 defmodule HexagonTpu.Native do
   @moduledoc false
   # The only module that names NIFs. Rust side: native/hexagon_tpu_nif/src (runtime.rs,
-  # context.rs, graph.rs, preprocess.rs, log.rs, stats.rs, trace.rs).
+  # context.rs, graph.rs, preprocess.rs, postprocess.rs, log.rs, stats.rs, trace.rs).
   #
   # Until the NIF replaces them, the stubs answer as the NIF does when it fails, so no caller
   # needs a check of its own and nothing raises: {:error, %HexagonTpu.Error{reason:
@@ -336,6 +336,15 @@ defmodule HexagonTpu.Native do
 
   # preprocess.rs: a camera frame to a model input's bytes (HexagonTpu.Preprocess builds `spec`)
   def preprocess_image(_frame, _spec), do: not_loaded()
+
+  # postprocess.rs: top k, NMS and YOLO heads (HexagonTpu.Postprocess builds the maps); the
+  # `_dirty` copies run on a dirty CPU scheduler, for large inputs
+  def postprocess_top_k(_scores, _k, _softmax), do: not_loaded()
+  def postprocess_top_k_dirty(_scores, _k, _softmax), do: not_loaded()
+  def postprocess_nms(_boxes, _scores, _args), do: not_loaded()
+  def postprocess_nms_dirty(_boxes, _scores, _args), do: not_loaded()
+  def postprocess_yolo(_output, _args), do: not_loaded()
+  def postprocess_yolo_dirty(_output, _args), do: not_loaded()
 
   # log.rs
   def log_forward_to(_pid), do: not_loaded()

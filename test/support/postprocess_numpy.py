@@ -1,0 +1,160 @@
+"""HexagonTpu.Postprocess's definitions written again in numpy, from its moduledoc: the
+reference of test/postprocess_test.exs (:qnn_host, the QNN venv's Python has numpy) and the
+numpy side of bench/postprocess.exs.
+
+    python postprocess_numpy.py run PARAMS_JSON OUT_JSON
+    python postprocess_numpy.py bench PARAMS_JSON RUNS      (prints the median ms)
+
+PARAMS_JSON: {"op": "top_k" | "nms" | "yolov8" | "yolov5", ...}
+  top_k:  scores (file), k, softmax
+  nms:    boxes (file, N x 4), scores (file), n, classes (C, or 0 for one score per box),
+          box_classes (a list, or null), format, and the NMS options below
+  yolo*:  output (file), n, classes, letterbox ([s, dx, dy] or null), clip ([w, h] or null)
+NMS options: score_threshold, iou_threshold, max_detections (or null), class_agnostic,
+multi_label. Files hold f32 little-endian values. The answer: top_k [[index, score]], the
+others [[index, class, score, [x1, y1, x2, y2]]], in the result's order.
+"""
+
+import json
+import sys
+import time
+
+import numpy as np
+
+F = np.float32
+
+
+def xyxy(b, fmt):
+    b = b.astype(F)
+    if fmt == "xyxy":
+        return b
+    if fmt == "xywh":
+        return np.stack([b[:, 0], b[:, 1], b[:, 0] + b[:, 2], b[:, 1] + b[:, 3]], axis=1)
+    hw, hh = b[:, 2] * F(0.5), b[:, 3] * F(0.5)
+    return np.stack([b[:, 0] - hw, b[:, 1] - hh, b[:, 0] + hw, b[:, 1] + hh], axis=1)
+
+
+def iou_against(a, others):
+    """IoU of box a with each row of others: inter / (area_a + area_b - inter), 0 where the
+    union is 0; all in float32, no +1."""
+    iw = np.maximum(np.minimum(a[2], others[:, 2]) - np.maximum(a[0], others[:, 0]), F(0))
+    ih = np.maximum(np.minimum(a[3], others[:, 3]) - np.maximum(a[1], others[:, 1]), F(0))
+    inter = iw * ih
+    area_a = max(a[2] - a[0], F(0)) * max(a[3] - a[1], F(0))
+    areas = np.maximum(others[:, 2] - others[:, 0], F(0)) * np.maximum(
+        others[:, 3] - others[:, 1], F(0)
+    )
+    union = area_a + areas - inter
+    safe = np.where(union > 0, union, F(1))
+    return np.where(union > 0, inter / safe, F(0))
+
+
+def candidates(scores, box_classes, p):
+    """(index, class, score) arrays of the candidates: score > threshold, strictly."""
+    thr = F(p["score_threshold"])
+    if scores.ndim == 1:
+        idx = np.nonzero(scores > thr)[0]
+        cls = np.zeros(len(scores), np.int64) if box_classes is None else np.asarray(box_classes)
+        return idx, cls[idx], scores[idx]
+    if p["multi_label"]:
+        idx, cls = np.nonzero(scores > thr)
+        return idx, cls, scores[idx, cls]
+    best = np.argmax(scores, axis=1)  # the first of equal maxima
+    top = scores[np.arange(len(scores)), best]
+    idx = np.nonzero(top > thr)[0]
+    return idx, best[idx], top[idx]
+
+
+def greedy(boxes, idx, cls, score, p):
+    """Visit by descending score, then lower index, then lower class; keep unless a kept box of
+    the same class (any class: class_agnostic) has IoU > iou_threshold; stop at max."""
+    order = np.lexsort((cls, idx, -score))
+    thr = F(p["iou_threshold"])
+    limit = p["max_detections"]
+    kept = []
+    for o in order:
+        if limit is not None and len(kept) >= limit:
+            break
+        rivals = [k for k in kept if p["class_agnostic"] or cls[k] == cls[o]]
+        if rivals and np.any(iou_against(boxes[idx[o]], boxes[idx[rivals]]) > thr):
+            continue
+        kept.append(o)
+    return [(int(idx[k]), int(cls[k]), score[k], boxes[idx[k]].copy()) for k in kept]
+
+
+def read(name, shape=None):
+    values = np.fromfile(name, dtype="<f4")
+    return values if shape is None else values.reshape(shape)
+
+
+def frame(kept, p):
+    out = []
+    for i, c, s, b in kept:
+        if p.get("letterbox") is not None:
+            sc, dx, dy = (F(v) for v in p["letterbox"])
+            b = np.array([(b[0] - dx) / sc, (b[1] - dy) / sc, (b[2] - dx) / sc, (b[3] - dy) / sc], F)
+        if p.get("clip") is not None:
+            w, h = F(p["clip"][0]), F(p["clip"][1])
+            b = np.array([np.clip(b[0], 0, w), np.clip(b[1], 0, h), np.clip(b[2], 0, w), np.clip(b[3], 0, h)], F)
+        out.append((i, c, s, b))
+    return out
+
+
+def run(p, arrays):
+    op = p["op"]
+    if op == "top_k":
+        x = arrays["scores"]
+        if p["softmax"]:
+            x64 = x.astype(np.float64)
+            e = np.exp(x64 - x64.max())
+            x = (e / e.sum()).astype(F)
+        order = np.lexsort((np.arange(len(x)), -x))[: p["k"]]
+        return [[int(i), float(x[i])] for i in order]
+    if op == "nms":
+        boxes = xyxy(arrays["boxes"], p["format"])
+        scores = arrays["scores"]
+        kept = greedy(boxes, *candidates(scores, p["box_classes"], p), p)
+    else:
+        out = arrays["output"]
+        if op == "yolov8":
+            boxes, scores = out[:4].T, out[4:].T
+        else:
+            boxes, scores = out[:, :4], out[:, 4:5] * out[:, 5:]
+        boxes = xyxy(np.ascontiguousarray(boxes), "cxcywh")
+        kept = frame(greedy(boxes, *candidates(np.ascontiguousarray(scores), None, p), p), p)
+    return [[i, c, float(s), [float(v) for v in b]] for i, c, s, b in kept]
+
+
+def load(p):
+    n, c = p.get("n"), p.get("classes")
+    if p["op"] == "top_k":
+        return {"scores": read(p["scores"])}
+    if p["op"] == "nms":
+        return {
+            "boxes": read(p["boxes"], (n, 4)),
+            "scores": read(p["scores"], (n,) if c == 0 else (n, c)),
+        }
+    shape = (4 + c, n) if p["op"] == "yolov8" else (n, 5 + c)
+    return {"output": read(p["output"], shape)}
+
+
+def main():
+    mode, params = sys.argv[1:3]
+    p = json.loads(params)
+    arrays = load(p)
+    if mode == "run":
+        with open(sys.argv[3], "w") as f:
+            json.dump(run(p, arrays), f)
+    else:
+        runs = int(sys.argv[3])
+        run(p, arrays)
+        times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            run(p, arrays)
+            times.append((time.perf_counter() - start) * 1e3)
+        print(json.dumps({"median_ms": float(np.median(times)), "min_ms": min(times)}))
+
+
+if __name__ == "__main__":
+    main()
