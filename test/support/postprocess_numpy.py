@@ -2,7 +2,7 @@
 reference of test/postprocess_test.exs (:qnn_host, the QNN venv's Python has numpy) and the
 numpy side of bench/postprocess.exs.
 
-    python postprocess_numpy.py run PARAMS_JSON OUT_JSON
+    python postprocess_numpy.py run PARAMS_JSON OUT_JSON     (PARAMS_JSON: one case or a list)
     python postprocess_numpy.py bench PARAMS_JSON RUNS      (prints the median ms)
 
 PARAMS_JSON: {"op": "top_k" | "nms" | "yolov8" | "yolov5", ...}
@@ -141,11 +141,12 @@ def load(p):
 def main():
     mode, params = sys.argv[1:3]
     p = json.loads(params)
-    arrays = load(p)
     if mode == "run":
+        answer = [run(q, load(q)) for q in p] if isinstance(p, list) else run(p, load(p))
         with open(sys.argv[3], "w") as f:
-            json.dump(run(p, arrays), f)
+            json.dump(answer, f)
     else:
+        arrays = load(p)
         runs = int(sys.argv[3])
         run(p, arrays)
         times = []
