@@ -71,6 +71,26 @@ defmodule HexagonTpu.PostprocessTest do
     end
   end
 
+  describe "masks" do
+    test "argmax per pixel, both layouts, ties by the lower class" do
+      # 2 x 2 pixels, 3 classes, {H, W, C}
+      hwc = [[0.1, 0.9, 0.2], [0.5, 0.5, 0.1], [0, 0, 1], [0.3, 0.2, 0.1]]
+
+      assert {:ok, {<<1, 0, 2, 0>>, {2, 2}}} =
+               Postprocess.mask({f32(List.flatten(hwc)), {2, 2, 3}})
+
+      chw = hwc |> Enum.zip_with(& &1) |> List.flatten()
+      assert {<<1, 0, 2, 0>>, {2, 2}} = Postprocess.mask!({f32(chw), {1, 3, 2, 2}}, layout: :chw)
+
+      assert {:error, %Error{message: "output: expected a shape {C, H, W} or {1, C, H, W}" <> _}} =
+               Postprocess.mask({f32(chw), {1, 1, 3, 2, 2}}, layout: :chw)
+
+      assert_raise ArgumentError, ~r/:layout option must be :hwc or :chw/, fn ->
+        Postprocess.mask({f32(chw), {3, 2, 2}}, layout: :nchw)
+      end
+    end
+  end
+
   describe "errors" do
     test "options outside their type raise ArgumentError naming them" do
       boxes = {f32([0, 0, 1, 1]), {1, 4}}
@@ -263,6 +283,30 @@ defmodule HexagonTpu.PostprocessTest do
       compare!(ctx, cases)
     end
 
+    test "masks, both layouts, u8 and u16", ctx do
+      cases =
+        for {h, w, c} <- [{37, 53, 21}, {9, 11, 300}], layout <- [:hwc, :chw] do
+          values = for _ <- 1..(h * w * c), do: :rand.uniform(16) / 16
+          shape = if layout == :hwc, do: {h, w, c}, else: {c, h, w}
+          {bytes, {^h, ^w}} = Postprocess.mask!({f32(values), shape}, layout: layout)
+
+          got =
+            if c > 256,
+              do: for(<<k::16-little <- bytes>>, do: k),
+              else: :binary.bin_to_list(bytes)
+
+          params =
+            Map.merge(
+              %{op: "mask", h: h, w: w, classes: c, layout: layout},
+              files(ctx.dir, output: values)
+            )
+
+          {[layout: layout, classes: c], got, params}
+        end
+
+      compare!(ctx, cases)
+    end
+
     test "top_k, raw and softmax", ctx do
       scores = for _ <- 1..1000, do: Float.round(:rand.normal() * 4, 1)
 
@@ -366,6 +410,7 @@ defmodule HexagonTpu.PostprocessTest do
         case item do
           [i, c, s, box] -> {i, c, s * 1.0, box |> Enum.map(&(&1 * 1.0)) |> List.to_tuple()}
           [i, s] -> {i, s * 1.0}
+          class when is_integer(class) -> class
         end
       end
     end

@@ -1,7 +1,7 @@
 defmodule HexagonTpu.Postprocess do
   @moduledoc """
   A model's raw outputs to answers, natively (no EXLA needed, so it runs on Nerves): a
-  classifier's top k, and a detector's boxes after a score threshold and non-maximum
+  classifier's top k, a segmenter's class mask (`mask/2`), and a detector's boxes after a score threshold and non-maximum
   suppression (NMS), with the YOLOv8 and YOLOv5 heads decoded first and the boxes mapped back
   to the frame through the letterbox.
 
@@ -62,6 +62,8 @@ defmodule HexagonTpu.Postprocess do
       transform that made the model input from the frame, `model = frame * s + offset`) as
       `frame = (model - offset) / s`, and clipped to `clip: {width, height}`:
       `x in [0, width]`, `y in [0, height]`.
+    * **`mask/2`.** Each pixel's class is the argmax over its `C` scores, the lowest class
+      among equal maxima; one u8 per pixel (u16 little-endian past 256 classes).
 
   ## Options
 
@@ -194,6 +196,51 @@ defmodule HexagonTpu.Postprocess do
   @doc "Like `yolov5/2`, but raises `HexagonTpu.Error`."
   @spec yolov5!(tensor(), keyword()) :: [Detection.t()]
   def yolov5!(output, opts \\ []), do: output |> yolov5(opts) |> Error.unwrap!()
+
+  @doc """
+  A segmentation output's class mask: each pixel's class is the argmax over its `C` scores
+  (the lowest class among equal maxima). `output` is `{H, W, C}` (`layout: :hwc`, the
+  default) or `{C, H, W}` (`layout: :chw`), a leading batch dimension of 1 allowed. Returns
+  `{:ok, {bytes, {h, w}}}`: row-major, one u8 per pixel, or u16 little-endian when `C > 256`.
+  """
+  @spec mask(tensor(), keyword()) ::
+          {:ok, {binary(), {non_neg_integer(), non_neg_integer()}}} | {:error, Error.t()}
+  def mask(output, opts \\ []) do
+    fun = "HexagonTpu.Postprocess.mask/2"
+    opts = Args.keyword!(opts, [layout: :hwc], fun)
+    layout = opts[:layout]
+
+    unless layout in [:hwc, :chw], do: option_error!(fun, :layout, ":hwc or :chw", layout)
+
+    with {:ok, bytes, shape} <- Input.f32!(output, "output", fun),
+         {:ok, h, w, c} <- mask_shape(layout, shape) do
+      args = %{height: h, width: w, classes: c, layout: layout}
+
+      result =
+        if byte_size(bytes) > @dirty_values * 4,
+          do: Native.postprocess_mask_dirty(bytes, args),
+          else: Native.postprocess_mask(bytes, args)
+
+      with {:ok, mask} <- result, do: {:ok, {mask, {h, w}}}
+    end
+  end
+
+  @doc "Like `mask/2`, but raises `HexagonTpu.Error`."
+  @spec mask!(tensor(), keyword()) :: {binary(), {non_neg_integer(), non_neg_integer()}}
+  def mask!(output, opts \\ []), do: output |> mask(opts) |> Error.unwrap!()
+
+  defp mask_shape(:hwc, {1, h, w, c}) when c > 0, do: {:ok, h, w, c}
+  defp mask_shape(:hwc, {h, w, c}) when c > 0, do: {:ok, h, w, c}
+  defp mask_shape(:chw, {1, c, h, w}) when c > 0, do: {:ok, h, w, c}
+  defp mask_shape(:chw, {c, h, w}) when c > 0, do: {:ok, h, w, c}
+
+  defp mask_shape(layout, shape) do
+    wanted = if layout == :hwc, do: "{H, W, C} or {1, H, W, C}", else: "{C, H, W} or {1, C, H, W}"
+
+    invalid(
+      "output: expected a shape #{wanted} (layout: #{inspect(layout)}), got #{inspect(shape)}"
+    )
+  end
 
   # -- the decoders ----------------------------------------------------------------------------
 

@@ -5,8 +5,9 @@ numpy side of bench/postprocess.exs.
     python postprocess_numpy.py run PARAMS_JSON OUT_JSON     (PARAMS_JSON: one case or a list)
     python postprocess_numpy.py bench PARAMS_JSON RUNS      (prints the median ms)
 
-PARAMS_JSON: {"op": "top_k" | "nms" | "yolov8" | "yolov5", ...}
+PARAMS_JSON: {"op": "top_k" | "nms" | "yolov8" | "yolov5" | "mask", ...}
   top_k:  scores (file), k, softmax
+  mask:   output (file), h, w, classes, layout ("hwc" | "chw"); the answer: the class per pixel
   nms:    boxes (file, N x 4), scores (file), n, classes (C, or 0 for one score per box),
           box_classes (a list, or null), format, and the NMS options below
   yolo*:  output (file), n, classes, letterbox ([s, dx, dy] or null), clip ([w, h] or null)
@@ -110,6 +111,11 @@ def run(p, arrays):
             x = (e / e.sum()).astype(F)
         order = np.lexsort((np.arange(len(x)), -x))[: p["k"]]
         return [[int(i), float(x[i])] for i in order]
+    if op == "mask":
+        out = arrays["output"]
+        # np.argmax: the first of equal maxima
+        classes = np.argmax(out, axis=2 if p["layout"] == "hwc" else 0)
+        return [int(k) for k in classes.reshape(-1)]
     if op == "nms":
         boxes = xyxy(arrays["boxes"], p["format"])
         scores = arrays["scores"]
@@ -129,6 +135,9 @@ def load(p):
     n, c = p.get("n"), p.get("classes")
     if p["op"] == "top_k":
         return {"scores": read(p["scores"])}
+    if p["op"] == "mask":
+        h, w = p["h"], p["w"]
+        return {"output": read(p["output"], (h, w, c) if p["layout"] == "hwc" else (c, h, w))}
     if p["op"] == "nms":
         return {
             "boxes": read(p["boxes"], (n, 4)),

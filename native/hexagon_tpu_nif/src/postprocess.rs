@@ -1,13 +1,15 @@
-//! `HexagonTpu.Postprocess`: a classifier's top k, NMS, and YOLOv8 / YOLOv5 heads decoded
+//! `HexagonTpu.Postprocess`: a classifier's top k, NMS, YOLOv8 / YOLOv5 heads decoded, and
+//! class masks
 //! (`qnn::postprocess`). Elixir checks the options and shapes and builds the spec maps; this
 //! decodes them, runs the core and returns the results. Each NIF comes twice: on a normal
 //! scheduler for small inputs and on a dirty CPU scheduler (`*_dirty`) for large ones, which
 //! `HexagonTpu.Postprocess` picks by size.
 
-use rustler::{Binary, Encoder, Env, NifMap, NifUnitEnum, Term};
+use rustler::{Binary, Encoder, Env, NifMap, NifUnitEnum, OwnedBinary, Term};
 
 use qnn::postprocess::{
-    self, BoxFormat, Detection, Letterbox, NmsOptions, PostprocessError, Scores, YoloSpec,
+    self, BoxFormat, Detection, Letterbox, MaskLayout, NmsOptions, PostprocessError, Scores,
+    YoloSpec,
 };
 
 use crate::atoms;
@@ -18,6 +20,21 @@ pub enum FormatTerm {
     Xyxy,
     Xywh,
     Cxcywh,
+}
+
+#[derive(NifUnitEnum, Clone, Copy)]
+pub enum LayoutTerm {
+    Hwc,
+    Chw,
+}
+
+/// A mask's geometry (`HexagonTpu.Postprocess.mask/2` builds it).
+#[derive(NifMap)]
+pub struct MaskArgs {
+    height: usize,
+    width: usize,
+    classes: usize,
+    layout: LayoutTerm,
 }
 
 #[derive(NifUnitEnum, Clone, Copy)]
@@ -198,4 +215,34 @@ fn postprocess_yolo<'a>(env: Env<'a>, output: Binary<'a>, args: YoloArgs) -> Ter
 #[rustler::nif(schedule = "DirtyCpu")]
 fn postprocess_yolo_dirty<'a>(env: Env<'a>, output: Binary<'a>, args: YoloArgs) -> Term<'a> {
     encode(env, yolo(output.as_slice(), &args))
+}
+
+fn mask<'a>(env: Env<'a>, output: &[u8], args: &MaskArgs) -> Term<'a> {
+    let layout = match args.layout {
+        LayoutTerm::Hwc => MaskLayout::Hwc,
+        LayoutTerm::Chw => MaskLayout::Chw,
+    };
+    let result = postprocess::f32_values("output", output).and_then(|values| {
+        postprocess::argmax_mask(&values, args.height, args.width, args.classes, layout)
+    });
+    let bytes = match result {
+        Ok(bytes) => bytes,
+        Err(e) => return encode::<()>(env, Err(e)),
+    };
+    // Aborts the VM if the allocation fails, like every binary the VM allocates.
+    let mut out = OwnedBinary::new(bytes.len());
+    out.as_mut_slice().copy_from_slice(&bytes);
+    (atoms::ok(), out.release(env)).encode(env)
+}
+
+/// `{:ok, class_bytes} | {:error, ...}`: each pixel's argmax class, u8 (u16 past 256 classes).
+#[rustler::nif]
+fn postprocess_mask<'a>(env: Env<'a>, output: Binary<'a>, args: MaskArgs) -> Term<'a> {
+    mask(env, output.as_slice(), &args)
+}
+
+/// `postprocess_mask` on a dirty CPU scheduler, for large inputs.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn postprocess_mask_dirty<'a>(env: Env<'a>, output: Binary<'a>, args: MaskArgs) -> Term<'a> {
+    mask(env, output.as_slice(), &args)
 }

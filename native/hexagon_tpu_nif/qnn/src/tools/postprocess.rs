@@ -1,4 +1,5 @@
-//! A model's raw outputs to answers: a classifier's top k, and a detector's boxes after a score
+//! A model's raw outputs to answers: a classifier's top k, a segmenter's class mask, and a
+//! detector's boxes after a score
 //! threshold and non-maximum suppression (YOLOv8 and YOLOv5 heads decoded first). Plain Rust
 //! over `f32` slices: no QNN call, no allocation per candidate beyond the candidate list.
 //!
@@ -29,6 +30,8 @@
 //!   `c`'s score is `objectness * class_score[c]` (f32). NMS runs in the model's coordinates;
 //!   the kept boxes are then mapped through the letterbox, `frame = (model - offset) / scale`,
 //!   and clipped to `[0, width] x [0, height]`.
+//! * **Masks** ([`argmax_mask`]): a `[H, W, C]` or `[C, H, W]` output's class per pixel, the
+//!   argmax over `C` (the lowest class among equal maxima), u8 (or u16 past 256 classes).
 //!
 //! Every argument is checked before any work; nothing here panics on bad input.
 
@@ -36,9 +39,11 @@ use std::cmp::Ordering;
 
 use thiserror::Error;
 
+mod mask;
 mod nms;
 mod yolo;
 
+pub use mask::{MaskLayout, argmax_mask};
 pub use nms::{BoxFormat, Scores, iou, nms};
 pub use yolo::{Letterbox, YoloSpec, yolov5, yolov8};
 

@@ -471,3 +471,42 @@ fn yolov8_refuses_bad_output() {
             .starts_with("output: box 0")
     );
 }
+
+// -- masks -------------------------------------------------------------------------------------
+
+#[test]
+fn argmax_mask_both_layouts_ties_and_wide_classes() {
+    // 1 x 3 pixels, 3 classes: [0.1 0.9 0.2] [0.5 0.5 0.1] [0 0 1]
+    let hwc = [0.1, 0.9, 0.2, 0.5, 0.5, 0.1, 0.0, 0.0, 1.0];
+    assert_eq!(
+        argmax_mask(&hwc, 1, 3, 3, MaskLayout::Hwc).unwrap(),
+        vec![1, 0, 2]
+    );
+    let chw = [0.1, 0.5, 0.0, 0.9, 0.5, 0.0, 0.2, 0.1, 1.0];
+    assert_eq!(
+        argmax_mask(&chw, 1, 3, 3, MaskLayout::Chw).unwrap(),
+        vec![1, 0, 2]
+    );
+    // 300 classes: u16, the best is the last class
+    let mut wide = vec![0.0; 300];
+    wide[299] = 1.0;
+    assert_eq!(
+        argmax_mask(&wide, 1, 1, 300, MaskLayout::Hwc).unwrap(),
+        299u16.to_le_bytes().to_vec()
+    );
+    assert_eq!(argmax_mask(&[], 0, 5, 2, MaskLayout::Chw).unwrap(), vec![]);
+    assert_eq!(
+        argmax_mask(&hwc[..8], 1, 3, 3, MaskLayout::Hwc)
+            .unwrap_err()
+            .to_string(),
+        "output: expected [1, 3, 3] = 9 f32 values, got 8"
+    );
+    let mut bad = chw;
+    bad[4] = f32::NAN;
+    assert_eq!(
+        argmax_mask(&bad, 1, 3, 3, MaskLayout::Chw)
+            .unwrap_err()
+            .to_string(),
+        "output: value 4 is NaN"
+    );
+}
