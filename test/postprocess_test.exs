@@ -71,6 +71,65 @@ defmodule HexagonTpu.PostprocessTest do
     end
   end
 
+  @blazeface [
+    num_layers: 4,
+    input_size_width: 128,
+    input_size_height: 128,
+    min_scale: 0.1484375,
+    max_scale: 0.75,
+    strides: [8, 16, 16, 16],
+    fixed_anchor_size: true
+  ]
+
+  describe "SSD" do
+    test "BlazeFace's anchors, and a head decoded against them" do
+      {:ok, {anchors, {896, 4}}} = Postprocess.ssd_anchors(@blazeface)
+      <<a0::binary-16, _::binary-496, a32::binary-16, _::binary>> = anchors
+      assert a0 == f32([0.03125, 0.03125, 1, 1])
+      # anchors 0 and 1 share the first cell: anchor 32 is the second of cell 16 (row 1)
+      assert a32 == f32([0.03125, 0.09375, 1, 1])
+
+      # one face at anchor 2 (cell (1, 0)): x, y, w, h in 1/128ths, and 12 keypoint values
+      n = 896
+
+      boxes =
+        for i <- 0..(n - 1),
+            j <- 0..15,
+            do: if(i == 2 and j < 4, do: Enum.at([12.8, 0, 64, 32], j), else: 0)
+
+      scores = for i <- 0..(n - 1), do: if(i == 2, do: 3.0, else: -5.0)
+
+      opts = [
+        anchors: @blazeface,
+        x_scale: 128,
+        y_scale: 128,
+        w_scale: 128,
+        h_scale: 128,
+        reverse_output_order: true,
+        sigmoid_score: true,
+        score_clipping_thresh: 100,
+        score_threshold: 0.5
+      ]
+
+      assert [%Detection{index: 2, class: 0, score: score, box: {x1, y1, x2, y2}}] =
+               Postprocess.ssd!({f32(boxes), {1, n, 16}}, {f32(scores), {1, n, 1}}, opts)
+
+      assert score == r(1 / (1 + :math.exp(-3.0)))
+      cx = r(r(0.09375) + r(0.1))
+
+      assert {x1, y1, x2, y2} ==
+               {r(cx - 0.25), r(0.03125 - 0.125), r(cx + 0.25), r(0.03125 + 0.125)}
+
+      assert_raise ArgumentError, ~r/:strides option must be a non-empty list/, fn ->
+        Postprocess.ssd_anchors(Keyword.put(@blazeface, :strides, []))
+      end
+
+      assert {:error,
+              %Error{message: "boxes: expected a shape {1, N, K} or {N, K} with N = 896" <> _}} =
+               Postprocess.ssd({f32(boxes), {n, 8, 2}}, {f32(scores), {n}}, opts)
+    end
+  end
+
   describe "masks" do
     test "argmax per pixel, both layouts, ties by the lower class" do
       # 2 x 2 pixels, 3 classes, {H, W, C}
@@ -307,6 +366,78 @@ defmodule HexagonTpu.PostprocessTest do
       compare!(ctx, cases)
     end
 
+    test "SSD: anchors of two configurations, and heads decoded and suppressed", ctx do
+      # SSD MobileNet v2's anchors in MediaPipe (reduced lowest layer, five aspect ratios)
+      mobilenet = [
+        num_layers: 6,
+        input_size_width: 300,
+        input_size_height: 300,
+        min_scale: 0.2,
+        max_scale: 0.95,
+        strides: [16, 32, 64, 128, 256, 512],
+        aspect_ratios: [1.0, 2.0, 0.5, 3.0, 0.3333],
+        reduce_boxes_in_lowest_layer: true
+      ]
+
+      anchor_cases =
+        for config <- [@blazeface, mobilenet] do
+          {:ok, {bytes, {n, 4}}} = Postprocess.ssd_anchors(config)
+          got = for <<a::binary-16 <- bytes>>, do: for(<<v::float-32-little <- a>>, do: v)
+          assert length(got) == n
+          {config, got, Map.new([{:op, "ssd_anchors"} | config])}
+        end
+
+      assert [{_, blaze, _}, {_, mobile, _}] = anchor_cases
+      assert {length(blaze), length(mobile)} == {896, 1917}
+      compare!(ctx, anchor_cases)
+
+      n = 896
+      boxes = for _ <- 1..(n * 16), do: :rand.normal() * 20
+      scores = for _ <- 1..n, do: Float.round(:rand.normal() * 3, 2)
+
+      ssd_cases =
+        for reverse <- [true, false], iou <- [0.3, 0.5] do
+          opts = [
+            anchors: @blazeface,
+            x_scale: 128,
+            y_scale: 128,
+            w_scale: 128,
+            h_scale: 128,
+            reverse_output_order: reverse,
+            sigmoid_score: true,
+            score_clipping_thresh: 100,
+            score_threshold: 0.75,
+            iou_threshold: iou
+          ]
+
+          got = Postprocess.ssd!({f32(boxes), {1, n, 16}}, {f32(scores), {1, n, 1}}, opts)
+          assert length(got) > 5
+
+          params =
+            nms_params(opts)
+            |> Map.merge(%{
+              op: "ssd",
+              n: n,
+              coords: 16,
+              classes: 1,
+              anchor_options: Map.new(@blazeface),
+              x_scale: 128,
+              y_scale: 128,
+              w_scale: 128,
+              h_scale: 128,
+              reverse_output_order: reverse,
+              apply_exponential_on_box_size: false,
+              sigmoid_score: true,
+              score_clipping_thresh: 100
+            })
+            |> Map.merge(files(ctx.dir, boxes: boxes, scores: scores))
+
+          {opts, got, params}
+        end
+
+      compare!(ctx, ssd_cases)
+    end
+
     test "top_k, raw and softmax", ctx do
       scores = for _ <- 1..1000, do: Float.round(:rand.normal() * 4, 1)
 
@@ -408,15 +539,24 @@ defmodule HexagonTpu.PostprocessTest do
     for answer <- HexagonTpu.Test.JSON.decode!(File.read!(out)) do
       for item <- answer do
         case item do
-          [i, c, s, box] -> {i, c, s * 1.0, box |> Enum.map(&(&1 * 1.0)) |> List.to_tuple()}
-          [i, s] -> {i, s * 1.0}
-          class when is_integer(class) -> class
+          [i, c, s, box] when is_list(box) ->
+            {i, c, s * 1.0, box |> Enum.map(&(&1 * 1.0)) |> List.to_tuple()}
+
+          [i, s] ->
+            {i, s * 1.0}
+
+          class when is_integer(class) ->
+            class
+
+          [_, _, _, _] = anchor ->
+            Enum.map(anchor, &(&1 * 1.0))
         end
       end
     end
   end
 
   defp json_value(v) when is_atom(v) and v not in [nil, true, false], do: Atom.to_string(v)
+  defp json_value(v) when is_map(v), do: Map.new(v, fn {k, x} -> {k, json_value(x)} end)
   defp json_value(v), do: v
 
   defp json_encode(nil), do: "null"

@@ -337,7 +337,7 @@ defmodule HexagonTpu.Native do
   # preprocess.rs: a camera frame to a model input's bytes (HexagonTpu.Preprocess builds `spec`)
   def preprocess_image(_frame, _spec), do: not_loaded()
 
-  # postprocess.rs: top k, NMS, YOLO heads and masks (HexagonTpu.Postprocess builds the maps); the
+  # postprocess.rs: top k, NMS, YOLO and SSD heads, anchors and masks (HexagonTpu.Postprocess builds the maps); the
   # `_dirty` copies run on a dirty CPU scheduler, for large inputs
   def postprocess_top_k(_scores, _k, _softmax), do: not_loaded()
   def postprocess_top_k_dirty(_scores, _k, _softmax), do: not_loaded()
@@ -347,6 +347,9 @@ defmodule HexagonTpu.Native do
   def postprocess_yolo_dirty(_output, _args), do: not_loaded()
   def postprocess_mask(_output, _args), do: not_loaded()
   def postprocess_mask_dirty(_output, _args), do: not_loaded()
+  def postprocess_ssd_anchors(_options), do: not_loaded()
+  def postprocess_ssd(_boxes, _scores, _anchors, _args), do: not_loaded()
+  def postprocess_ssd_dirty(_boxes, _scores, _anchors, _args), do: not_loaded()
 
   # log.rs
   def log_forward_to(_pid), do: not_loaded()

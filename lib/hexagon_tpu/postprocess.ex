@@ -62,6 +62,23 @@ defmodule HexagonTpu.Postprocess do
       transform that made the model input from the frame, `model = frame * s + offset`) as
       `frame = (model - offset) / s`, and clipped to `clip: {width, height}`:
       `x in [0, width]`, `y in [0, height]`.
+    * **SSD** (`ssd_anchors/1`, `ssd/3`). Anchors are MediaPipe's `SsdAnchorsCalculator`'s,
+      with its option names (`:input_size_width`, `:input_size_height`, `:min_scale`,
+      `:max_scale`, `:strides`, `:aspect_ratios` (`[1.0]`), `:anchor_offset_x`/`_y` (0.5),
+      `:reduce_boxes_in_lowest_layer`, `:interpolated_scale_aspect_ratio` (1.0),
+      `:fixed_anchor_size`, `:num_layers` = the number of strides; feature maps are
+      `ceil(input / stride)`): for each run of layers of one stride, the scale of layer `i` of
+      `L` is `min + (max - min) * i / (L - 1)` (`(min + max) / 2` when `L = 1`), one anchor per
+      aspect ratio `r` of size `scale * sqrt(r)` by `scale / sqrt(r)`, plus one of the
+      interpolated ratio at `sqrt(scale * next_scale)` (next of the last layer: 1), at each
+      cell centre `((x + offset_x) / fw, (y + offset_y) / fh)`; 1 x 1 with
+      `fixed_anchor_size: true`. `:anchors` is those options, or anchors `{N, 4}` given. Boxes
+      decode as `TensorsToDetectionsCalculator`'s: `x, y, w, h` (`reverse_output_order: true`,
+      BlazeFace) or `y, x, h, w`, then `cx = x / x_scale * anchor_w + anchor_cx` (y alike), and
+      `w = w / w_scale * anchor_w` (or `exp(w / w_scale) * anchor_w` with
+      `apply_exponential_on_box_size: true`); scores are used as they are or, with
+      `sigmoid_score: true`, `1 / (1 + exp(-clamp(x, -t, t)))` (`t`: `:score_clipping_thresh`,
+      or none) in f64 rounded to f32. Keypoints are not decoded.
     * **`mask/2`.** Each pixel's class is the argmax over its `C` scores, the lowest class
       among equal maxima; one u8 per pixel (u16 little-endian past 256 classes).
 
@@ -90,7 +107,7 @@ defmodule HexagonTpu.Postprocess do
   """
 
   alias HexagonTpu.{Args, Error, Native}
-  alias HexagonTpu.Postprocess.{Detection, Input}
+  alias HexagonTpu.Postprocess.{Detection, Input, Ssd}
 
   @dirty_values 20_000
   @dirty_boxes 1000
@@ -196,6 +213,67 @@ defmodule HexagonTpu.Postprocess do
   @doc "Like `yolov5/2`, but raises `HexagonTpu.Error`."
   @spec yolov5!(tensor(), keyword()) :: [Detection.t()]
   def yolov5!(output, opts \\ []), do: output |> yolov5(opts) |> Error.unwrap!()
+
+  @doc """
+  MediaPipe's `SsdAnchorsCalculator`: `{:ok, {f32_bytes, {n, 4}}}`, each anchor
+  `x_center, y_center, width, height`, normalized to the input (see "SSD").
+  """
+  @spec ssd_anchors(keyword()) :: {:ok, {binary(), {non_neg_integer(), 4}}} | {:error, Error.t()}
+  def ssd_anchors(opts) do
+    with {:ok, bytes} <- Ssd.generate(opts, "HexagonTpu.Postprocess.ssd_anchors/1"),
+         do: {:ok, {bytes, {div(byte_size(bytes), 16), 4}}}
+  end
+
+  @doc """
+  An SSD head (BlazeFace and its kin): `raw_boxes` `{1, N, K}` (or `{N, K}`, `K >= 4` values
+  per anchor), `raw_scores` `{1, N, C}`, `{N, C}` or `{N}`, decoded against `:anchors` and
+  suppressed: `{:ok, [%HexagonTpu.Postprocess.Detection{}]}` by score, boxes in the anchors'
+  units (see "SSD"). Options: those of `nms/3` but `:format` and `:classes`, and the SSD ones.
+  """
+  @spec ssd(tensor(), tensor(), keyword()) :: {:ok, [Detection.t()]} | {:error, Error.t()}
+  def ssd(raw_boxes, raw_scores, opts) do
+    fun = "HexagonTpu.Postprocess.ssd/3"
+    {ssd, nms_opts} = Ssd.split!(opts, Keyword.keys(@nms_options), fun)
+    nms = nms_options!(Args.keyword!(nms_opts, @nms_options, fun), fun)
+
+    with {:ok, anchors, n} <- Ssd.anchors!(ssd.anchors, fun),
+         {:ok, box_bytes, box_shape} <- Input.f32!(raw_boxes, "boxes", fun),
+         {:ok, score_bytes, score_shape} <- Input.f32!(raw_scores, "scores", fun),
+         {:ok, coords} <- ssd_boxes(box_shape, n),
+         {:ok, classes} <- ssd_scores(score_shape, n) do
+      args = Ssd.args(ssd, coords, classes, nms)
+
+      result =
+        if n > @dirty_boxes or byte_size(score_bytes) > @dirty_values * 4,
+          do: Native.postprocess_ssd_dirty(box_bytes, score_bytes, anchors, args),
+          else: Native.postprocess_ssd(box_bytes, score_bytes, anchors, args)
+
+      detections(result)
+    end
+  end
+
+  @doc "Like `ssd/3`, but raises `HexagonTpu.Error`."
+  @spec ssd!(tensor(), tensor(), keyword()) :: [Detection.t()]
+  def ssd!(raw_boxes, raw_scores, opts), do: raw_boxes |> ssd(raw_scores, opts) |> Error.unwrap!()
+
+  defp ssd_boxes({1, n, k}, n) when k >= 4, do: {:ok, k}
+  defp ssd_boxes({n, k}, n) when k >= 4, do: {:ok, k}
+
+  defp ssd_boxes(shape, n),
+    do:
+      invalid(
+        "boxes: expected a shape {1, N, K} or {N, K} with N = #{n} (the anchors') and K >= 4, got #{inspect(shape)}"
+      )
+
+  defp ssd_scores({1, n, c}, n) when c > 0, do: {:ok, c}
+  defp ssd_scores({n, c}, n) when c > 0, do: {:ok, c}
+  defp ssd_scores({n}, n), do: {:ok, 1}
+
+  defp ssd_scores(shape, n),
+    do:
+      invalid(
+        "scores: expected a shape {1, N, C}, {N, C} or {N} with N = #{n} (the anchors'), got #{inspect(shape)}"
+      )
 
   @doc """
   A segmentation output's class mask: each pixel's class is the argmax over its `C` scores

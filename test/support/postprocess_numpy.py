@@ -8,6 +8,11 @@ numpy side of bench/postprocess.exs.
 PARAMS_JSON: {"op": "top_k" | "nms" | "yolov8" | "yolov5" | "mask", ...}
   top_k:  scores (file), k, softmax
   mask:   output (file), h, w, classes, layout ("hwc" | "chw"); the answer: the class per pixel
+  ssd_anchors: MediaPipe's SsdAnchorsCalculator options (input_size_width, ...); the answer:
+          [[x_center, y_center, w, h]]
+  ssd:    boxes (file, N x coords), scores (file, N x classes), anchor_options, coords,
+          classes, x/y/w/h_scale, reverse_output_order, apply_exponential_on_box_size,
+          sigmoid_score, score_clipping_thresh, and the NMS options
   nms:    boxes (file, N x 4), scores (file), n, classes (C, or 0 for one score per box),
           box_classes (a list, or null), format, and the NMS options below
   yolo*:  output (file), n, classes, letterbox ([s, dx, dy] or null), clip ([w, h] or null)
@@ -83,6 +88,77 @@ def greedy(boxes, idx, cls, score, p):
     return [(int(idx[k]), int(cls[k]), score[k], boxes[idx[k]].copy()) for k in kept]
 
 
+def ssd_scale(lo, hi, i, count):
+    # MediaPipe's CalculateScale: (max - min) in float32, the rest in double, back to float32
+    if count == 1:
+        return F((F(lo) + F(hi)) * F(0.5))
+    return F(np.float64(F(lo)) + np.float64(F(hi) - F(lo)) * i / (count - 1.0))
+
+
+def ssd_anchors(o):
+    """SsdAnchorsCalculator, written from its definition: runs of layers of one stride share a
+    feature map; per layer one anchor per aspect ratio (and one interpolated), per cell."""
+    strides, n = o["strides"], len(o["strides"])
+    out = []
+    layer = 0
+    while layer < n:
+        ratios, scales = [], []
+        last = layer
+        while last < n and strides[last] == strides[layer]:
+            s = ssd_scale(o["min_scale"], o["max_scale"], last, n)
+            if last == 0 and o.get("reduce_boxes_in_lowest_layer", False):
+                ratios += [F(1.0), F(2.0), F(0.5)]
+                scales += [F(0.1), s, s]
+            else:
+                for r in o.get("aspect_ratios", [1.0]):
+                    ratios.append(F(r))
+                    scales.append(s)
+                interp = o.get("interpolated_scale_aspect_ratio", 1.0)
+                if interp > 0:
+                    nxt = F(1.0) if last == n - 1 else ssd_scale(o["min_scale"], o["max_scale"], last + 1, n)
+                    scales.append(np.sqrt(s * nxt))
+                    ratios.append(F(interp))
+            last += 1
+        sizes = [(sc * np.sqrt(r), sc / np.sqrt(r)) for r, sc in zip(ratios, scales)]
+        fh = -(-o["input_size_height"] // strides[layer])
+        fw = -(-o["input_size_width"] // strides[layer])
+        for y in range(fh):
+            for x in range(fw):
+                for w, h in sizes:
+                    cx = (F(x) + F(o.get("anchor_offset_x", 0.5))) / F(fw)
+                    cy = (F(y) + F(o.get("anchor_offset_y", 0.5))) / F(fh)
+                    if o.get("fixed_anchor_size", False):
+                        w, h = F(1.0), F(1.0)
+                    out.append([cx, cy, w, h])
+        layer = last
+    return np.array(out, dtype=F).reshape(-1, 4)
+
+
+def ssd_decode(raw, scores, anchors, p):
+    """TensorsToDetectionsCalculator's box decoding and score sigmoid, per anchor."""
+    if p["reverse_output_order"]:
+        x, y, w, h = raw[:, 0], raw[:, 1], raw[:, 2], raw[:, 3]
+    else:
+        y, x, h, w = raw[:, 0], raw[:, 1], raw[:, 2], raw[:, 3]
+    ax, ay, aw, ah = anchors[:, 0], anchors[:, 1], anchors[:, 2], anchors[:, 3]
+    cx = x / F(p["x_scale"]) * aw + ax
+    cy = y / F(p["y_scale"]) * ah + ay
+    if p["apply_exponential_on_box_size"]:
+        w = np.exp(w / F(p["w_scale"])) * aw
+        h = np.exp(h / F(p["h_scale"])) * ah
+    else:
+        w = w / F(p["w_scale"]) * aw
+        h = h / F(p["h_scale"]) * ah
+    boxes = np.stack([cx - w / F(2), cy - h / F(2), cx + w / F(2), cy + h / F(2)], axis=1)
+    if p["sigmoid_score"]:
+        x64 = scores.astype(np.float64)
+        t = p["score_clipping_thresh"]
+        if t is not None:
+            x64 = np.clip(x64, -np.float64(F(t)), np.float64(F(t)))
+        scores = (1.0 / (1.0 + np.exp(-x64))).astype(F)
+    return boxes.astype(F), scores
+
+
 def read(name, shape=None):
     values = np.fromfile(name, dtype="<f4")
     return values if shape is None else values.reshape(shape)
@@ -116,6 +192,13 @@ def run(p, arrays):
         # np.argmax: the first of equal maxima
         classes = np.argmax(out, axis=2 if p["layout"] == "hwc" else 0)
         return [int(k) for k in classes.reshape(-1)]
+    if op == "ssd_anchors":
+        return [[float(v) for v in a] for a in ssd_anchors(p)]
+    if op == "ssd":
+        anchors = ssd_anchors(p["anchor_options"])
+        boxes, scores = ssd_decode(arrays["boxes"][:, :4], arrays["scores"], anchors, p)
+        kept = greedy(boxes, *candidates(scores, None, p), p)
+        return [[i, c, float(s), [float(v) for v in b]] for i, c, s, b in kept]
     if op == "nms":
         boxes = xyxy(arrays["boxes"], p["format"])
         scores = arrays["scores"]
@@ -135,6 +218,13 @@ def load(p):
     n, c = p.get("n"), p.get("classes")
     if p["op"] == "top_k":
         return {"scores": read(p["scores"])}
+    if p["op"] == "ssd_anchors":
+        return {}
+    if p["op"] == "ssd":
+        return {
+            "boxes": read(p["boxes"], (n, p["coords"])),
+            "scores": read(p["scores"], (n, c)),
+        }
     if p["op"] == "mask":
         h, w = p["h"], p["w"]
         return {"output": read(p["output"], (h, w, c) if p["layout"] == "hwc" else (c, h, w))}

@@ -1,5 +1,5 @@
 //! `HexagonTpu.Postprocess`: a classifier's top k, NMS, YOLOv8 / YOLOv5 heads decoded, and
-//! class masks
+//! SSD heads (MediaPipe's anchors), and class masks
 //! (`qnn::postprocess`). Elixir checks the options and shapes and builds the spec maps; this
 //! decodes them, runs the core and returns the results. Each NIF comes twice: on a normal
 //! scheduler for small inputs and on a dirty CPU scheduler (`*_dirty`) for large ones, which
@@ -8,8 +8,8 @@
 use rustler::{Binary, Encoder, Env, NifMap, NifUnitEnum, OwnedBinary, Term};
 
 use qnn::postprocess::{
-    self, BoxFormat, Detection, Letterbox, MaskLayout, NmsOptions, PostprocessError, Scores,
-    YoloSpec,
+    self, AnchorOptions, BoxFormat, Detection, Letterbox, MaskLayout, NmsOptions, PostprocessError,
+    Scores, SsdSpec, YoloSpec,
 };
 
 use crate::atoms;
@@ -245,4 +245,148 @@ fn postprocess_mask<'a>(env: Env<'a>, output: Binary<'a>, args: MaskArgs) -> Ter
 #[rustler::nif(schedule = "DirtyCpu")]
 fn postprocess_mask_dirty<'a>(env: Env<'a>, output: Binary<'a>, args: MaskArgs) -> Term<'a> {
     mask(env, output.as_slice(), &args)
+}
+
+/// MediaPipe's `SsdAnchorsCalculatorOptions` (`HexagonTpu.Postprocess.ssd_anchors/1`).
+#[derive(NifMap)]
+pub struct AnchorsTerm {
+    input_width: usize,
+    input_height: usize,
+    min_scale: f64,
+    max_scale: f64,
+    anchor_offset_x: f64,
+    anchor_offset_y: f64,
+    strides: Vec<usize>,
+    aspect_ratios: Vec<f64>,
+    reduce_boxes_in_lowest_layer: bool,
+    interpolated_scale_aspect_ratio: f64,
+    fixed_anchor_size: bool,
+}
+
+impl From<&AnchorsTerm> for AnchorOptions {
+    fn from(t: &AnchorsTerm) -> Self {
+        AnchorOptions {
+            input_width: t.input_width,
+            input_height: t.input_height,
+            min_scale: t.min_scale as f32,
+            max_scale: t.max_scale as f32,
+            anchor_offset_x: t.anchor_offset_x as f32,
+            anchor_offset_y: t.anchor_offset_y as f32,
+            strides: t.strides.clone(),
+            aspect_ratios: t.aspect_ratios.iter().map(|&a| a as f32).collect(),
+            reduce_boxes_in_lowest_layer: t.reduce_boxes_in_lowest_layer,
+            interpolated_scale_aspect_ratio: t.interpolated_scale_aspect_ratio as f32,
+            fixed_anchor_size: t.fixed_anchor_size,
+        }
+    }
+}
+
+/// An SSD head's spec (`HexagonTpu.Postprocess.ssd/3` builds it).
+#[derive(NifMap)]
+pub struct SsdArgs {
+    coords: usize,
+    classes: usize,
+    scales: (f64, f64, f64, f64),
+    reverse_output_order: bool,
+    apply_exponential_on_box_size: bool,
+    sigmoid_score: bool,
+    score_clipping_thresh: Option<f64>,
+    nms: NmsTerm,
+}
+
+fn anchors_f32(bytes: &[u8]) -> Result<Vec<[f32; 4]>, PostprocessError> {
+    let values = postprocess::f32_values("anchors", bytes)?;
+    if !values.len().is_multiple_of(4) {
+        return Err(PostprocessError {
+            argument: "anchors",
+            message: format!("expected [N, 4] f32 values, got {}", values.len()),
+        });
+    }
+    Ok(values
+        .chunks_exact(4)
+        .map(|a| [a[0], a[1], a[2], a[3]])
+        .collect())
+}
+
+fn ssd(
+    boxes: &[u8],
+    scores: &[u8],
+    anchors: &[u8],
+    args: &SsdArgs,
+) -> Result<Vec<DetectionTerm>, PostprocessError> {
+    let boxes = postprocess::f32_values("boxes", boxes)?;
+    let scores = postprocess::f32_values("scores", scores)?;
+    let anchors = anchors_f32(anchors)?;
+    let (x, y, w, h) = args.scales;
+    let spec = SsdSpec {
+        coords: args.coords,
+        classes: args.classes,
+        x_scale: x as f32,
+        y_scale: y as f32,
+        w_scale: w as f32,
+        h_scale: h as f32,
+        reverse_output_order: args.reverse_output_order,
+        apply_exponential_on_box_size: args.apply_exponential_on_box_size,
+        sigmoid_score: args.sigmoid_score,
+        score_clipping_thresh: args.score_clipping_thresh.map(|t| t as f32),
+        nms: NmsOptions::from(&args.nms),
+    };
+    Ok(detections(postprocess::ssd(
+        &boxes, &scores, &anchors, &spec,
+    )?))
+}
+
+/// `{:ok, f32_bytes}` (`[N, 4]`: x_center, y_center, width, height) or `{:error, ...}`.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn postprocess_ssd_anchors<'a>(env: Env<'a>, options: AnchorsTerm) -> Term<'a> {
+    match postprocess::ssd_anchors(&AnchorOptions::from(&options)) {
+        Ok(anchors) => {
+            let mut out = OwnedBinary::new(anchors.len() * 16);
+            for (chunk, v) in out
+                .as_mut_slice()
+                .chunks_exact_mut(4)
+                .zip(anchors.iter().flatten())
+            {
+                chunk.copy_from_slice(&v.to_le_bytes());
+            }
+            (atoms::ok(), out.release(env)).encode(env)
+        }
+        Err(e) => encode::<()>(env, Err(e)),
+    }
+}
+
+/// An SSD head decoded against its anchors and suppressed: like `postprocess_nms`.
+#[rustler::nif]
+fn postprocess_ssd<'a>(
+    env: Env<'a>,
+    boxes: Binary<'a>,
+    scores: Binary<'a>,
+    anchors: Binary<'a>,
+    args: SsdArgs,
+) -> Term<'a> {
+    let result = ssd(
+        boxes.as_slice(),
+        scores.as_slice(),
+        anchors.as_slice(),
+        &args,
+    );
+    encode(env, result)
+}
+
+/// `postprocess_ssd` on a dirty CPU scheduler, for large inputs.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn postprocess_ssd_dirty<'a>(
+    env: Env<'a>,
+    boxes: Binary<'a>,
+    scores: Binary<'a>,
+    anchors: Binary<'a>,
+    args: SsdArgs,
+) -> Term<'a> {
+    let result = ssd(
+        boxes.as_slice(),
+        scores.as_slice(),
+        anchors.as_slice(),
+        &args,
+    );
+    encode(env, result)
 }

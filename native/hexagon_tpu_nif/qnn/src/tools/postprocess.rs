@@ -30,6 +30,10 @@
 //!   `c`'s score is `objectness * class_score[c]` (f32). NMS runs in the model's coordinates;
 //!   the kept boxes are then mapped through the letterbox, `frame = (model - offset) / scale`,
 //!   and clipped to `[0, width] x [0, height]`.
+//! * **SSD** ([`ssd_anchors`], [`ssd`]): MediaPipe's `SsdAnchorsCalculator` (anchors
+//!   `[x_center, y_center, w, h]`, normalized) and `TensorsToDetectionsCalculator`'s box
+//!   decoding (`cx = x / x_scale * anchor_w + anchor_cx`, the size linear or exponential,
+//!   scores optionally `sigmoid(clamp(x, -t, t))` in f64), then the NMS above.
 //! * **Masks** ([`argmax_mask`]): a `[H, W, C]` or `[C, H, W]` output's class per pixel, the
 //!   argmax over `C` (the lowest class among equal maxima), u8 (or u16 past 256 classes).
 //!
@@ -41,10 +45,12 @@ use thiserror::Error;
 
 mod mask;
 mod nms;
+mod ssd;
 mod yolo;
 
 pub use mask::{MaskLayout, argmax_mask};
 pub use nms::{BoxFormat, Scores, iou, nms};
+pub use ssd::{AnchorOptions, SsdSpec, ssd, ssd_anchors};
 pub use yolo::{Letterbox, YoloSpec, yolov5, yolov8};
 
 #[cfg(test)]

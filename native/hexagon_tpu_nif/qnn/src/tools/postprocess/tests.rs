@@ -510,3 +510,122 @@ fn argmax_mask_both_layouts_ties_and_wide_classes() {
         "output: value 4 is NaN"
     );
 }
+
+// -- SSD ----------------------------------------------------------------------------------------
+
+fn blazeface_front() -> AnchorOptions {
+    AnchorOptions {
+        input_width: 128,
+        input_height: 128,
+        min_scale: 0.1484375,
+        max_scale: 0.75,
+        anchor_offset_x: 0.5,
+        anchor_offset_y: 0.5,
+        strides: vec![8, 16, 16, 16],
+        aspect_ratios: vec![1.0],
+        reduce_boxes_in_lowest_layer: false,
+        interpolated_scale_aspect_ratio: 1.0,
+        fixed_anchor_size: true,
+    }
+}
+
+#[test]
+fn ssd_anchors_blazeface_and_sizes() {
+    // BlazeFace's front model: 16x16 cells x 2 anchors, then 8x8 x 6 (three layers of stride 16)
+    let a = ssd_anchors(&blazeface_front()).unwrap();
+    assert_eq!(a.len(), 896);
+    assert_eq!(a[0], [0.03125, 0.03125, 1.0, 1.0]);
+    assert_eq!(a[1], [0.03125, 0.03125, 1.0, 1.0]);
+    assert_eq!(a[2], [0.09375, 0.03125, 1.0, 1.0]);
+    assert_eq!(a[512], [0.0625, 0.0625, 1.0, 1.0]);
+    assert_eq!(a[895], [0.9375, 0.9375, 1.0, 1.0]);
+    // one layer (scale (min + max) / 2 = 0.5), ratios 1 and 2, the interpolated anchor at
+    // sqrt(0.5 * 1.0): 2x2 cells x 3 anchors
+    let o = AnchorOptions {
+        input_width: 16,
+        input_height: 16,
+        min_scale: 0.2,
+        max_scale: 0.8,
+        strides: vec![8],
+        aspect_ratios: vec![1.0, 2.0],
+        fixed_anchor_size: false,
+        ..blazeface_front()
+    };
+    let a = ssd_anchors(&o).unwrap();
+    assert_eq!(a.len(), 12);
+    let r2 = 2f32.sqrt();
+    assert_eq!(a[0], [0.25, 0.25, 0.5, 0.5]);
+    assert_eq!(a[1], [0.25, 0.25, 0.5 * r2, 0.5 / r2]);
+    assert_eq!(a[2], [0.25, 0.25, 0.5f32.sqrt(), 0.5f32.sqrt()]);
+    assert_eq!(a[3][..2], [0.75, 0.25]);
+    let bad = AnchorOptions {
+        strides: vec![],
+        ..blazeface_front()
+    };
+    assert!(
+        ssd_anchors(&bad)
+            .unwrap_err()
+            .to_string()
+            .starts_with("anchors: strides")
+    );
+}
+
+fn ssd_spec() -> SsdSpec {
+    SsdSpec {
+        coords: 4,
+        classes: 1,
+        x_scale: 128.0,
+        y_scale: 128.0,
+        w_scale: 128.0,
+        h_scale: 128.0,
+        reverse_output_order: true,
+        apply_exponential_on_box_size: false,
+        sigmoid_score: true,
+        score_clipping_thresh: Some(100.0),
+        nms: opts(0.4, 0.3, None),
+    }
+}
+
+#[test]
+fn ssd_decodes_against_anchors() {
+    let anchors = [
+        [0.5, 0.5, 1.0, 1.0],
+        [0.5, 0.5, 1.0, 1.0],
+        [0.1, 0.1, 1.0, 1.0],
+    ];
+    // x, y, w, h in 1/128ths of the anchor
+    let boxes = [
+        12.8, 0.0, 64.0, 32.0, 12.8, 0.0, 64.0, 32.0, 0.0, 0.0, 12.8, 12.8,
+    ];
+    // logits: sigmoid(0) = 0.5, sigmoid(-1) is below 0.4, sigmoid(200) clipped to sigmoid(100)
+    let scores = [0.0, 200.0, -1.0];
+    let kept = ssd(&boxes, &scores, &anchors, &ssd_spec()).unwrap();
+    let got: Vec<_> = kept.iter().map(|d| (d.index, d.score)).collect();
+    // box 1 scores 1.0 and suppresses box 0 (the same box)
+    assert_eq!(got, vec![(1, 1.0)]);
+    assert_eq!(
+        kept[0].bbox,
+        [0.6 - 0.25, 0.5 - 0.125, 0.6 + 0.25, 0.5 + 0.125]
+    );
+    // y, x, h, w order and exponential sizes: exp(0) = 1 anchor
+    let mut spec = ssd_spec();
+    spec.reverse_output_order = false;
+    spec.apply_exponential_on_box_size = true;
+    spec.sigmoid_score = false;
+    let kept = ssd(
+        &[0.0, 12.8, 0.0, 0.0],
+        &[0.9],
+        &[[0.5, 0.5, 0.2, 0.4]],
+        &spec,
+    )
+    .unwrap();
+    // x offset in units of the anchor's width (0.2)
+    let cx = 12.8f32 / 128.0 * 0.2 + 0.5;
+    assert_eq!(kept[0].bbox, [cx - 0.1, 0.5 - 0.2, cx + 0.1, 0.5 + 0.2]);
+    assert_eq!(
+        ssd(&boxes[..11], &scores, &anchors, &ssd_spec())
+            .unwrap_err()
+            .to_string(),
+        "boxes: expected [3, 4] (one row per anchor) = 12 f32 values, got 11"
+    );
+}
