@@ -1,6 +1,7 @@
 # HexagonTpu.Postprocess against the same definitions in numpy, in one run: YOLOv8n at 640
 # (8400 candidates x 80 classes, {1, 84, 8400}) decoded and suppressed, the same boxes and
-# scores through nms/3 ({8400, 4} xyxy and {8400, 80}), and a 1000-class top 5 with softmax.
+# scores through nms/3 ({8400, 4} xyxy and {8400, 80}), BlazeFace's SSD head, a 512x512
+# 21-class mask, and a 1000-class top 5 with softmax.
 # Prints figures; asserts nothing.
 #
 #   mix run bench/postprocess.exs [RUNS]
@@ -125,6 +126,68 @@ for thr <- [0.25, 0.5] do
 
   row.("nms {8400, 4} x {8400, 80}, score > #{thr} (#{length(kept)} kept)", ours, numpy)
 end
+
+# BlazeFace's front head: 896 anchors x 16 values, logits
+blaze = [
+  input_size_width: 128,
+  input_size_height: 128,
+  min_scale: 0.1484375,
+  max_scale: 0.75,
+  strides: [8, 16, 16, 16],
+  fixed_anchor_size: true
+]
+
+raw_boxes = for _ <- 1..(896 * 16), do: :rand.normal() * 20
+raw_scores = for _ <- 1..896, do: :rand.normal() * 3
+{rb, rs} = {{f32.(raw_boxes), {1, 896, 16}}, {f32.(raw_scores), {1, 896, 1}}}
+
+ssd_opts = [
+  anchors: blaze,
+  x_scale: 128,
+  y_scale: 128,
+  w_scale: 128,
+  h_scale: 128,
+  reverse_output_order: true,
+  sigmoid_score: true,
+  score_clipping_thresh: 100,
+  score_threshold: 0.75,
+  iou_threshold: 0.3
+]
+
+ours = time_ms.(fn -> Postprocess.ssd!(rb, rs, ssd_opts) end)
+anchor_json = "{" <> Enum.map_join(blaze, ", ", fn {k, v} -> ~s("#{k}": #{inspect(v)}) end) <> "}"
+
+numpy =
+  numpy_ms.(
+    [
+      op: ~s("ssd"),
+      boxes: ~s("#{file.("raw_boxes", f32.(raw_boxes))}"),
+      scores: ~s("#{file.("raw_scores", f32.(raw_scores))}"),
+      n: 896,
+      coords: 16,
+      classes: 1,
+      anchor_options: anchor_json,
+      x_scale: 128,
+      y_scale: 128,
+      w_scale: 128,
+      h_scale: 128,
+      reverse_output_order: "true",
+      apply_exponential_on_box_size: "false",
+      sigmoid_score: "true",
+      score_clipping_thresh: 100
+    ] ++ Keyword.merge(nms_json.(0.75), iou_threshold: 0.3)
+  )
+
+row.("ssd BlazeFace front, 896 anchors made each call", ours, numpy)
+
+# a 512x512 segmentation output of 21 classes (Pascal VOC), {H, W, C}
+seg = for _ <- 1..(512 * 512 * 21), into: <<>>, do: <<:rand.uniform()::float-32-little>>
+ours = time_ms.(fn -> Postprocess.mask!({seg, {512, 512, 21}}) end)
+
+numpy =
+  numpy_ms.(op: ~s("mask"), output: ~s("#{file.("seg", seg)}"), h: 512, w: 512, classes: 21, layout: ~s("hwc"))
+
+row.("mask {512, 512, 21} argmax", ours, numpy)
 
 ours = time_ms.(fn -> Postprocess.top_k!(f32.(logits), 5, softmax: true) end)
 numpy = numpy_ms.(op: ~s("top_k"), scores: logits_file, k: 5, softmax: "true")

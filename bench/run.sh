@@ -5,7 +5,7 @@
 #   bench/profile.exs           an execute's cost with profiling off, 1 in 100, every execute
 #   qnn_tests example load_rss  peak RSS a load adds, against the file's size
 #   bench/preprocess.exs        HexagonTpu.Preprocess against the same steps in numpy (and Nx)
-#   bench/postprocess.exs       HexagonTpu.Postprocess (YOLOv8n decode + NMS, nms/3, top_k) against numpy
+#   bench/postprocess.exs       HexagonTpu.Postprocess (YOLOv8n, NMS, SSD, mask, top k) against numpy
 #   bench/throughput.exs        synchronous against asynchronous pipelined throughput, 1 ms executes
 #
 #   bash bench/run.sh                 all of the above, and the kernels' table below first when
@@ -83,7 +83,7 @@ fi
 echo "==> preprocessing: a camera frame to a model input"
 HEXAGON_TPU_OFFLINE=1 mix run bench/preprocess.exs
 [ "$what" != preprocess ] || exit 0
-echo "==> postprocessing: YOLOv8n's head, NMS and top k"
+echo "==> postprocessing: YOLOv8n's head, NMS, SSD, a mask and top k"
 HEXAGON_TPU_OFFLINE=1 mix run bench/postprocess.exs
 [ "$what" != postprocess ] || exit 0
 echo "==> scheduling, and predict/3 above graphExecute"
