@@ -5,6 +5,7 @@
 #   bench/profile.exs           an execute's cost with profiling off, 1 in 100, every execute
 #   qnn_tests example load_rss  peak RSS a load adds, against the file's size
 #   bench/preprocess.exs        HexagonTpu.Preprocess against the same steps in numpy (and Nx)
+#   bench/postprocess.exs       HexagonTpu.Postprocess (YOLOv8n, NMS, SSD, mask, top k) against numpy
 #   bench/throughput.exs        synchronous against asynchronous pipelined throughput, 1 ms executes
 #
 #   bash bench/run.sh                 all of the above, and the kernels' table below first when
@@ -14,6 +15,7 @@
 #                                     Qualcomm's emulator, interleaved (bench/versus_ort.exs;
 #                                     also part of "all" when the QNN venv is there)
 #   bash bench/run.sh preprocess      the preprocessing pass only: ours and numpy (offline)
+#   bash bench/run.sh postprocess     preprocessing, then postprocessing: ours and numpy
 #   bash bench/run.sh preprocess-nx   ours, numpy and Nx in one run, in the Debian 13 root of
 #                                     .ci/elixir-1.18.sh (Hex mode: Nx, Elixir 1.18; the NIF is
 #                                     Rustler's release build there)
@@ -81,6 +83,9 @@ fi
 echo "==> preprocessing: a camera frame to a model input"
 HEXAGON_TPU_OFFLINE=1 mix run bench/preprocess.exs
 [ "$what" != preprocess ] || exit 0
+echo "==> postprocessing: YOLOv8n's head, NMS, SSD, a mask and top k"
+HEXAGON_TPU_OFFLINE=1 mix run bench/postprocess.exs
+[ "$what" != postprocess ] || exit 0
 echo "==> scheduling, and predict/3 above graphExecute"
 HEXAGON_TPU_OFFLINE=1 mix run bench/scheduling.exs "${sim[@]}"
 echo "==> throughput: synchronous against asynchronous, 1 ms executes"

@@ -235,7 +235,8 @@ end
 defmodule HexagonTpu.Native do
   @moduledoc false
   # The only module that names NIFs. Rust side: native/hexagon_tpu_nif/src (runtime.rs, perf.rs,
-  # context.rs, graph.rs, profile.rs, preprocess.rs, log.rs, stats.rs, trace.rs, sim_probe.rs).
+  # context.rs, graph.rs, profile.rs, preprocess.rs, postprocess.rs, log.rs, stats.rs, trace.rs,
+  # sim_probe.rs).
   #
   # Until the NIF replaces them, the stubs answer as the NIF does when it fails, so no caller
   # needs a check of its own and nothing raises: {:error, %HexagonTpu.Error{reason:
@@ -338,6 +339,20 @@ defmodule HexagonTpu.Native do
 
   # preprocess.rs: a camera frame to a model input's bytes (HexagonTpu.Preprocess builds `spec`)
   def preprocess_image(_frame, _spec), do: not_loaded()
+
+  # postprocess.rs: top k, NMS, YOLO and SSD heads, anchors and masks (HexagonTpu.Postprocess builds the maps); the
+  # `_dirty` copies run on a dirty CPU scheduler, for large inputs
+  def postprocess_top_k(_scores, _k, _softmax), do: not_loaded()
+  def postprocess_top_k_dirty(_scores, _k, _softmax), do: not_loaded()
+  def postprocess_nms(_boxes, _scores, _args), do: not_loaded()
+  def postprocess_nms_dirty(_boxes, _scores, _args), do: not_loaded()
+  def postprocess_yolo(_output, _args), do: not_loaded()
+  def postprocess_yolo_dirty(_output, _args), do: not_loaded()
+  def postprocess_mask(_output, _args), do: not_loaded()
+  def postprocess_mask_dirty(_output, _args), do: not_loaded()
+  def postprocess_ssd_anchors(_options), do: not_loaded()
+  def postprocess_ssd(_boxes, _scores, _anchors, _args), do: not_loaded()
+  def postprocess_ssd_dirty(_boxes, _scores, _anchors, _args), do: not_loaded()
 
   # log.rs
   def log_forward_to(_pid), do: not_loaded()

@@ -8,7 +8,8 @@
 //! (they block on `dlopen`, file reads and QnnSystem's parse); `graph_execute` runs on a dirty
 //! CPU scheduler (it quantizes, votes the call's performance mode when it is not in force,
 //! executes and dequantizes), and so does `preprocess_image` (a camera
-//! frame to a model input's bytes). Every `close` is a plain NIF: it only
+//! frame to a model input's bytes); the `postprocess_*` NIFs (top k, NMS, YOLO heads) come in
+//! two copies, a normal one for small inputs and a `*_dirty` one on a dirty CPU scheduler. Every `close` is a plain NIF: it only
 //! hands the free on (to the runtime's thread, or to whichever execute finishes last) and the
 //! answer comes by message.
 //!
@@ -22,6 +23,7 @@ mod error;
 mod graph;
 mod log;
 mod perf;
+mod postprocess;
 mod preprocess;
 mod profile;
 mod quote;

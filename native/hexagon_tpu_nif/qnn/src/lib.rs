@@ -28,7 +28,7 @@ pub use model::{metadata, model_file, preflight, quant, tensor};
 pub use observe::{counters, ledger, trace};
 #[cfg(feature = "test-support")]
 pub use tools::sim_probe;
-pub use tools::{inspect, preprocess};
+pub use tools::{inspect, postprocess, preprocess};
 
 pub use base::exit::exiting;
 pub use context::{Context, ExecuteQueue};

@@ -1,0 +1,195 @@
+# HexagonTpu.Postprocess against the same definitions in numpy, in one run: YOLOv8n at 640
+# (8400 candidates x 80 classes, {1, 84, 8400}) decoded and suppressed, the same boxes and
+# scores through nms/3 ({8400, 4} xyxy and {8400, 80}), BlazeFace's SSD head, a 512x512
+# 21-class mask, and a 1000-class top 5 with softmax.
+# Prints figures; asserts nothing.
+#
+#   mix run bench/postprocess.exs [RUNS]
+#
+# Ours: the whole public call (options, NIF on a dirty CPU scheduler, the Detection structs).
+# numpy: test/support/postprocess_numpy.py (the QNN venv's Python, when it is installed), the
+# tests' reference: vectorized decoding and thresholds, the greedy visit a Python loop with
+# each IoU row vectorized, timed inside Python. The output is synthetic: every box random, 5%
+# of the class scores high, the rest under 0.1, so a threshold of 0.25 leaves about 3000
+# candidates (many boxes have a class above it) and 0.5 about 1700.
+
+alias HexagonTpu.Postprocess
+
+runs = String.to_integer(List.first(System.argv()) || "20")
+:rand.seed(:exsss, {1, 2, 3})
+{n, c} = {8400, 80}
+f32 = fn list -> for x <- list, into: <<>>, do: <<x::float-32-little>> end
+
+boxes_cxcywh =
+  for _ <- 1..n,
+      do: [:rand.uniform() * 640, :rand.uniform() * 640, 8 + :rand.uniform() * 120, 8 + :rand.uniform() * 120]
+
+class_rows =
+  for _ <- 1..c,
+      do: for(_ <- 1..n, do: if(:rand.uniform() < 0.05, do: :rand.uniform(), else: :rand.uniform() * 0.1))
+
+# {1, 84, 8400}: rows cx, cy, w, h, then the class rows
+box_rows = boxes_cxcywh |> Enum.zip_with(& &1)
+output = f32.(List.flatten(box_rows ++ class_rows))
+
+boxes_xyxy =
+  Enum.flat_map(boxes_cxcywh, fn [cx, cy, w, h] -> [cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2] end)
+
+scores_nc = class_rows |> Enum.zip_with(& &1) |> List.flatten()
+logits = for _ <- 1..1000, do: :rand.normal() * 3
+
+median = fn times ->
+  sorted = Enum.sort(times)
+  Enum.at(sorted, div(length(sorted), 2))
+end
+
+time_ms = fn fun ->
+  _ = fun.()
+  median.(for _ <- 1..runs, do: elem(:timer.tc(fun), 0) / 1000)
+end
+
+python =
+  case HexagonTpu.Compiler.python() do
+    {:ok, python} -> python
+    {:error, _} -> nil
+  end
+
+dir = Path.join(System.tmp_dir!(), "hexagon_tpu_bench_postprocess")
+File.mkdir_p!(dir)
+
+file = fn name, bytes ->
+  path = Path.join(dir, name)
+  File.write!(path, bytes)
+  path
+end
+
+numpy_ms = fn params ->
+  if python do
+    script = Path.expand("../test/support/postprocess_numpy.py", __DIR__)
+    json = "{" <> Enum.map_join(params, ", ", fn {k, v} -> ~s("#{k}": #{v}) end) <> "}"
+    {out, 0} = System.cmd(python, [script, "bench", json, Integer.to_string(max(div(runs, 4), 3))])
+    [_, ms] = Regex.run(~r/"median_ms": ([0-9.e+-]+)/, out)
+    String.to_float(ms)
+  end
+end
+
+nms_json = fn thr ->
+  [
+    score_threshold: thr,
+    iou_threshold: 0.45,
+    max_detections: 300,
+    class_agnostic: false,
+    multi_label: false
+  ]
+  |> Enum.map(fn {k, v} -> {k, if(is_boolean(v), do: to_string(v), else: v)} end)
+end
+
+output_file = ~s("#{file.("output", output)}")
+boxes_file = ~s("#{file.("boxes", f32.(boxes_xyxy))}")
+scores_file = ~s("#{file.("scores", f32.(scores_nc))}")
+logits_file = ~s("#{file.("logits", f32.(logits))}")
+
+IO.puts("#{runs} runs each (numpy: a quarter of them, at least 3), median ms")
+IO.puts(String.pad_trailing("case", 58) <> String.pad_leading("ours", 9) <> String.pad_leading("numpy", 10))
+
+row = fn label, ours, numpy ->
+  shown = if numpy, do: :erlang.float_to_binary(numpy, decimals: 2), else: "-"
+
+  IO.puts(
+    String.pad_trailing(label, 58) <>
+      String.pad_leading(:erlang.float_to_binary(ours, decimals: 2), 9) <>
+      String.pad_leading(shown, 10)
+  )
+end
+
+for thr <- [0.25, 0.5] do
+  kept = Postprocess.yolov8!({output, {1, 4 + c, n}}, score_threshold: thr)
+  ours = time_ms.(fn -> Postprocess.yolov8!({output, {1, 4 + c, n}}, score_threshold: thr) end)
+
+  numpy =
+    numpy_ms.([op: ~s("yolov8"), output: output_file, n: n, classes: c, letterbox: "null", clip: "null"] ++ nms_json.(thr))
+
+  row.("yolov8 {1, 84, 8400}, score > #{thr}, IoU 0.45 (#{length(kept)} kept)", ours, numpy)
+end
+
+for thr <- [0.25, 0.5] do
+  args = [{boxes_xyxy |> f32.(), {n, 4}}, {f32.(scores_nc), {n, c}}]
+  [b, s] = args
+  kept = Postprocess.nms!(b, s, score_threshold: thr)
+  ours = time_ms.(fn -> Postprocess.nms!(b, s, score_threshold: thr) end)
+
+  numpy =
+    numpy_ms.(
+      [op: ~s("nms"), boxes: boxes_file, scores: scores_file, n: n, classes: c, box_classes: "null", format: ~s("xyxy")] ++
+        nms_json.(thr)
+    )
+
+  row.("nms {8400, 4} x {8400, 80}, score > #{thr} (#{length(kept)} kept)", ours, numpy)
+end
+
+# BlazeFace's front head: 896 anchors x 16 values, logits
+blaze = [
+  input_size_width: 128,
+  input_size_height: 128,
+  min_scale: 0.1484375,
+  max_scale: 0.75,
+  strides: [8, 16, 16, 16],
+  fixed_anchor_size: true
+]
+
+raw_boxes = for _ <- 1..(896 * 16), do: :rand.normal() * 20
+raw_scores = for _ <- 1..896, do: :rand.normal() * 3
+{rb, rs} = {{f32.(raw_boxes), {1, 896, 16}}, {f32.(raw_scores), {1, 896, 1}}}
+
+ssd_opts = [
+  anchors: blaze,
+  x_scale: 128,
+  y_scale: 128,
+  w_scale: 128,
+  h_scale: 128,
+  reverse_output_order: true,
+  sigmoid_score: true,
+  score_clipping_thresh: 100,
+  score_threshold: 0.75,
+  iou_threshold: 0.3
+]
+
+ours = time_ms.(fn -> Postprocess.ssd!(rb, rs, ssd_opts) end)
+anchor_json = "{" <> Enum.map_join(blaze, ", ", fn {k, v} -> ~s("#{k}": #{inspect(v)}) end) <> "}"
+
+numpy =
+  numpy_ms.(
+    [
+      op: ~s("ssd"),
+      boxes: ~s("#{file.("raw_boxes", f32.(raw_boxes))}"),
+      scores: ~s("#{file.("raw_scores", f32.(raw_scores))}"),
+      n: 896,
+      coords: 16,
+      classes: 1,
+      anchor_options: anchor_json,
+      x_scale: 128,
+      y_scale: 128,
+      w_scale: 128,
+      h_scale: 128,
+      reverse_output_order: "true",
+      apply_exponential_on_box_size: "false",
+      sigmoid_score: "true",
+      score_clipping_thresh: 100
+    ] ++ Keyword.merge(nms_json.(0.75), iou_threshold: 0.3)
+  )
+
+row.("ssd BlazeFace front, 896 anchors made each call", ours, numpy)
+
+# a 512x512 segmentation output of 21 classes (Pascal VOC), {H, W, C}
+seg = for _ <- 1..(512 * 512 * 21), into: <<>>, do: <<:rand.uniform()::float-32-little>>
+ours = time_ms.(fn -> Postprocess.mask!({seg, {512, 512, 21}}) end)
+
+numpy =
+  numpy_ms.(op: ~s("mask"), output: ~s("#{file.("seg", seg)}"), h: 512, w: 512, classes: 21, layout: ~s("hwc"))
+
+row.("mask {512, 512, 21} argmax", ours, numpy)
+
+ours = time_ms.(fn -> Postprocess.top_k!(f32.(logits), 5, softmax: true) end)
+numpy = numpy_ms.(op: ~s("top_k"), scores: logits_file, k: 5, softmax: "true")
+row.("top_k 5 of 1000, softmax", ours, numpy)
+File.rm_rf!(dir)

@@ -1,0 +1,486 @@
+defmodule HexagonTpu.Postprocess do
+  @moduledoc """
+  A model's raw outputs to answers, natively (no EXLA needed, so it runs on Nerves): a
+  classifier's top k, a segmenter's class mask (`mask/2`), and a detector's boxes after a score threshold and non-maximum
+  suppression (NMS), with the YOLOv8 and YOLOv5 heads decoded first and the boxes mapped back
+  to the frame through the letterbox.
+
+      # a classifier: the five best classes, as probabilities
+      {:ok, [{class, p} | _]} = HexagonTpu.Postprocess.top_k(logits, 5, softmax: true)
+
+      # YOLOv8n at 640 ({1, 84, 8400}), on a 1280x720 frame letterboxed to 640x640
+      {:ok, detections} =
+        HexagonTpu.Postprocess.yolov8(output,
+          score_threshold: 0.25,
+          iou_threshold: 0.45,
+          letterbox: %{scale: 0.5, x_offset: 0, y_offset: 140},
+          clip: {1280, 720}
+        )
+
+      for %HexagonTpu.Postprocess.Detection{box: {x1, y1, x2, y2}, class: c, score: s} <- detections,
+        do: IO.puts("class \#{c} (\#{s}) at \#{x1},\#{y1} - \#{x2},\#{y2}")
+
+      # any detector: boxes {N, 4} and per-class scores {N, C}
+      {:ok, detections} = HexagonTpu.Postprocess.nms(boxes, scores, format: :cxcywh)
+
+  ## Tensors
+
+  Every tensor argument is an `Nx.Tensor` of a float type (converted to f32), or
+  `{binary, shape}`: f32 little-endian bytes and their shape (a model output's bytes and its
+  `TensorInfo.shape`, say). `top_k/3` also takes a plain binary of f32 values.
+
+  ## Definitions
+
+    * **Order.** Scores are ordered descending, equal scores by the lower box index, then the
+      lower class. Every result is in that order. A NaN score is an error.
+    * **`top_k/3`.** The `k` highest of `C` scores as `{class, score}`, all `C` when `k >= C`.
+      With `softmax: true` the scores are first `p_i = exp(x_i - m) / sum_j exp(x_j - m)`,
+      `m = max x` (numerically stable), in f64, rounded to f32; scores must then be finite.
+    * **Boxes** are `:xyxy` (corners; the default), `:xywh` (top-left corner and size:
+      `x2 = x + w`) or `:cxcywh` (centre and size: `x1 = cx - w * 0.5`, `x2 = cx + w * 0.5`),
+      in f32, and are returned as `{x1, y1, x2, y2}`. A box's width is `max(x2 - x1, 0)`, its
+      height likewise. Coordinates must be finite.
+    * **IoU** is OpenCV's `dnn::NMSBoxes`'s, without the `+1` convention:
+      `inter / (area_a + area_b - inter)`, with `inter` the intersection's area (0 when the
+      boxes do not overlap); a pair whose union is 0 (both boxes of zero area) has IoU 0, so
+      zero-area boxes never suppress or get suppressed. In f32.
+    * **Candidates.** A box whose score is above `:score_threshold`, strictly (as OpenCV and
+      Ultralytics). With per-class scores `{N, C}` a box takes its best class (the lowest index
+      among equal maxima) and that score; with `multi_label: true`, every `{box, class}` pair
+      above the threshold is a candidate of its own. With one score per box (`{N}`), the class
+      comes from `:classes`, or is 0.
+    * **NMS** is greedy: candidates are visited in the order above, and one is kept unless a
+      kept candidate of the same class (of any class with `class_agnostic: true`) overlaps it
+      with `IoU > iou_threshold` (strictly: OpenCV keeps a box whose overlap is
+      `<= threshold`). The visit stops once `:max_detections` are kept.
+    * **YOLOv8** (`yolov8/2`): the output is `{1, 4 + C, N}` (or `{4 + C, N}`), rows 0..3
+      `cx, cy, w, h` in the model input's pixels, then the `C` class scores (no objectness,
+      used as they are). **YOLOv5** (`yolov5/2`): `{1, N, 5 + C}` (or `{N, 5 + C}`),
+      `cx, cy, w, h, objectness`, then the class scores; class `c` scores
+      `objectness * class_score[c]` (f32). NMS runs in the model's coordinates; then each kept
+      box is mapped through `letterbox: %{scale: s, x_offset: dx, y_offset: dy}` (the
+      transform that made the model input from the frame, `model = frame * s + offset`) as
+      `frame = (model - offset) / s`, and clipped to `clip: {width, height}`:
+      `x in [0, width]`, `y in [0, height]`.
+    * **SSD** (`ssd_anchors/1`, `ssd/3`). Anchors are MediaPipe's `SsdAnchorsCalculator`'s,
+      with its option names (`:input_size_width`, `:input_size_height`, `:min_scale`,
+      `:max_scale`, `:strides`, `:aspect_ratios` (`[1.0]`), `:anchor_offset_x`/`_y` (0.5),
+      `:reduce_boxes_in_lowest_layer`, `:interpolated_scale_aspect_ratio` (1.0),
+      `:fixed_anchor_size`, `:num_layers` = the number of strides; feature maps are
+      `ceil(input / stride)`): for each run of layers of one stride, the scale of layer `i` of
+      `L` is `min + (max - min) * i / (L - 1)` (`(min + max) / 2` when `L = 1`), one anchor per
+      aspect ratio `r` of size `scale * sqrt(r)` by `scale / sqrt(r)`, plus one of the
+      interpolated ratio at `sqrt(scale * next_scale)` (next of the last layer: 1), at each
+      cell centre `((x + offset_x) / fw, (y + offset_y) / fh)`; 1 x 1 with
+      `fixed_anchor_size: true`. `:anchors` is those options, or anchors `{N, 4}` given. Boxes
+      decode as `TensorsToDetectionsCalculator`'s: `x, y, w, h` (`reverse_output_order: true`,
+      BlazeFace) or `y, x, h, w`, then `cx = x / x_scale * anchor_w + anchor_cx` (y alike), and
+      `w = w / w_scale * anchor_w` (or `exp(w / w_scale) * anchor_w` with
+      `apply_exponential_on_box_size: true`); scores are used as they are or, with
+      `sigmoid_score: true`, `1 / (1 + exp(-clamp(x, -t, t)))` (`t`: `:score_clipping_thresh`,
+      or none) in f64 rounded to f32. Keypoints are not decoded.
+    * **`mask/2`.** Each pixel's class is the argmax over its `C` scores, the lowest class
+      among equal maxima; one u8 per pixel (u16 little-endian past 256 classes).
+
+  ## Options
+
+  Of `nms/3`, `yolov8/2` and `yolov5/2`:
+
+    * `:score_threshold` - a number; default `0.25`
+    * `:iou_threshold` - a number in `[0, 1]`; default `0.45`
+    * `:max_detections` - a non-negative integer or `nil` (no limit); default `300`
+    * `:class_agnostic` - boxes of different classes suppress each other; default `false`
+    * `:multi_label` - with per-class scores, every class above the threshold is a candidate;
+      default `false`
+
+  `nms/3` only: `:format` (`:xyxy`, `:xywh`, `:cxcywh`) and `:classes` (with `{N}` scores: a
+  list or integer tensor of `N` class indices). The decoders only: `:letterbox` and `:clip`.
+
+  ## Errors and scheduling
+
+  An argument of the wrong type (an option outside its type, a negative `k`, an
+  `:iou_threshold` outside `[0, 1]`) raises `ArgumentError` naming it. Data that does not fit
+  (a binary of the wrong size for its shape, shapes that disagree, a NaN score, a non-finite
+  coordinate) returns `{:error, %HexagonTpu.Error{reason: :invalid_input}}` naming the
+  argument. Large inputs (over #{20_000} values, or over 1000 boxes) run on a dirty CPU
+  scheduler, small ones on the caller's.
+  """
+
+  alias HexagonTpu.{Args, Error, Native}
+  alias HexagonTpu.Postprocess.{Detection, Input, Ssd}
+
+  @dirty_values 20_000
+  @dirty_boxes 1000
+
+  @nms_options [
+    score_threshold: 0.25,
+    iou_threshold: 0.45,
+    max_detections: 300,
+    class_agnostic: false,
+    multi_label: false
+  ]
+
+  @typedoc "An `Nx.Tensor` (a float type) or `{binary, shape}` (f32 little-endian)."
+  @type tensor :: struct() | {binary(), tuple()}
+
+  @doc """
+  The `k` best classes of a classifier's scores (shape `{C}` or `{1, C}`), as
+  `{:ok, [{class_index, score}]}`, by score (see "Definitions"). Option: `softmax: true`.
+  """
+  @spec top_k(tensor() | binary(), non_neg_integer(), keyword()) ::
+          {:ok, [{non_neg_integer(), float()}]} | {:error, Error.t()}
+  def top_k(scores, k, opts \\ []) do
+    fun = "HexagonTpu.Postprocess.top_k/3"
+    opts = Args.keyword!(opts, [softmax: false], fun)
+    softmax = opts[:softmax]
+
+    unless is_integer(k) and k >= 0, do: Args.type_error!(fun, "`k`", "a non-negative integer", k)
+    unless is_boolean(softmax), do: option_error!(fun, :softmax, "a boolean", softmax)
+
+    scores = if is_binary(scores), do: {scores, {div(byte_size(scores), 4)}}, else: scores
+
+    with {:ok, bytes, shape} <- Input.f32!(scores, "scores", fun),
+         :ok <- vector(shape) do
+      if byte_size(bytes) > @dirty_values * 4,
+        do: Native.postprocess_top_k_dirty(bytes, k, softmax),
+        else: Native.postprocess_top_k(bytes, k, softmax)
+    end
+  end
+
+  @doc "Like `top_k/3`, but raises `HexagonTpu.Error`."
+  @spec top_k!(tensor() | binary(), non_neg_integer(), keyword()) :: [
+          {non_neg_integer(), float()}
+        ]
+  def top_k!(scores, k, opts \\ []), do: scores |> top_k(k, opts) |> Error.unwrap!()
+
+  @doc """
+  Greedy NMS of `boxes` (`{N, 4}`, or `{1, N, 4}`) with `scores`: per class `{N, C}` or one
+  per box `{N}` (a leading batch dimension of 1 allowed). Returns
+  `{:ok, [%HexagonTpu.Postprocess.Detection{}]}` by score (see "Definitions" and "Options").
+  """
+  @spec nms(tensor(), tensor(), keyword()) :: {:ok, [Detection.t()]} | {:error, Error.t()}
+  def nms(boxes, scores, opts \\ []) do
+    fun = "HexagonTpu.Postprocess.nms/3"
+    opts = Args.keyword!(opts, [{:format, :xyxy}, {:classes, nil} | @nms_options], fun)
+    nms = nms_options!(opts, fun)
+    format = opts[:format]
+
+    unless format in [:xyxy, :xywh, :cxcywh],
+      do: option_error!(fun, :format, ":xyxy, :xywh or :cxcywh", format)
+
+    box_classes = Input.classes!(opts[:classes], fun)
+
+    with {:ok, box_bytes, box_shape} <- Input.f32!(boxes, "boxes", fun),
+         {:ok, score_bytes, score_shape} <- Input.f32!(scores, "scores", fun),
+         {:ok, n} <- boxes_shape(box_shape),
+         {:ok, classes} <- scores_shape(score_shape, n, box_classes) do
+      args = %{format: format, classes: classes, box_classes: box_classes, nms: nms}
+
+      result =
+        if n > @dirty_boxes or byte_size(score_bytes) > @dirty_values * 4,
+          do: Native.postprocess_nms_dirty(box_bytes, score_bytes, args),
+          else: Native.postprocess_nms(box_bytes, score_bytes, args)
+
+      detections(result)
+    end
+  end
+
+  @doc "Like `nms/3`, but raises `HexagonTpu.Error`."
+  @spec nms!(tensor(), tensor(), keyword()) :: [Detection.t()]
+  def nms!(boxes, scores, opts \\ []), do: boxes |> nms(scores, opts) |> Error.unwrap!()
+
+  @doc """
+  YOLOv8's head (`{1, 4 + C, N}`: `cx, cy, w, h`, then the class scores) decoded and
+  suppressed: `{:ok, [%HexagonTpu.Postprocess.Detection{}]}` by score. Options: those of
+  `nms/3` but `:format` and `:classes`, and `:letterbox`, `:clip` (see "Definitions").
+  """
+  @spec yolov8(tensor(), keyword()) :: {:ok, [Detection.t()]} | {:error, Error.t()}
+  def yolov8(output, opts \\ []),
+    do: yolo(:yolov8, output, opts, "HexagonTpu.Postprocess.yolov8/2")
+
+  @doc "Like `yolov8/2`, but raises `HexagonTpu.Error`."
+  @spec yolov8!(tensor(), keyword()) :: [Detection.t()]
+  def yolov8!(output, opts \\ []), do: output |> yolov8(opts) |> Error.unwrap!()
+
+  @doc """
+  YOLOv5's head (`{1, N, 5 + C}`: `cx, cy, w, h, objectness`, then the class scores; a score is
+  `objectness * class_score`) decoded and suppressed, as `yolov8/2`.
+  """
+  @spec yolov5(tensor(), keyword()) :: {:ok, [Detection.t()]} | {:error, Error.t()}
+  def yolov5(output, opts \\ []),
+    do: yolo(:yolov5, output, opts, "HexagonTpu.Postprocess.yolov5/2")
+
+  @doc "Like `yolov5/2`, but raises `HexagonTpu.Error`."
+  @spec yolov5!(tensor(), keyword()) :: [Detection.t()]
+  def yolov5!(output, opts \\ []), do: output |> yolov5(opts) |> Error.unwrap!()
+
+  @doc """
+  MediaPipe's `SsdAnchorsCalculator`: `{:ok, {f32_bytes, {n, 4}}}`, each anchor
+  `x_center, y_center, width, height`, normalized to the input (see "SSD").
+  """
+  @spec ssd_anchors(keyword()) :: {:ok, {binary(), {non_neg_integer(), 4}}} | {:error, Error.t()}
+  def ssd_anchors(opts) do
+    with {:ok, bytes} <- Ssd.generate(opts, "HexagonTpu.Postprocess.ssd_anchors/1"),
+         do: {:ok, {bytes, {div(byte_size(bytes), 16), 4}}}
+  end
+
+  @doc """
+  An SSD head (BlazeFace and its kin): `raw_boxes` `{1, N, K}` (or `{N, K}`, `K >= 4` values
+  per anchor), `raw_scores` `{1, N, C}`, `{N, C}` or `{N}`, decoded against `:anchors` and
+  suppressed: `{:ok, [%HexagonTpu.Postprocess.Detection{}]}` by score, boxes in the anchors'
+  units (see "SSD"). Options: those of `nms/3` but `:format` and `:classes`, and the SSD ones.
+  """
+  @spec ssd(tensor(), tensor(), keyword()) :: {:ok, [Detection.t()]} | {:error, Error.t()}
+  def ssd(raw_boxes, raw_scores, opts) do
+    fun = "HexagonTpu.Postprocess.ssd/3"
+    {ssd, nms_opts} = Ssd.split!(opts, Keyword.keys(@nms_options), fun)
+    nms = nms_options!(Args.keyword!(nms_opts, @nms_options, fun), fun)
+
+    with {:ok, anchors, n} <- Ssd.anchors!(ssd.anchors, fun),
+         {:ok, box_bytes, box_shape} <- Input.f32!(raw_boxes, "boxes", fun),
+         {:ok, score_bytes, score_shape} <- Input.f32!(raw_scores, "scores", fun),
+         {:ok, coords} <- ssd_boxes(box_shape, n),
+         {:ok, classes} <- ssd_scores(score_shape, n) do
+      args = Ssd.args(ssd, coords, classes, nms)
+
+      result =
+        if n > @dirty_boxes or byte_size(score_bytes) > @dirty_values * 4,
+          do: Native.postprocess_ssd_dirty(box_bytes, score_bytes, anchors, args),
+          else: Native.postprocess_ssd(box_bytes, score_bytes, anchors, args)
+
+      detections(result)
+    end
+  end
+
+  @doc "Like `ssd/3`, but raises `HexagonTpu.Error`."
+  @spec ssd!(tensor(), tensor(), keyword()) :: [Detection.t()]
+  def ssd!(raw_boxes, raw_scores, opts), do: raw_boxes |> ssd(raw_scores, opts) |> Error.unwrap!()
+
+  defp ssd_boxes({1, n, k}, n) when k >= 4, do: {:ok, k}
+  defp ssd_boxes({n, k}, n) when k >= 4, do: {:ok, k}
+
+  defp ssd_boxes(shape, n),
+    do:
+      invalid(
+        "boxes: expected a shape {1, N, K} or {N, K} with N = #{n} (the anchors') and K >= 4, got #{inspect(shape)}"
+      )
+
+  defp ssd_scores({1, n, c}, n) when c > 0, do: {:ok, c}
+  defp ssd_scores({n, c}, n) when c > 0, do: {:ok, c}
+  defp ssd_scores({n}, n), do: {:ok, 1}
+
+  defp ssd_scores(shape, n),
+    do:
+      invalid(
+        "scores: expected a shape {1, N, C}, {N, C} or {N} with N = #{n} (the anchors'), got #{inspect(shape)}"
+      )
+
+  @doc """
+  A segmentation output's class mask: each pixel's class is the argmax over its `C` scores
+  (the lowest class among equal maxima). `output` is `{H, W, C}` (`layout: :hwc`, the
+  default) or `{C, H, W}` (`layout: :chw`), a leading batch dimension of 1 allowed. Returns
+  `{:ok, {bytes, {h, w}}}`: row-major, one u8 per pixel, or u16 little-endian when `C > 256`.
+  """
+  @spec mask(tensor(), keyword()) ::
+          {:ok, {binary(), {non_neg_integer(), non_neg_integer()}}} | {:error, Error.t()}
+  def mask(output, opts \\ []) do
+    fun = "HexagonTpu.Postprocess.mask/2"
+    opts = Args.keyword!(opts, [layout: :hwc], fun)
+    layout = opts[:layout]
+
+    unless layout in [:hwc, :chw], do: option_error!(fun, :layout, ":hwc or :chw", layout)
+
+    with {:ok, bytes, shape} <- Input.f32!(output, "output", fun),
+         {:ok, h, w, c} <- mask_shape(layout, shape) do
+      args = %{height: h, width: w, classes: c, layout: layout}
+
+      result =
+        if byte_size(bytes) > @dirty_values * 4,
+          do: Native.postprocess_mask_dirty(bytes, args),
+          else: Native.postprocess_mask(bytes, args)
+
+      with {:ok, mask} <- result, do: {:ok, {mask, {h, w}}}
+    end
+  end
+
+  @doc "Like `mask/2`, but raises `HexagonTpu.Error`."
+  @spec mask!(tensor(), keyword()) :: {binary(), {non_neg_integer(), non_neg_integer()}}
+  def mask!(output, opts \\ []), do: output |> mask(opts) |> Error.unwrap!()
+
+  defp mask_shape(:hwc, {1, h, w, c}) when c > 0, do: {:ok, h, w, c}
+  defp mask_shape(:hwc, {h, w, c}) when c > 0, do: {:ok, h, w, c}
+  defp mask_shape(:chw, {1, c, h, w}) when c > 0, do: {:ok, h, w, c}
+  defp mask_shape(:chw, {c, h, w}) when c > 0, do: {:ok, h, w, c}
+
+  defp mask_shape(layout, shape) do
+    wanted = if layout == :hwc, do: "{H, W, C} or {1, H, W, C}", else: "{C, H, W} or {1, C, H, W}"
+
+    invalid(
+      "output: expected a shape #{wanted} (layout: #{inspect(layout)}), got #{inspect(shape)}"
+    )
+  end
+
+  # -- the decoders ----------------------------------------------------------------------------
+
+  defp yolo(version, output, opts, fun) do
+    opts = Args.keyword!(opts, [{:letterbox, nil}, {:clip, nil} | @nms_options], fun)
+    nms = nms_options!(opts, fun)
+    letterbox = letterbox!(opts[:letterbox], fun)
+    clip = clip!(opts[:clip], fun)
+
+    with {:ok, bytes, shape} <- Input.f32!(output, "output", fun),
+         {:ok, n, c} <- head_shape(version, shape) do
+      args = %{
+        version: version,
+        candidates: n,
+        classes: c,
+        letterbox: letterbox,
+        clip: clip,
+        nms: nms
+      }
+
+      result =
+        if byte_size(bytes) > @dirty_values * 4,
+          do: Native.postprocess_yolo_dirty(bytes, args),
+          else: Native.postprocess_yolo(bytes, args)
+
+      detections(result)
+    end
+  end
+
+  defp head_shape(version, shape) do
+    {extra, dims} =
+      case {version, shape} do
+        {:yolov8, {1, rows, n}} -> {4, {rows, n}}
+        {:yolov8, {rows, n}} -> {4, {rows, n}}
+        {:yolov5, {1, n, cols}} -> {5, {cols, n}}
+        {:yolov5, {n, cols}} -> {5, {cols, n}}
+        {:yolov8, _} -> {4, nil}
+        {:yolov5, _} -> {5, nil}
+      end
+
+    case dims do
+      {width, n} when width > extra ->
+        {:ok, n, width - extra}
+
+      _ ->
+        wanted =
+          if version == :yolov8,
+            do: "{1, 4 + C, N} or {4 + C, N} with C >= 1",
+            else: "{1, N, 5 + C} or {N, 5 + C} with C >= 1"
+
+        invalid("output: expected a shape #{wanted}, got #{inspect(shape)}")
+    end
+  end
+
+  defp letterbox!(nil, _fun), do: nil
+
+  defp letterbox!(%{scale: s, x_offset: dx, y_offset: dy}, _fun)
+       when is_number(s) and s > 0 and is_number(dx) and is_number(dy),
+       do: {s * 1.0, dx * 1.0, dy * 1.0}
+
+  defp letterbox!(other, fun),
+    do:
+      option_error!(
+        fun,
+        :letterbox,
+        "a map %{scale: s, x_offset: dx, y_offset: dy} of numbers, s > 0",
+        other
+      )
+
+  defp clip!(nil, _fun), do: nil
+
+  defp clip!({w, h}, _fun) when is_number(w) and is_number(h) and w > 0 and h > 0,
+    do: {w * 1.0, h * 1.0}
+
+  defp clip!(other, fun),
+    do: option_error!(fun, :clip, "{width, height}, positive numbers", other)
+
+  # -- shapes and options ------------------------------------------------------------------------
+
+  defp vector({_c}), do: :ok
+  defp vector({1, _c}), do: :ok
+
+  defp vector(shape),
+    do: invalid("scores: expected a shape {C} or {1, C}, got #{inspect(shape)}")
+
+  defp boxes_shape({n, 4}), do: {:ok, n}
+  defp boxes_shape({1, n, 4}), do: {:ok, n}
+
+  defp boxes_shape(shape),
+    do: invalid("boxes: expected a shape {N, 4} or {1, N, 4}, got #{inspect(shape)}")
+
+  # 0 classes: one score per box.
+  defp scores_shape(shape, n, box_classes) do
+    {dims, per_box?} =
+      case shape do
+        {^n} -> {0, true}
+        {1, ^n} when n != 1 -> {0, true}
+        {^n, c} when c > 0 -> {c, false}
+        {1, ^n, c} when c > 0 -> {c, false}
+        _ -> {nil, false}
+      end
+
+    cond do
+      dims == nil ->
+        invalid(
+          "scores: expected a shape {N} or {N, C} with N = #{n} (the boxes'), " <>
+            "got #{inspect(shape)}"
+        )
+
+      box_classes != nil and not per_box? ->
+        invalid(
+          "classes: the :classes option is for one score per box ({N}); scores are #{inspect(shape)}"
+        )
+
+      box_classes != nil and byte_size(box_classes) != 4 * n ->
+        invalid(
+          "classes: expected #{n} class indices (one per box), got #{div(byte_size(box_classes), 4)}"
+        )
+
+      true ->
+        {:ok, dims}
+    end
+  end
+
+  defp nms_options!(opts, fun) do
+    score = opts[:score_threshold]
+    iou = opts[:iou_threshold]
+    max = opts[:max_detections]
+
+    unless is_number(score), do: option_error!(fun, :score_threshold, "a number", score)
+
+    unless is_number(iou) and iou >= 0 and iou <= 1,
+      do: option_error!(fun, :iou_threshold, "a number in [0, 1]", iou)
+
+    unless max == nil or (is_integer(max) and max >= 0),
+      do: option_error!(fun, :max_detections, "a non-negative integer or nil", max)
+
+    for key <- [:class_agnostic, :multi_label] do
+      unless is_boolean(opts[key]), do: option_error!(fun, key, "a boolean", opts[key])
+    end
+
+    %{
+      score_threshold: score * 1.0,
+      iou_threshold: iou * 1.0,
+      max_detections: max,
+      class_agnostic: opts[:class_agnostic],
+      multi_label: opts[:multi_label]
+    }
+  end
+
+  defp detections({:ok, kept}) do
+    detections =
+      for {index, class, score, box} <- kept,
+          do: %Detection{box: box, score: score, class: class, index: index}
+
+    {:ok, detections}
+  end
+
+  defp detections({:error, %Error{}} = error), do: error
+
+  defp option_error!(fun, key, expected, value),
+    do: Args.type_error!(fun, "the #{inspect(key)} option", expected, value)
+
+  defp invalid(message), do: {:error, Error.new(:invalid_input, message)}
+end

@@ -1,0 +1,392 @@
+//! `HexagonTpu.Postprocess`: a classifier's top k, NMS, YOLOv8 / YOLOv5 heads decoded, and
+//! SSD heads (MediaPipe's anchors), and class masks
+//! (`qnn::postprocess`). Elixir checks the options and shapes and builds the spec maps; this
+//! decodes them, runs the core and returns the results. Each NIF comes twice: on a normal
+//! scheduler for small inputs and on a dirty CPU scheduler (`*_dirty`) for large ones, which
+//! `HexagonTpu.Postprocess` picks by size.
+
+use rustler::{Binary, Encoder, Env, NifMap, NifUnitEnum, OwnedBinary, Term};
+
+use qnn::postprocess::{
+    self, AnchorOptions, BoxFormat, Detection, Letterbox, MaskLayout, NmsOptions, PostprocessError,
+    Scores, SsdSpec, YoloSpec,
+};
+
+use crate::atoms;
+use crate::error::Failure;
+
+#[derive(NifUnitEnum, Clone, Copy)]
+pub enum FormatTerm {
+    Xyxy,
+    Xywh,
+    Cxcywh,
+}
+
+#[derive(NifUnitEnum, Clone, Copy)]
+pub enum LayoutTerm {
+    Hwc,
+    Chw,
+}
+
+/// A mask's geometry (`HexagonTpu.Postprocess.mask/2` builds it).
+#[derive(NifMap)]
+pub struct MaskArgs {
+    height: usize,
+    width: usize,
+    classes: usize,
+    layout: LayoutTerm,
+}
+
+#[derive(NifUnitEnum, Clone, Copy)]
+pub enum VersionTerm {
+    Yolov8,
+    Yolov5,
+}
+
+/// The NMS options `HexagonTpu.Postprocess` builds (every key present).
+#[derive(NifMap)]
+pub struct NmsTerm {
+    score_threshold: f64,
+    iou_threshold: f64,
+    max_detections: Option<usize>,
+    class_agnostic: bool,
+    multi_label: bool,
+}
+
+impl From<&NmsTerm> for NmsOptions {
+    fn from(t: &NmsTerm) -> Self {
+        NmsOptions {
+            score_threshold: t.score_threshold as f32,
+            iou_threshold: t.iou_threshold as f32,
+            max_detections: t.max_detections,
+            class_agnostic: t.class_agnostic,
+            multi_label: t.multi_label,
+        }
+    }
+}
+
+/// The boxes and scores of `nms/3`: `classes` is 0 for one score per box (with `box_classes`,
+/// u32 little-endian, or none).
+#[derive(NifMap)]
+pub struct NmsArgs<'a> {
+    format: FormatTerm,
+    classes: usize,
+    box_classes: Option<Binary<'a>>,
+    nms: NmsTerm,
+}
+
+/// A YOLO head's spec: `letterbox` is `{scale, x_offset, y_offset}`, `clip` `{width, height}`.
+#[derive(NifMap)]
+pub struct YoloArgs {
+    version: VersionTerm,
+    candidates: usize,
+    classes: usize,
+    letterbox: Option<(f64, f64, f64)>,
+    clip: Option<(f64, f64)>,
+    nms: NmsTerm,
+}
+
+fn encode<'a, T: Encoder>(env: Env<'a>, result: Result<T, PostprocessError>) -> Term<'a> {
+    match result {
+        Ok(value) => (atoms::ok(), value).encode(env),
+        Err(e) => Failure::Qnn(qnn::Error::InvalidInput {
+            message: e.to_string(),
+        })
+        .encode_error(env),
+    }
+}
+
+type DetectionTerm = (usize, usize, f64, (f64, f64, f64, f64));
+
+fn detections(kept: Vec<Detection>) -> Vec<DetectionTerm> {
+    kept.into_iter()
+        .map(|d| {
+            let [x1, y1, x2, y2] = d.bbox.map(f64::from);
+            (d.index, d.class, d.score as f64, (x1, y1, x2, y2))
+        })
+        .collect()
+}
+
+fn top_k(scores: &[u8], k: usize, softmax: bool) -> Result<Vec<(usize, f64)>, PostprocessError> {
+    let values = postprocess::f32_values("scores", scores)?;
+    let top = postprocess::top_k(&values, k, softmax)?;
+    Ok(top.into_iter().map(|(i, s)| (i, s as f64)).collect())
+}
+
+fn nms(
+    boxes: &[u8],
+    scores: &[u8],
+    args: &NmsArgs,
+) -> Result<Vec<DetectionTerm>, PostprocessError> {
+    let boxes = postprocess::f32_values("boxes", boxes)?;
+    let scores = postprocess::f32_values("scores", scores)?;
+    let box_classes: Option<Vec<u32>> = args.box_classes.map(|b| {
+        b.as_slice()
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    });
+    let scores = if args.classes == 0 {
+        Scores::PerBox {
+            values: &scores,
+            classes: box_classes.as_deref(),
+        }
+    } else {
+        Scores::PerClass {
+            values: &scores,
+            classes: args.classes,
+        }
+    };
+    let format = match args.format {
+        FormatTerm::Xyxy => BoxFormat::Xyxy,
+        FormatTerm::Xywh => BoxFormat::Xywh,
+        FormatTerm::Cxcywh => BoxFormat::Cxcywh,
+    };
+    let kept = postprocess::nms(&boxes, format, scores, &NmsOptions::from(&args.nms))?;
+    Ok(detections(kept))
+}
+
+fn yolo(output: &[u8], args: &YoloArgs) -> Result<Vec<DetectionTerm>, PostprocessError> {
+    let output = postprocess::f32_values("output", output)?;
+    let spec = YoloSpec {
+        candidates: args.candidates,
+        classes: args.classes,
+        nms: NmsOptions::from(&args.nms),
+        letterbox: args.letterbox.map(|(s, dx, dy)| Letterbox {
+            scale: s as f32,
+            x_offset: dx as f32,
+            y_offset: dy as f32,
+        }),
+        clip: args.clip.map(|(w, h)| (w as f32, h as f32)),
+    };
+    let kept = match args.version {
+        VersionTerm::Yolov8 => postprocess::yolov8(&output, &spec)?,
+        VersionTerm::Yolov5 => postprocess::yolov5(&output, &spec)?,
+    };
+    Ok(detections(kept))
+}
+
+/// `{:ok, [{class, score}]} | {:error, %HexagonTpu.Error{reason: :invalid_input}}`.
+#[rustler::nif]
+fn postprocess_top_k<'a>(env: Env<'a>, scores: Binary<'a>, k: usize, softmax: bool) -> Term<'a> {
+    encode(env, top_k(scores.as_slice(), k, softmax))
+}
+
+/// `postprocess_top_k` on a dirty CPU scheduler, for large inputs.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn postprocess_top_k_dirty<'a>(
+    env: Env<'a>,
+    scores: Binary<'a>,
+    k: usize,
+    softmax: bool,
+) -> Term<'a> {
+    encode(env, top_k(scores.as_slice(), k, softmax))
+}
+
+/// `{:ok, [{index, class, score, {x1, y1, x2, y2}}]} | {:error, ...}`, by score.
+#[rustler::nif]
+fn postprocess_nms<'a>(
+    env: Env<'a>,
+    boxes: Binary<'a>,
+    scores: Binary<'a>,
+    args: NmsArgs<'a>,
+) -> Term<'a> {
+    encode(env, nms(boxes.as_slice(), scores.as_slice(), &args))
+}
+
+/// `postprocess_nms` on a dirty CPU scheduler, for large inputs.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn postprocess_nms_dirty<'a>(
+    env: Env<'a>,
+    boxes: Binary<'a>,
+    scores: Binary<'a>,
+    args: NmsArgs<'a>,
+) -> Term<'a> {
+    encode(env, nms(boxes.as_slice(), scores.as_slice(), &args))
+}
+
+/// A YOLO head decoded and suppressed: like `postprocess_nms`.
+#[rustler::nif]
+fn postprocess_yolo<'a>(env: Env<'a>, output: Binary<'a>, args: YoloArgs) -> Term<'a> {
+    encode(env, yolo(output.as_slice(), &args))
+}
+
+/// `postprocess_yolo` on a dirty CPU scheduler, for large inputs (YOLOv8n at 640: 8400 x 84).
+#[rustler::nif(schedule = "DirtyCpu")]
+fn postprocess_yolo_dirty<'a>(env: Env<'a>, output: Binary<'a>, args: YoloArgs) -> Term<'a> {
+    encode(env, yolo(output.as_slice(), &args))
+}
+
+fn mask<'a>(env: Env<'a>, output: &[u8], args: &MaskArgs) -> Term<'a> {
+    let layout = match args.layout {
+        LayoutTerm::Hwc => MaskLayout::Hwc,
+        LayoutTerm::Chw => MaskLayout::Chw,
+    };
+    let result = postprocess::f32_values("output", output).and_then(|values| {
+        postprocess::argmax_mask(&values, args.height, args.width, args.classes, layout)
+    });
+    let bytes = match result {
+        Ok(bytes) => bytes,
+        Err(e) => return encode::<()>(env, Err(e)),
+    };
+    // Aborts the VM if the allocation fails, like every binary the VM allocates.
+    let mut out = OwnedBinary::new(bytes.len());
+    out.as_mut_slice().copy_from_slice(&bytes);
+    (atoms::ok(), out.release(env)).encode(env)
+}
+
+/// `{:ok, class_bytes} | {:error, ...}`: each pixel's argmax class, u8 (u16 past 256 classes).
+#[rustler::nif]
+fn postprocess_mask<'a>(env: Env<'a>, output: Binary<'a>, args: MaskArgs) -> Term<'a> {
+    mask(env, output.as_slice(), &args)
+}
+
+/// `postprocess_mask` on a dirty CPU scheduler, for large inputs.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn postprocess_mask_dirty<'a>(env: Env<'a>, output: Binary<'a>, args: MaskArgs) -> Term<'a> {
+    mask(env, output.as_slice(), &args)
+}
+
+/// MediaPipe's `SsdAnchorsCalculatorOptions` (`HexagonTpu.Postprocess.ssd_anchors/1`).
+#[derive(NifMap)]
+pub struct AnchorsTerm {
+    input_width: usize,
+    input_height: usize,
+    min_scale: f64,
+    max_scale: f64,
+    anchor_offset_x: f64,
+    anchor_offset_y: f64,
+    strides: Vec<usize>,
+    aspect_ratios: Vec<f64>,
+    reduce_boxes_in_lowest_layer: bool,
+    interpolated_scale_aspect_ratio: f64,
+    fixed_anchor_size: bool,
+}
+
+impl From<&AnchorsTerm> for AnchorOptions {
+    fn from(t: &AnchorsTerm) -> Self {
+        AnchorOptions {
+            input_width: t.input_width,
+            input_height: t.input_height,
+            min_scale: t.min_scale as f32,
+            max_scale: t.max_scale as f32,
+            anchor_offset_x: t.anchor_offset_x as f32,
+            anchor_offset_y: t.anchor_offset_y as f32,
+            strides: t.strides.clone(),
+            aspect_ratios: t.aspect_ratios.iter().map(|&a| a as f32).collect(),
+            reduce_boxes_in_lowest_layer: t.reduce_boxes_in_lowest_layer,
+            interpolated_scale_aspect_ratio: t.interpolated_scale_aspect_ratio as f32,
+            fixed_anchor_size: t.fixed_anchor_size,
+        }
+    }
+}
+
+/// An SSD head's spec (`HexagonTpu.Postprocess.ssd/3` builds it).
+#[derive(NifMap)]
+pub struct SsdArgs {
+    coords: usize,
+    classes: usize,
+    scales: (f64, f64, f64, f64),
+    reverse_output_order: bool,
+    apply_exponential_on_box_size: bool,
+    sigmoid_score: bool,
+    score_clipping_thresh: Option<f64>,
+    nms: NmsTerm,
+}
+
+fn anchors_f32(bytes: &[u8]) -> Result<Vec<[f32; 4]>, PostprocessError> {
+    let values = postprocess::f32_values("anchors", bytes)?;
+    if !values.len().is_multiple_of(4) {
+        return Err(PostprocessError {
+            argument: "anchors",
+            message: format!("expected [N, 4] f32 values, got {}", values.len()),
+        });
+    }
+    Ok(values
+        .chunks_exact(4)
+        .map(|a| [a[0], a[1], a[2], a[3]])
+        .collect())
+}
+
+fn ssd(
+    boxes: &[u8],
+    scores: &[u8],
+    anchors: &[u8],
+    args: &SsdArgs,
+) -> Result<Vec<DetectionTerm>, PostprocessError> {
+    let boxes = postprocess::f32_values("boxes", boxes)?;
+    let scores = postprocess::f32_values("scores", scores)?;
+    let anchors = anchors_f32(anchors)?;
+    let (x, y, w, h) = args.scales;
+    let spec = SsdSpec {
+        coords: args.coords,
+        classes: args.classes,
+        x_scale: x as f32,
+        y_scale: y as f32,
+        w_scale: w as f32,
+        h_scale: h as f32,
+        reverse_output_order: args.reverse_output_order,
+        apply_exponential_on_box_size: args.apply_exponential_on_box_size,
+        sigmoid_score: args.sigmoid_score,
+        score_clipping_thresh: args.score_clipping_thresh.map(|t| t as f32),
+        nms: NmsOptions::from(&args.nms),
+    };
+    Ok(detections(postprocess::ssd(
+        &boxes, &scores, &anchors, &spec,
+    )?))
+}
+
+/// `{:ok, f32_bytes}` (`[N, 4]`: x_center, y_center, width, height) or `{:error, ...}`.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn postprocess_ssd_anchors<'a>(env: Env<'a>, options: AnchorsTerm) -> Term<'a> {
+    match postprocess::ssd_anchors(&AnchorOptions::from(&options)) {
+        Ok(anchors) => {
+            let mut out = OwnedBinary::new(anchors.len() * 16);
+            for (chunk, v) in out
+                .as_mut_slice()
+                .chunks_exact_mut(4)
+                .zip(anchors.iter().flatten())
+            {
+                chunk.copy_from_slice(&v.to_le_bytes());
+            }
+            (atoms::ok(), out.release(env)).encode(env)
+        }
+        Err(e) => encode::<()>(env, Err(e)),
+    }
+}
+
+/// An SSD head decoded against its anchors and suppressed: like `postprocess_nms`.
+#[rustler::nif]
+fn postprocess_ssd<'a>(
+    env: Env<'a>,
+    boxes: Binary<'a>,
+    scores: Binary<'a>,
+    anchors: Binary<'a>,
+    args: SsdArgs,
+) -> Term<'a> {
+    let result = ssd(
+        boxes.as_slice(),
+        scores.as_slice(),
+        anchors.as_slice(),
+        &args,
+    );
+    encode(env, result)
+}
+
+/// `postprocess_ssd` on a dirty CPU scheduler, for large inputs.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn postprocess_ssd_dirty<'a>(
+    env: Env<'a>,
+    boxes: Binary<'a>,
+    scores: Binary<'a>,
+    anchors: Binary<'a>,
+    args: SsdArgs,
+) -> Term<'a> {
+    let result = ssd(
+        boxes.as_slice(),
+        scores.as_slice(),
+        anchors.as_slice(),
+        &args,
+    );
+    encode(env, result)
+}

@@ -1,0 +1,573 @@
+defmodule HexagonTpu.PostprocessTest do
+  # HexagonTpu.Postprocess on cases worked out by hand, its errors, and (:qnn_host, the QNN
+  # venv's numpy) against test/support/postprocess_numpy.py, the definitions written again in
+  # numpy, on random inputs: the same kept indices, classes, scores and boxes.
+  use ExUnit.Case, async: true
+
+  alias HexagonTpu.{Error, Postprocess}
+  alias HexagonTpu.Postprocess.Detection
+
+  # Nx is optional: the :nx tests run where it is loaded.
+  @compile {:no_warn_undefined, [Nx]}
+
+  defp f32(list), do: for(x <- list, into: <<>>, do: <<x::float-32-little>>)
+
+  # the value as f32 reads it back
+  defp r(x), do: x |> List.wrap() |> f32() |> then(fn <<y::float-32-little>> -> y end)
+
+  defp summary(detections), do: Enum.map(detections, &{&1.index, &1.class, &1.score, &1.box})
+
+  describe "by hand" do
+    test "top_k: by score, ties by lower index, softmax" do
+      scores = f32([0.1, 0.7, 0.3, 0.7])
+      assert {:ok, [{1, a}, {3, a}, {2, b}]} = Postprocess.top_k(scores, 3)
+      assert {a, b} == {r(0.7), r(0.3)}
+      assert {:ok, []} = Postprocess.top_k(scores, 0)
+      assert {:ok, all} = Postprocess.top_k({scores, {1, 4}}, 10)
+      assert length(all) == 4
+
+      {:ok, probs} = Postprocess.top_k(f32([1000.0, 1000.0, 999.0]), 3, softmax: true)
+      e = :math.exp(-1.0)
+      assert probs == [{0, r(1 / (2 + e))}, {1, r(1 / (2 + e))}, {2, r(e / (2 + e))}]
+    end
+
+    test "nms: greedy, IoU > threshold suppresses, class-aware or agnostic" do
+      # 0 and 1 overlap with IoU 2/6; 2 is far away
+      boxes = {f32([0, 0, 2, 2, 1, 0, 3, 2, 10, 10, 11, 11]), {3, 4}}
+      scores = {f32([0.9, 0.8, 0.7]), {3}}
+      run = fn opts -> boxes |> Postprocess.nms!(scores, opts) |> Enum.map(& &1.index) end
+
+      assert run.(iou_threshold: 0.3) == [0, 2]
+      assert run.(iou_threshold: 0.5) == [0, 1, 2]
+      assert run.(iou_threshold: 0.3, classes: [0, 1, 0]) == [0, 1, 2]
+      assert run.(iou_threshold: 0.3, classes: [0, 1, 0], class_agnostic: true) == [0, 2]
+      assert run.(iou_threshold: 0.3, max_detections: 1) == [0]
+      assert run.(score_threshold: 0.8) == [0]
+
+      assert [_, _, %Detection{box: {10.0, 10.0, 11.0, 11.0}, class: 0, index: 2, score: s}] =
+               Postprocess.nms!(boxes, scores)
+
+      assert s == r(0.7)
+    end
+
+    test "yolov8 and yolov5, the letterbox and the clip" do
+      # one box of YOLOv8n's layout {1, 5, 1}: cx, cy, w, h, one class
+      out = {f32([50, 50, 20, 20, 0.9]), {1, 5, 1}}
+      assert [%Detection{box: {40.0, 40.0, 60.0, 60.0}}] = Postprocess.yolov8!(out)
+
+      letterbox = %{scale: 0.5, x_offset: 0, y_offset: 140}
+
+      assert [%Detection{box: {80.0, -200.0, 120.0, -160.0}}] =
+               Postprocess.yolov8!(out, letterbox: letterbox)
+
+      assert [%Detection{box: {80.0, +0.0, 120.0, +0.0}}] =
+               Postprocess.yolov8!(out, letterbox: letterbox, clip: {1280, 720})
+
+      # YOLOv5: objectness times the class score
+      out = {f32([50, 50, 20, 20, 0.5, 0.9, 0.2]), {1, 1, 7}}
+      assert [%Detection{class: 0, score: score}] = Postprocess.yolov5!(out)
+      assert score == r(r(0.5) * r(0.9))
+      assert [] = Postprocess.yolov5!(out, score_threshold: 0.5)
+    end
+  end
+
+  @blazeface [
+    num_layers: 4,
+    input_size_width: 128,
+    input_size_height: 128,
+    min_scale: 0.1484375,
+    max_scale: 0.75,
+    strides: [8, 16, 16, 16],
+    fixed_anchor_size: true
+  ]
+
+  describe "SSD" do
+    test "BlazeFace's anchors, and a head decoded against them" do
+      {:ok, {anchors, {896, 4}}} = Postprocess.ssd_anchors(@blazeface)
+      <<a0::binary-16, _::binary-496, a32::binary-16, _::binary>> = anchors
+      assert a0 == f32([0.03125, 0.03125, 1, 1])
+      # anchors 0 and 1 share the first cell: anchor 32 is the second of cell 16 (row 1)
+      assert a32 == f32([0.03125, 0.09375, 1, 1])
+
+      # one face at anchor 2 (cell (1, 0)): x, y, w, h in 1/128ths, and 12 keypoint values
+      n = 896
+
+      boxes =
+        for i <- 0..(n - 1),
+            j <- 0..15,
+            do: if(i == 2 and j < 4, do: Enum.at([12.8, 0, 64, 32], j), else: 0)
+
+      scores = for i <- 0..(n - 1), do: if(i == 2, do: 3.0, else: -5.0)
+
+      opts = [
+        anchors: @blazeface,
+        x_scale: 128,
+        y_scale: 128,
+        w_scale: 128,
+        h_scale: 128,
+        reverse_output_order: true,
+        sigmoid_score: true,
+        score_clipping_thresh: 100,
+        score_threshold: 0.5
+      ]
+
+      assert [%Detection{index: 2, class: 0, score: score, box: {x1, y1, x2, y2}}] =
+               Postprocess.ssd!({f32(boxes), {1, n, 16}}, {f32(scores), {1, n, 1}}, opts)
+
+      assert score == r(1 / (1 + :math.exp(-3.0)))
+      cx = r(r(0.09375) + r(0.1))
+
+      assert {x1, y1, x2, y2} ==
+               {r(cx - 0.25), r(0.03125 - 0.125), r(cx + 0.25), r(0.03125 + 0.125)}
+
+      assert_raise ArgumentError, ~r/:strides option must be a non-empty list/, fn ->
+        Postprocess.ssd_anchors(Keyword.put(@blazeface, :strides, []))
+      end
+
+      assert {:error,
+              %Error{message: "boxes: expected a shape {1, N, K} or {N, K} with N = 896" <> _}} =
+               Postprocess.ssd({f32(boxes), {n, 8, 2}}, {f32(scores), {n}}, opts)
+    end
+  end
+
+  describe "masks" do
+    test "argmax per pixel, both layouts, ties by the lower class" do
+      # 2 x 2 pixels, 3 classes, {H, W, C}
+      hwc = [[0.1, 0.9, 0.2], [0.5, 0.5, 0.1], [0, 0, 1], [0.3, 0.2, 0.1]]
+
+      assert {:ok, {<<1, 0, 2, 0>>, {2, 2}}} =
+               Postprocess.mask({f32(List.flatten(hwc)), {2, 2, 3}})
+
+      chw = hwc |> Enum.zip_with(& &1) |> List.flatten()
+      assert {<<1, 0, 2, 0>>, {2, 2}} = Postprocess.mask!({f32(chw), {1, 3, 2, 2}}, layout: :chw)
+
+      assert {:error, %Error{message: "output: expected a shape {C, H, W} or {1, C, H, W}" <> _}} =
+               Postprocess.mask({f32(chw), {1, 1, 3, 2, 2}}, layout: :chw)
+
+      assert_raise ArgumentError, ~r/:layout option must be :hwc or :chw/, fn ->
+        Postprocess.mask({f32(chw), {3, 2, 2}}, layout: :nchw)
+      end
+    end
+  end
+
+  describe "errors" do
+    test "options outside their type raise ArgumentError naming them" do
+      boxes = {f32([0, 0, 1, 1]), {1, 4}}
+      scores = {f32([0.5]), {1}}
+
+      assert_raise ArgumentError,
+                   ~r/top_k\/3: `k` must be a non-negative integer, given: -1/,
+                   fn ->
+                     Postprocess.top_k(f32([1.0]), -1)
+                   end
+
+      for {opt, message} <- [
+            {[iou_threshold: 1.5], ~r/:iou_threshold option must be a number in \[0, 1\]/},
+            {[iou_threshold: -0.1], ~r/:iou_threshold option must be a number in \[0, 1\]/},
+            {[score_threshold: :high], ~r/:score_threshold option must be a number/},
+            {[max_detections: -1], ~r/:max_detections option must be a non-negative integer/},
+            {[format: :yxyx], ~r/:format option must be :xyxy, :xywh or :cxcywh/},
+            {[class_agnostic: 1], ~r/:class_agnostic option must be a boolean/},
+            {[classes: [-1]], ~r/:classes option must be a list of class indices/},
+            {[bogus: 1], ~r/bogus/}
+          ] do
+        assert_raise ArgumentError, message, fn -> Postprocess.nms(boxes, scores, opt) end
+      end
+
+      assert_raise ArgumentError,
+                   ~r/nms\/3: boxes must be an Nx.Tensor or \{binary, shape\}/,
+                   fn ->
+                     Postprocess.nms([1, 2, 3, 4], scores)
+                   end
+
+      assert_raise ArgumentError, ~r/:letterbox option must be a map/, fn ->
+        Postprocess.yolov8({f32([0, 0, 1, 1, 1]), {5, 1}}, letterbox: %{scale: 0})
+      end
+    end
+
+    test "data that does not fit returns :invalid_input naming the argument" do
+      nan = <<0, 0, 192, 127>>
+      boxes = {f32([0, 0, 1, 1, 0, 0, 2, 2]), {2, 4}}
+
+      for {call, message} <- [
+            {fn -> Postprocess.nms({f32([0, 0, 1]), {1, 4}}, {f32([1]), {1}}) end,
+             "boxes: shape {1, 4} is 4 f32 values (16 bytes), got 12 bytes"},
+            {fn -> Postprocess.nms(boxes, {f32([1, 2, 3]), {3}}) end,
+             "scores: expected a shape {N} or {N, C} with N = 2 (the boxes'), got {3}"},
+            {fn -> Postprocess.nms(boxes, {f32([0.5]) <> nan, {2}}) end,
+             "scores: value 1 is NaN"},
+            {fn -> Postprocess.nms(boxes, {f32([0.5, 0.6]), {2}}, classes: [1]) end,
+             "classes: expected 2 class indices (one per box), got 1"},
+            {fn -> Postprocess.top_k(f32([1.0]) <> nan, 1) end, "scores: value 1 is NaN"},
+            {fn -> Postprocess.top_k({f32([1.0, 2.0]), {2, 1}}, 1) end,
+             "scores: expected a shape {C} or {1, C}, got {2, 1}"},
+            {fn -> Postprocess.yolov8({f32([0, 0, 1, 1]), {1, 4, 1}}) end,
+             "output: expected a shape {1, 4 + C, N} or {4 + C, N} with C >= 1, got {1, 4, 1}"},
+            {fn -> Postprocess.yolov5({f32([0, 0, 1, 1, 0.5]) <> nan, {1, 6}}) end,
+             "output: box 0's objectness or a class score is NaN"}
+          ] do
+        assert {:error, %Error{reason: :invalid_input, message: ^message}} = call.()
+      end
+    end
+  end
+
+  describe "Nx tensors" do
+    @describetag :nx
+
+    test "f32 and other float types give the binaries' answers" do
+      list = [0, 0, 2, 2, 1, 0, 3, 2, 10, 10, 11, 11]
+      scores = [0.9, 0.8, 0.7]
+      expected = Postprocess.nms!({f32(list), {3, 4}}, {f32(scores), {3}}, iou_threshold: 0.3)
+
+      for type <- [{:f, 32}, {:f, 64}, {:f, 16}] do
+        boxes = list |> Nx.tensor(type: type) |> Nx.reshape({3, 4})
+
+        got =
+          Postprocess.nms!(boxes, Nx.tensor([0.875, 0.75, 0.625], type: type), iou_threshold: 0.3)
+
+        assert Enum.map(got, & &1.index) == Enum.map(expected, & &1.index)
+      end
+
+      assert {:error, %Error{message: "boxes: expected a float tensor" <> _}} =
+               Postprocess.nms(Nx.iota({1, 4}), Nx.tensor([0.5]))
+    end
+  end
+
+  describe "against the definitions written again in numpy" do
+    @describetag :qnn_host
+
+    setup do
+      {:ok, python} = HexagonTpu.Compiler.python()
+      dir = Path.join(System.tmp_dir!(), "hexagon_tpu_post_#{System.unique_integer([:positive])}")
+      File.mkdir_p!(dir)
+      on_exit(fn -> File.rm_rf!(dir) end)
+      :rand.seed(:exsss, {7, 11, 13})
+      %{python: python, dir: dir}
+    end
+
+    test "nms: every format, class-aware and agnostic, best class and multi-label, K", ctx do
+      {n, c} = {600, 6}
+      boxes = random_boxes(n)
+      scores = random_scores(n * c)
+
+      cases =
+        for format <- [:xyxy, :xywh, :cxcywh],
+            agnostic <- [false, true],
+            multi <- [false, true],
+            max <- [nil, 25] do
+          opts = [
+            format: format,
+            class_agnostic: agnostic,
+            multi_label: multi,
+            max_detections: max,
+            score_threshold: 0.3,
+            iou_threshold: 0.5
+          ]
+
+          got = Postprocess.nms!({f32(boxes), {n, 4}}, {f32(scores), {n, c}}, opts)
+          assert length(got) > 5
+          if max, do: assert(length(got) == max)
+
+          params =
+            nms_params(opts)
+            |> Map.merge(%{op: "nms", n: n, classes: c, box_classes: nil, format: format})
+            |> Map.merge(files(ctx.dir, boxes: boxes, scores: scores))
+
+          {opts, got, params}
+        end
+
+      compare!(ctx, cases)
+    end
+
+    test "nms: one score per box, with classes", ctx do
+      n = 800
+      boxes = random_boxes(n)
+      scores = random_scores(n)
+      classes = for _ <- 1..n, do: :rand.uniform(4) - 1
+
+      cases =
+        for agnostic <- [false, true], iou <- [0.0, 0.3, 0.7] do
+          opts = [
+            classes: classes,
+            class_agnostic: agnostic,
+            iou_threshold: iou,
+            max_detections: nil
+          ]
+
+          got = Postprocess.nms!({f32(boxes), {n, 4}}, {f32(scores), {n}}, opts)
+
+          params =
+            nms_params(opts)
+            |> Map.merge(%{op: "nms", n: n, classes: 0, box_classes: classes, format: :xyxy})
+            |> Map.merge(files(ctx.dir, boxes: boxes, scores: scores))
+
+          {Keyword.delete(opts, :classes), got, params}
+        end
+
+      compare!(ctx, cases)
+    end
+
+    test "yolov8 and yolov5 heads, with the letterbox and the clip", ctx do
+      {n, c} = {2100, 10}
+      letterbox = %{scale: 0.5, x_offset: 0.0, y_offset: 140.0}
+
+      cases =
+        for version <- [:yolov8, :yolov5], multi <- [false, true], clip <- [nil, {1280, 720}] do
+          rows = for _ <- 1..n, do: yolo_row(version, c)
+
+          output =
+            if version == :yolov8,
+              do: rows |> Enum.zip_with(& &1) |> List.flatten(),
+              else: List.flatten(rows)
+
+          shape = if version == :yolov8, do: {1, 4 + c, n}, else: {1, n, 5 + c}
+          opts = [multi_label: multi, letterbox: letterbox, clip: clip, score_threshold: 0.2]
+          got = apply(Postprocess, :"#{version}!", [{f32(output), shape}, opts])
+
+          params =
+            nms_params(opts)
+            |> Map.merge(%{
+              op: version,
+              n: n,
+              classes: c,
+              letterbox: [letterbox.scale, letterbox.x_offset, letterbox.y_offset],
+              clip: clip && Tuple.to_list(clip)
+            })
+            |> Map.merge(files(ctx.dir, output: output))
+
+          assert length(got) > 5
+          {[{:version, version} | opts], got, params}
+        end
+
+      compare!(ctx, cases)
+    end
+
+    test "masks, both layouts, u8 and u16", ctx do
+      cases =
+        for {h, w, c} <- [{37, 53, 21}, {9, 11, 300}], layout <- [:hwc, :chw] do
+          values = for _ <- 1..(h * w * c), do: :rand.uniform(16) / 16
+          shape = if layout == :hwc, do: {h, w, c}, else: {c, h, w}
+          {bytes, {^h, ^w}} = Postprocess.mask!({f32(values), shape}, layout: layout)
+
+          got =
+            if c > 256,
+              do: for(<<k::16-little <- bytes>>, do: k),
+              else: :binary.bin_to_list(bytes)
+
+          params =
+            Map.merge(
+              %{op: "mask", h: h, w: w, classes: c, layout: layout},
+              files(ctx.dir, output: values)
+            )
+
+          {[layout: layout, classes: c], got, params}
+        end
+
+      compare!(ctx, cases)
+    end
+
+    test "SSD: anchors of two configurations, and heads decoded and suppressed", ctx do
+      # SSD MobileNet v2's anchors in MediaPipe (reduced lowest layer, five aspect ratios)
+      mobilenet = [
+        num_layers: 6,
+        input_size_width: 300,
+        input_size_height: 300,
+        min_scale: 0.2,
+        max_scale: 0.95,
+        strides: [16, 32, 64, 128, 256, 512],
+        aspect_ratios: [1.0, 2.0, 0.5, 3.0, 0.3333],
+        reduce_boxes_in_lowest_layer: true
+      ]
+
+      anchor_cases =
+        for config <- [@blazeface, mobilenet] do
+          {:ok, {bytes, {n, 4}}} = Postprocess.ssd_anchors(config)
+          got = for <<a::binary-16 <- bytes>>, do: for(<<v::float-32-little <- a>>, do: v)
+          assert length(got) == n
+          {config, got, Map.new([{:op, "ssd_anchors"} | config])}
+        end
+
+      assert [{_, blaze, _}, {_, mobile, _}] = anchor_cases
+      assert {length(blaze), length(mobile)} == {896, 1917}
+      compare!(ctx, anchor_cases)
+
+      n = 896
+      boxes = for _ <- 1..(n * 16), do: :rand.normal() * 20
+      scores = for _ <- 1..n, do: Float.round(:rand.normal() * 3, 2)
+
+      ssd_cases =
+        for reverse <- [true, false], iou <- [0.3, 0.5] do
+          opts = [
+            anchors: @blazeface,
+            x_scale: 128,
+            y_scale: 128,
+            w_scale: 128,
+            h_scale: 128,
+            reverse_output_order: reverse,
+            sigmoid_score: true,
+            score_clipping_thresh: 100,
+            score_threshold: 0.75,
+            iou_threshold: iou
+          ]
+
+          got = Postprocess.ssd!({f32(boxes), {1, n, 16}}, {f32(scores), {1, n, 1}}, opts)
+          assert length(got) > 5
+
+          params =
+            nms_params(opts)
+            |> Map.merge(%{
+              op: "ssd",
+              n: n,
+              coords: 16,
+              classes: 1,
+              anchor_options: Map.new(@blazeface),
+              x_scale: 128,
+              y_scale: 128,
+              w_scale: 128,
+              h_scale: 128,
+              reverse_output_order: reverse,
+              apply_exponential_on_box_size: false,
+              sigmoid_score: true,
+              score_clipping_thresh: 100
+            })
+            |> Map.merge(files(ctx.dir, boxes: boxes, scores: scores))
+
+          {opts, got, params}
+        end
+
+      compare!(ctx, ssd_cases)
+    end
+
+    test "top_k, raw and softmax", ctx do
+      scores = for _ <- 1..1000, do: Float.round(:rand.normal() * 4, 1)
+
+      cases =
+        for softmax <- [false, true], k <- [1, 5, 1000] do
+          got = Postprocess.top_k!(f32(scores), k, softmax: softmax)
+
+          params =
+            Map.merge(%{op: "top_k", k: k, softmax: softmax}, files(ctx.dir, scores: scores))
+
+          {[softmax: softmax, k: k], got, params}
+        end
+
+      compare!(ctx, cases)
+    end
+  end
+
+  # -- random inputs -------------------------------------------------------------------------------
+
+  # boxes in clusters (so NMS has work), x1 y1 x2 y2 on a 640 canvas, on a 1/4 pixel grid
+  defp random_boxes(n) do
+    centres = for _ <- 1..40, do: {:rand.uniform() * 640, :rand.uniform() * 640}
+
+    Enum.flat_map(1..n, fn _ ->
+      {cx, cy} = Enum.random(centres)
+      {w, h} = {8 + :rand.uniform() * 60, 8 + :rand.uniform() * 60}
+      {x, y} = {cx + :rand.normal() * 6, cy + :rand.normal() * 6}
+      Enum.map([x - w / 2, y - h / 2, w, h], &(Float.round(&1 * 4) / 4))
+    end)
+    |> Enum.chunk_every(4)
+    |> Enum.flat_map(fn [x, y, w, h] -> [x, y, x + w, y + h] end)
+  end
+
+  # on a 1/64 grid, so equal scores (ties) are common
+  defp random_scores(count), do: for(_ <- 1..count, do: :rand.uniform(64) / 64)
+
+  defp yolo_row(:yolov8, c) do
+    {cx, cy} = {:rand.uniform() * 640, :rand.uniform() * 640}
+    [cx, cy, 10 + :rand.uniform() * 80, 10 + :rand.uniform() * 80 | random_sparse(c)]
+  end
+
+  defp yolo_row(:yolov5, c) do
+    [cx, cy, w, h | scores] = yolo_row(:yolov8, c)
+    [cx, cy, w, h, :rand.uniform() | scores]
+  end
+
+  # mostly low class scores, a few high ones
+  defp random_sparse(c),
+    do:
+      for(
+        _ <- 1..c,
+        do: if(:rand.uniform() < 0.05, do: :rand.uniform(), else: :rand.uniform() * 0.1)
+      )
+
+  # -- the numpy side ------------------------------------------------------------------------------
+
+  defp nms_params(opts) do
+    defaults = [
+      score_threshold: 0.25,
+      iou_threshold: 0.45,
+      max_detections: 300,
+      class_agnostic: false,
+      multi_label: false
+    ]
+
+    defaults |> Keyword.merge(Keyword.take(opts, Keyword.keys(defaults))) |> Map.new()
+  end
+
+  defp files(dir, arrays) do
+    Map.new(arrays, fn {key, values} ->
+      path = Path.join(dir, "#{key}_#{System.unique_integer([:positive])}")
+      File.write!(path, f32(values))
+      {key, path}
+    end)
+  end
+
+  # every case's answer against numpy's, in one run of the script
+  defp compare!(ctx, cases) do
+    expected = numpy!(ctx, Enum.map(cases, &elem(&1, 2)))
+
+    for {{opts, got, _params}, want} <- Enum.zip(cases, expected) do
+      got = if match?([%Detection{} | _], got), do: summary(got), else: got
+      assert got == want, inspect(opts)
+    end
+  end
+
+  defp numpy!(%{python: python, dir: dir}, params) do
+    out = Path.join(dir, "out_#{System.unique_integer([:positive])}.json")
+    script = Path.expand("support/postprocess_numpy.py", __DIR__)
+
+    json =
+      params
+      |> Enum.map(fn p -> Map.new(p, fn {k, v} -> {k, json_value(v)} end) end)
+      |> json_encode()
+
+    {output, status} = System.cmd(python, [script, "run", json, out], stderr_to_stdout: true)
+    if status != 0, do: raise("postprocess_numpy.py failed (#{status}): #{output}")
+
+    for answer <- HexagonTpu.Test.JSON.decode!(File.read!(out)) do
+      for item <- answer do
+        case item do
+          [i, c, s, box] when is_list(box) ->
+            {i, c, s * 1.0, box |> Enum.map(&(&1 * 1.0)) |> List.to_tuple()}
+
+          [i, s] ->
+            {i, s * 1.0}
+
+          class when is_integer(class) ->
+            class
+
+          [_, _, _, _] = anchor ->
+            Enum.map(anchor, &(&1 * 1.0))
+        end
+      end
+    end
+  end
+
+  defp json_value(v) when is_atom(v) and v not in [nil, true, false], do: Atom.to_string(v)
+  defp json_value(v) when is_map(v), do: Map.new(v, fn {k, x} -> {k, json_value(x)} end)
+  defp json_value(v), do: v
+
+  defp json_encode(nil), do: "null"
+  defp json_encode(v) when is_boolean(v), do: to_string(v)
+  defp json_encode(v) when is_number(v), do: to_string(v)
+  defp json_encode(v) when is_binary(v), do: inspect(v)
+  defp json_encode(v) when is_list(v), do: "[" <> Enum.map_join(v, ",", &json_encode/1) <> "]"
+
+  defp json_encode(v) when is_map(v),
+    do:
+      "{" <>
+        Enum.map_join(v, ",", fn {k, x} -> "#{inspect(to_string(k))}:#{json_encode(x)}" end) <>
+        "}"
+end
