@@ -357,58 +357,63 @@ fn letterbox_places_the_content_and_pads_around_it() {
     );
     let (buf, rgb) = yuv_frame(&f, w, h, 21);
     let (dw, dh) = (9, 10);
-    let content = Rect {
-        x: 0,
-        y: 2,
-        width: 9,
-        height: 6,
-    };
-    for output in [u8_out(), Output::F32, Output::F16] {
-        for layout in [Layout::Nhwc, Layout::Nchw] {
-            for resize in [Resize::Nearest, Resize::Bilinear] {
-                let inner = Spec {
-                    resize,
-                    ..base(w, h, content.width, content.height, output)
-                };
-                let inner = Plan::new(inner).unwrap().run_to_vec(&rgb).unwrap();
-                let pad = [114, 0, 255];
-                let s = Spec {
-                    resize,
-                    layout,
-                    frame: f,
-                    content: Some(content),
-                    pad,
-                    ..base(w, h, dw, dh, output)
-                };
-                let plan = Plan::new(s).unwrap();
-                let got = plan.run_to_vec(&buf).unwrap();
-                let e = plan.elem;
-                let one = |v: u8, c: usize| {
-                    let px = Plan::new(Spec {
-                        mean: [s.mean[c]; 3],
-                        std: [s.std[c]; 3],
-                        ..base(1, 1, 1, 1, output)
-                    })
-                    .unwrap()
-                    .run_to_vec(&[v; 3])
-                    .unwrap();
-                    px[..e].to_vec()
-                };
-                for y in 0..dh {
-                    for x in 0..dw {
-                        for (c, &pad) in pad.iter().enumerate() {
-                            let at = match layout {
-                                Layout::Nhwc => (y * dw + x) * 3 + c,
-                                Layout::Nchw => (c * dh + y) * dw + x,
-                            } * e;
-                            let inside = (2..8).contains(&y);
-                            let want = if inside {
-                                let i = ((y - 2) * content.width + x) * 3 + c;
-                                inner[i * e..(i + 1) * e].to_vec()
-                            } else {
-                                one(pad, c)
-                            };
-                            assert_eq!(&got[at..at + e], &want[..], "{x} {y} {c} {s:?}");
+    // rows of padding above and below; columns left and right
+    let contents = [(0, 2, 9, 6), (3, 0, 4, 10)].map(|(x, y, width, height)| Rect {
+        x,
+        y,
+        width,
+        height,
+    });
+    for content in contents {
+        for output in [u8_out(), Output::F32, Output::F16] {
+            for layout in [Layout::Nhwc, Layout::Nchw] {
+                for resize in [Resize::Nearest, Resize::Bilinear] {
+                    let inner = Spec {
+                        resize,
+                        ..base(w, h, content.width, content.height, output)
+                    };
+                    let inner = Plan::new(inner).unwrap().run_to_vec(&rgb).unwrap();
+                    let pad = [114, 0, 255];
+                    let s = Spec {
+                        resize,
+                        layout,
+                        frame: f,
+                        content: Some(content),
+                        pad,
+                        ..base(w, h, dw, dh, output)
+                    };
+                    let plan = Plan::new(s).unwrap();
+                    let got = plan.run_to_vec(&buf).unwrap();
+                    let e = plan.elem;
+                    let one = |v: u8, c: usize| {
+                        let px = Plan::new(Spec {
+                            mean: [s.mean[c]; 3],
+                            std: [s.std[c]; 3],
+                            ..base(1, 1, 1, 1, output)
+                        })
+                        .unwrap()
+                        .run_to_vec(&[v; 3])
+                        .unwrap();
+                        px[..e].to_vec()
+                    };
+                    for y in 0..dh {
+                        for x in 0..dw {
+                            for (c, &pad) in pad.iter().enumerate() {
+                                let at = match layout {
+                                    Layout::Nhwc => (y * dw + x) * 3 + c,
+                                    Layout::Nchw => (c * dh + y) * dw + x,
+                                } * e;
+                                let inside = (content.y..content.y + content.height).contains(&y)
+                                    && (content.x..content.x + content.width).contains(&x);
+                                let want = if inside {
+                                    let (ix, iy) = (x - content.x, y - content.y);
+                                    let i = (iy * content.width + ix) * 3 + c;
+                                    inner[i * e..(i + 1) * e].to_vec()
+                                } else {
+                                    one(pad, c)
+                                };
+                                assert_eq!(&got[at..at + e], &want[..], "{x} {y} {c} {s:?}");
+                            }
                         }
                     }
                 }

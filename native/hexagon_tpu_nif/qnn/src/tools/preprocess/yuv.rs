@@ -133,7 +133,12 @@ impl Coefficients {
         let ruv = half + self.cvr * v;
         let guv = half + self.cvg * v + self.cug * u;
         let buv = half + self.cub * u;
-        let sat = |x: i32| (x >> SHIFT).clamp(0, 255) as u8;
+        // clamp(x >> 20, 0, 255) without branches (random chroma would mispredict them)
+        let sat = |x: i32| {
+            let v = x >> SHIFT;
+            let v = v & !(v >> 31);
+            ((v | ((255 - v) >> 31)) & 255) as u8
+        };
         [sat(yy + ruv), sat(yy + guv), sat(yy + buv)]
     }
 }
