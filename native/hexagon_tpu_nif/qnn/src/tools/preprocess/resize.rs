@@ -66,26 +66,29 @@ impl<'a> Rows<'a> {
 }
 
 impl Plan {
-    /// The pad value's bytes around the content rectangle (letterbox).
+    /// The pad value's bytes around the content rectangle (letterbox): rows of padding made
+    /// once, then copied.
     pub(super) fn pad(&self, dst: &mut [u8]) {
         let (w, h, e) = (self.spec.dst_width, self.spec.dst_height, self.elem);
         let r = self.content;
-        let mut fill = |c: usize, y: usize, x0: usize, x1: usize| {
-            for x in x0..x1 {
-                let at = match self.spec.layout {
-                    Layout::Nhwc => (y * w + x) * 3 + c,
-                    Layout::Nchw => (c * h + y) * w + x,
-                };
-                dst[at * e..(at + 1) * e].copy_from_slice(&self.pad_bytes[c]);
+        // NHWC: one row of pixels; NCHW: one row per channel
+        let (rows, len): (Vec<Vec<u8>>, usize) = match self.spec.layout {
+            Layout::Nhwc => {
+                let px: Vec<u8> = self.pad_bytes.concat();
+                (vec![px.repeat(w)], 3 * e)
             }
+            Layout::Nchw => (self.pad_bytes.iter().map(|b| b.repeat(w)).collect(), e),
         };
-        for c in 0..3 {
+        for (c, row) in rows.iter().enumerate() {
             for y in 0..h {
+                let start = (c * h + y) * w * len;
+                let out = &mut dst[start..start + w * len];
                 if (r.y..r.y + r.height).contains(&y) {
-                    fill(c, y, 0, r.x);
-                    fill(c, y, r.x + r.width, w);
+                    out[..r.x * len].copy_from_slice(&row[..r.x * len]);
+                    let right = (r.x + r.width) * len;
+                    out[right..].copy_from_slice(&row[right..]);
                 } else {
-                    fill(c, y, 0, w);
+                    out.copy_from_slice(row);
                 }
             }
         }
