@@ -14,6 +14,8 @@ struct Rows<'a> {
     /// YUV: the crop columns converted, in this order.
     cols: Vec<usize>,
     bufs: [Vec<u8>; 2],
+    /// YUV: the Y, U, V samples of a row's columns, before their conversion.
+    samples: [Vec<u8>; 3],
     tags: [usize; 2],
     next: usize,
 }
@@ -27,6 +29,7 @@ impl<'a> Rows<'a> {
             crop,
             cols,
             bufs: [vec![0; len], vec![0; len]],
+            samples: Default::default(),
             tags: [usize::MAX; 2],
             next: 0,
         }
@@ -58,8 +61,14 @@ impl<'a> Rows<'a> {
         };
         self.next = 1 - s;
         let (x0, row) = (self.crop.x, self.crop.y + y);
-        self.planes
-            .gather(self.src, row, x0, &self.cols, &mut self.bufs[s]);
+        self.planes.gather(
+            self.src,
+            row,
+            x0,
+            &self.cols,
+            &mut self.samples,
+            &mut self.bufs[s],
+        );
         self.tags[s] = y;
         s
     }

@@ -143,6 +143,23 @@ impl Coefficients {
     }
 }
 
+impl Coefficients {
+    /// [`Coefficients::rgb`] over a row of samples, in place (Y, U, V become R, G, B), in a
+    /// loop the compiler vectorizes; then interleaved into `out`.
+    pub(super) fn rgb_row(&self, samples: &mut [Vec<u8>; 3], out: &mut [[u8; 3]]) {
+        let [ys, us, vs] = samples;
+        let n = out.len().min(ys.len()).min(us.len()).min(vs.len());
+        let (ys, us, vs) = (&mut ys[..n], &mut us[..n], &mut vs[..n]);
+        for i in 0..n {
+            let [r, g, b] = self.rgb(ys[i], us[i], vs[i]);
+            (ys[i], us[i], vs[i]) = (r, g, b);
+        }
+        for (i, o) in out[..n].iter_mut().enumerate() {
+            *o = [ys[i], us[i], vs[i]];
+        }
+    }
+}
+
 /// A checked frame layout: the byte offset of every plane row.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Planes {
@@ -257,9 +274,20 @@ impl Planes {
 
     /// The RGB values of frame row `y` at columns `x0 + cols[j]`, into `out[3 j..3 j + 3]`.
     /// `src` is at least `min_len` bytes long.
-    pub(super) fn gather(&self, src: &[u8], y: usize, x0: usize, cols: &[usize], out: &mut [u8]) {
+    pub(super) fn gather(
+        &self,
+        src: &[u8],
+        y: usize,
+        x0: usize,
+        cols: &[usize],
+        samples: &mut [Vec<u8>; 3],
+        out: &mut [u8],
+    ) {
         let k = &self.coefficients;
         let row = y * self.stride;
+        for s in samples.iter_mut() {
+            s.resize(cols.len(), 0);
+        }
         let out = out.as_chunks_mut::<3>().0;
         match self.format {
             PixelFormat::Rgb => {
@@ -267,6 +295,7 @@ impl Planes {
                     let at = row + (x0 + x) * 3;
                     o.copy_from_slice(&src[at..at + 3]);
                 }
+                return;
             }
             PixelFormat::Nv12 | PixelFormat::Nv21 => {
                 let (iu, iv) = if self.format == PixelFormat::Nv12 {
@@ -275,28 +304,35 @@ impl Planes {
                     (1, 0)
                 };
                 let c = self.chroma + (y / 2) * self.chroma_stride;
-                for (o, &x) in out.iter_mut().zip(cols) {
+                for (i, &x) in cols.iter().enumerate() {
                     let x = x0 + x;
                     let uv = c + (x & !1);
-                    *o = k.rgb(src[row + x], src[uv + iu], src[uv + iv]);
+                    samples[0][i] = src[row + x];
+                    samples[1][i] = src[uv + iu];
+                    samples[2][i] = src[uv + iv];
                 }
             }
             PixelFormat::I420 => {
                 let cu = self.chroma + (y / 2) * self.chroma_stride;
                 let cv = self.chroma2 + (y / 2) * self.chroma_stride;
-                for (o, &x) in out.iter_mut().zip(cols) {
+                for (i, &x) in cols.iter().enumerate() {
                     let x = x0 + x;
-                    *o = k.rgb(src[row + x], src[cu + x / 2], src[cv + x / 2]);
+                    samples[0][i] = src[row + x];
+                    samples[1][i] = src[cu + x / 2];
+                    samples[2][i] = src[cv + x / 2];
                 }
             }
             PixelFormat::Yuyv => {
-                for (o, &x) in out.iter_mut().zip(cols) {
+                for (i, &x) in cols.iter().enumerate() {
                     let x = x0 + x;
                     let pair = row + (x & !1) * 2;
-                    *o = k.rgb(src[pair + (x & 1) * 2], src[pair + 1], src[pair + 3]);
+                    samples[0][i] = src[pair + (x & 1) * 2];
+                    samples[1][i] = src[pair + 1];
+                    samples[2][i] = src[pair + 3];
                 }
             }
         }
+        k.rgb_row(samples, out);
     }
 
     /// Whether a frame row is already packed RGB the pass reads in place.
