@@ -1,6 +1,8 @@
 # HexagonTpu.Preprocess against the same steps done separately in Nx and in numpy, in one run:
 # a 1280x720 RGB frame (HWC u8) to a 224x224 and a 640x640 model input, NHWC u8 quantized
-# (ImageNet mean and std), nearest and bilinear. Prints figures; asserts nothing.
+# (ImageNet mean and std), nearest and bilinear; then NV12 frames (1280x720, 1920x1080) to
+# 640x640 (letterbox) and 224x224 beside RGB frames of the same size. Prints figures; asserts
+# nothing.
 #
 #   mix run bench/preprocess.exs [RUNS]
 #
@@ -166,4 +168,38 @@ for size <- [224, 640], resize <- [:nearest, :bilinear] do
     "#{size}x#{size}  #{String.pad_trailing(Atom.to_string(resize), 9)} #{show.(ours)}  " <>
       "#{show.(np)}  #{ratio.(np, ours)}  #{show.(nx)}  #{ratio.(nx, ours)}"
   )
+end
+
+# Camera frames as V4L2 hands them over: NV12 (BT.601 limited range), converted per pixel inside
+# the same pass, beside the RGB frame of the same size. A comparison against OpenCV's cvtColor +
+# resize + numpy is a follow-up (OpenCV is not in the QNN venv).
+IO.puts(
+  "\nNV12 vs RGB frames of the same size -> NHWC u8 (ImageNet mean/std); median ms, #{runs} runs"
+)
+
+IO.puts("frame      target   fit        resize     rgb(ms)   nv12(ms)  nv12/rgb")
+
+:rand.seed(:exsss, 7)
+
+for {fw, fh} <- [{1280, 720}, {1920, 1080}] do
+  rgb = :rand.bytes(fw * fh * 3)
+  nv12 = :rand.bytes(div(fw * fh * 3, 2))
+
+  for {size, fit} <- [{640, :letterbox}, {224, :stretch}], resize <- [:nearest, :bilinear] do
+    target = info.(size)
+    opts = [width: fw, height: fh, resize: resize, fit: fit, mean: mean, std: std]
+    ours = time_ms.(runs, fn -> {:ok, _} = Preprocess.image(rgb, target, opts) end)
+
+    yuv =
+      time_ms.(runs, fn ->
+        {:ok, _} = Preprocess.image(nv12, target, [pixel_format: :nv12] ++ opts)
+      end)
+
+    IO.puts(
+      "#{String.pad_trailing("#{fw}x#{fh}", 10)} #{String.pad_trailing("#{size}x#{size}", 8)} " <>
+        "#{String.pad_trailing(Atom.to_string(fit), 10)} " <>
+        "#{String.pad_trailing(Atom.to_string(resize), 9)} #{show.(ours)}  #{show.(yuv)}  " <>
+        "#{ratio.(yuv, ours)}"
+    )
+  end
 end

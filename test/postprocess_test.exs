@@ -69,6 +69,36 @@ defmodule HexagonTpu.PostprocessTest do
       assert score == r(r(0.5) * r(0.9))
       assert [] = Postprocess.yolov5!(out, score_threshold: 0.5)
     end
+
+    test "yolov8 through Preprocess's own transform: the same boxes as the letterbox map" do
+      # 1280x720 letterboxed into 640x640: scale 2 back, content at rows 140..500
+      input = %HexagonTpu.TensorInfo{
+        name: "images",
+        shape: {1, 640, 640, 3},
+        type: {:u, 8},
+        data_type: :ufixed_point_8,
+        quantization: %{kind: :per_tensor, scale: 1 / 255, zero_point: 0, bitwidth: nil},
+        byte_size: 640 * 640 * 3,
+        f32_conversion: true
+      }
+
+      {:ok, transform} =
+        HexagonTpu.Preprocess.transform(input, width: 1280, height: 720, fit: :letterbox)
+
+      # one box inside the content and one reaching into the bottom padding
+      out = {f32([320, 600, 320, 480, 100, 40, 50, 30, 0.9, 0.8]), {1, 5, 2}}
+      by_map = Postprocess.yolov8!(out, letterbox: %{scale: 0.5, x_offset: 0, y_offset: 140})
+      by_transform = Postprocess.yolov8!(out, letterbox: transform)
+      assert Enum.map(by_transform, & &1.box) == Enum.map(by_map, & &1.box)
+
+      assert [{540.0, 310.0, 740.0, 410.0}, {1150.0, 650.0, 1250.0, 710.0}] ==
+               Enum.map(by_transform, & &1.box)
+
+      clipped = Postprocess.yolov8!(out, letterbox: transform, clip: {1200, 700})
+
+      assert [{540.0, 310.0, 740.0, 410.0}, {1150.0, 650.0, 1200.0, 700.0}] ==
+               Enum.map(clipped, & &1.box)
+    end
   end
 
   @blazeface [

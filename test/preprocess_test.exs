@@ -384,7 +384,7 @@ defmodule HexagonTpu.PreprocessTest do
       assert {:error, %Error{reason: :invalid_input, message: message}} =
                Preprocess.image(<<0::size(100 * 8)>>, info, width: 20, height: 14)
 
-      assert message =~ "expected 20x14x3 = 840 bytes"
+      assert message =~ "expected a rgb frame of 20x14 (stride 60) of at least 840 bytes"
       assert message =~ "got 100 bytes"
     end
 

@@ -61,7 +61,10 @@ defmodule HexagonTpu.Postprocess do
       box is mapped through `letterbox: %{scale: s, x_offset: dx, y_offset: dy}` (the
       transform that made the model input from the frame, `model = frame * s + offset`) as
       `frame = (model - offset) / s`, and clipped to `clip: {width, height}`:
-      `x in [0, width]`, `y in [0, height]`.
+      `x in [0, width]`, `y in [0, height]`. `letterbox:` also takes the
+      `HexagonTpu.Preprocess.Transform` that `HexagonTpu.Preprocess.transform/2` gives for
+      the same options that made the input: each kept box is then mapped with
+      `Transform.to_frame/2` (in f64, a stretch's two scales included) and clipped after.
     * **SSD** (`ssd_anchors/1`, `ssd/3`). Anchors are MediaPipe's `SsdAnchorsCalculator`'s,
       with its option names (`:input_size_width`, `:input_size_height`, `:min_scale`,
       `:max_scale`, `:strides`, `:aspect_ratios` (`[1.0]`), `:anchor_offset_x`/`_y` (0.5),
@@ -108,6 +111,7 @@ defmodule HexagonTpu.Postprocess do
 
   alias HexagonTpu.{Args, Error, Native}
   alias HexagonTpu.Postprocess.{Detection, Input, Ssd}
+  alias HexagonTpu.Preprocess.Transform
 
   @dirty_values 20_000
   @dirty_boxes 1000
@@ -261,7 +265,7 @@ defmodule HexagonTpu.Postprocess do
 
   defp ssd_boxes(shape, n),
     do:
-      invalid(
+      Args.invalid_input(
         "boxes: expected a shape {1, N, K} or {N, K} with N = #{n} (the anchors') and K >= 4, got #{inspect(shape)}"
       )
 
@@ -271,7 +275,7 @@ defmodule HexagonTpu.Postprocess do
 
   defp ssd_scores(shape, n),
     do:
-      invalid(
+      Args.invalid_input(
         "scores: expected a shape {1, N, C}, {N, C} or {N} with N = #{n} (the anchors'), got #{inspect(shape)}"
       )
 
@@ -315,7 +319,7 @@ defmodule HexagonTpu.Postprocess do
   defp mask_shape(layout, shape) do
     wanted = if layout == :hwc, do: "{H, W, C} or {1, H, W, C}", else: "{C, H, W} or {1, C, H, W}"
 
-    invalid(
+    Args.invalid_input(
       "output: expected a shape #{wanted} (layout: #{inspect(layout)}), got #{inspect(shape)}"
     )
   end
@@ -327,6 +331,12 @@ defmodule HexagonTpu.Postprocess do
     nms = nms_options!(opts, fun)
     letterbox = letterbox!(opts[:letterbox], fun)
     clip = clip!(opts[:clip], fun)
+    # Preprocess's own transform is applied here to the kept boxes (K at most), clip after it.
+    {native_letterbox, native_clip, transform} =
+      case letterbox do
+        %Transform{} -> {nil, nil, letterbox}
+        _ -> {letterbox, clip, nil}
+      end
 
     with {:ok, bytes, shape} <- Input.f32!(output, "output", fun),
          {:ok, n, c} <- head_shape(version, shape) do
@@ -334,8 +344,8 @@ defmodule HexagonTpu.Postprocess do
         version: version,
         candidates: n,
         classes: c,
-        letterbox: letterbox,
-        clip: clip,
+        letterbox: native_letterbox,
+        clip: native_clip,
         nms: nms
       }
 
@@ -344,9 +354,27 @@ defmodule HexagonTpu.Postprocess do
           do: Native.postprocess_yolo_dirty(bytes, args),
           else: Native.postprocess_yolo(bytes, args)
 
-      detections(result)
+      result |> detections() |> to_frame(transform, clip)
     end
   end
+
+  defp to_frame(result, nil, _clip), do: result
+
+  defp to_frame({:ok, detections}, transform, clip) do
+    {:ok,
+     for detection <- detections do
+       %{detection | box: transform |> Transform.to_frame(detection.box) |> clip_box(clip)}
+     end}
+  end
+
+  defp to_frame(error, _transform, _clip), do: error
+
+  defp clip_box(box, nil), do: box
+
+  defp clip_box({x1, y1, x2, y2}, {w, h}),
+    do: {clamp(x1, w), clamp(y1, h), clamp(x2, w), clamp(y2, h)}
+
+  defp clamp(v, limit), do: v |> max(0.0) |> min(limit)
 
   defp head_shape(version, shape) do
     {extra, dims} =
@@ -369,11 +397,12 @@ defmodule HexagonTpu.Postprocess do
             do: "{1, 4 + C, N} or {4 + C, N} with C >= 1",
             else: "{1, N, 5 + C} or {N, 5 + C} with C >= 1"
 
-        invalid("output: expected a shape #{wanted}, got #{inspect(shape)}")
+        Args.invalid_input("output: expected a shape #{wanted}, got #{inspect(shape)}")
     end
   end
 
   defp letterbox!(nil, _fun), do: nil
+  defp letterbox!(%Transform{} = transform, _fun), do: transform
 
   defp letterbox!(%{scale: s, x_offset: dx, y_offset: dy}, _fun)
        when is_number(s) and s > 0 and is_number(dx) and is_number(dy),
@@ -384,7 +413,8 @@ defmodule HexagonTpu.Postprocess do
       option_error!(
         fun,
         :letterbox,
-        "a map %{scale: s, x_offset: dx, y_offset: dy} of numbers, s > 0",
+        "a map %{scale: s, x_offset: dx, y_offset: dy} of numbers, s > 0, or a " <>
+          "HexagonTpu.Preprocess.Transform",
         other
       )
 
@@ -402,13 +432,13 @@ defmodule HexagonTpu.Postprocess do
   defp vector({1, _c}), do: :ok
 
   defp vector(shape),
-    do: invalid("scores: expected a shape {C} or {1, C}, got #{inspect(shape)}")
+    do: Args.invalid_input("scores: expected a shape {C} or {1, C}, got #{inspect(shape)}")
 
   defp boxes_shape({n, 4}), do: {:ok, n}
   defp boxes_shape({1, n, 4}), do: {:ok, n}
 
   defp boxes_shape(shape),
-    do: invalid("boxes: expected a shape {N, 4} or {1, N, 4}, got #{inspect(shape)}")
+    do: Args.invalid_input("boxes: expected a shape {N, 4} or {1, N, 4}, got #{inspect(shape)}")
 
   # 0 classes: one score per box.
   defp scores_shape(shape, n, box_classes) do
@@ -423,18 +453,18 @@ defmodule HexagonTpu.Postprocess do
 
     cond do
       dims == nil ->
-        invalid(
+        Args.invalid_input(
           "scores: expected a shape {N} or {N, C} with N = #{n} (the boxes'), " <>
             "got #{inspect(shape)}"
         )
 
       box_classes != nil and not per_box? ->
-        invalid(
+        Args.invalid_input(
           "classes: the :classes option is for one score per box ({N}); scores are #{inspect(shape)}"
         )
 
       box_classes != nil and byte_size(box_classes) != 4 * n ->
-        invalid(
+        Args.invalid_input(
           "classes: expected #{n} class indices (one per box), got #{div(byte_size(box_classes), 4)}"
         )
 
@@ -481,6 +511,4 @@ defmodule HexagonTpu.Postprocess do
 
   defp option_error!(fun, key, expected, value),
     do: Args.type_error!(fun, "the #{inspect(key)} option", expected, value)
-
-  defp invalid(message), do: {:error, Error.new(:invalid_input, message)}
 end

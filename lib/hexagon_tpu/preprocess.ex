@@ -1,8 +1,10 @@
 defmodule HexagonTpu.Preprocess do
   @moduledoc """
-  A camera frame to a model input, in one pass: resize, channel order (RGB ↔ BGR), layout
-  (NHWC or NCHW), per-channel normalization and quantization with the input's own parameters,
-  done natively in a single sweep over the output, on a dirty CPU scheduler.
+  A camera frame (RGB, or YUV as cameras give it: NV12, NV21, I420, YUYV, with padded rows)
+  to a model input, in one pass: colour conversion, crop, resize or letterbox, channel order
+  (RGB ↔ BGR), layout (NHWC or NCHW), per-channel normalization and quantization with the
+  input's own parameters, done natively in a single sweep over the output, on a dirty CPU
+  scheduler.
 
   The result is exactly the bytes the model input takes, in its own type. `predict/3` hands
   them to QNN untouched: no second copy, no second quantization.
@@ -34,10 +36,81 @@ defmodule HexagonTpu.Preprocess do
 
   ## The frame
 
-    * a binary of `height * width * 3` bytes, u8, row-major HWC (interleaved pixels, no row
-      padding), with the `:width` and `:height` options; or
-    * an `Nx.Tensor` of type `{:u, 8}` and shape `{height, width, 3}` (copied to a binary
-      once: `Nx.to_binary/1`).
+    * a binary, with the `:width` and `:height` options, in the layout of `:pixel_format`:
+      * `:rgb`, `:bgr` - 3 interleaved u8 per pixel (HWC);
+      * `:nv12`, `:nv21` - 4:2:0: the Y plane (`height` rows), then the chroma plane
+        (`height / 2` rows of `width / 2` interleaved U, V pairs; V, U for NV21);
+      * `:i420` - 4:2:0: the Y plane, the U plane, the V plane (`height / 2` rows of
+        `width / 2` bytes each);
+      * `:yuyv` - 4:2:2 packed: `Y0 U Y1 V` for every two pixels;
+
+      4:2:0 frames have an even width and height, YUYV frames an even width (others are
+      refused). Rows may be padded, as V4L2 hands them over (`bytesperline`): `:stride` is the
+      bytes per row of the first (or only) plane, default packed (`3 * width`, `width`,
+      `2 * width`). The chroma plane of NV12/NV21 has the Y plane's stride, I420's chroma
+      planes half of it (rounded down), unless `:chroma_stride` says otherwise. The Y plane
+      starts at byte 0 and the chroma right after it, at `height * stride`, unless
+      `:chroma_offset` says otherwise; I420's V plane follows its U plane
+      (`chroma_offset + height / 2 * chroma_stride`). The binary must be at least as long as
+      the last plane's last row (which needs no padding); longer is fine (a whole V4L2
+      buffer), and shorter is an `:invalid_input` error naming the format, size and strides;
+    * an `Nx.Tensor` of type `{:u, 8}` and shape `{height, width, 3}` (`:rgb`, `:bgr`; copied to
+      a binary once: `Nx.to_binary/1`).
+
+      # an NV12 V4L2 buffer, 1280x720 with bytesperline 1280, for a YOLO input (letterbox)
+      opts = [width: 1280, height: 720, pixel_format: :nv12, stride: 1280, fit: :letterbox]
+      {:ok, [out]} = HexagonTpu.Preprocess.predict(model, buffer, opts)
+      {:ok, t} = HexagonTpu.Preprocess.transform(model, opts)
+      frame_box = HexagonTpu.Preprocess.Transform.to_frame(t, model_box)
+
+  ## YUV to RGB
+
+  Every YUV pixel is first converted on its own to u8 RGB, and the pass then proceeds on that
+  value exactly as on an RGB frame (below): the result is the pass on the whole frame converted
+  first, which for BT.601 limited range is OpenCV's `cvtColor` with `COLOR_YUV2RGB_NV12`,
+  `_NV21`, `_I420`, `_YUYV`. No RGB frame is made: the pass converts the pixels it reads. In
+  fixed point (`K = 2^20`, `>>` the arithmetic shift, i.e. floor), with `y0 = 16` (limited)
+  or `0` (full):
+
+      y' = max(Y - y0, 0) * CY;   u = U - 128;   v = V - 128;   h = K / 2
+      R = clamp((y' + h + CVR * v) >> 20, 0, 255)
+      G = clamp((y' + h + CVG * v + CUG * u) >> 20, 0, 255)
+      B = clamp((y' + h + CUB * u) >> 20, 0, 255)
+
+  | `:color_matrix`, `:color_range` | CY      | CVR     | CVG     | CUG     | CUB     |
+  |---------------------------------|---------|---------|---------|---------|---------|
+  | `:bt601`, `:limited` (default)  | 1220542 | 1673527 | -852492 | -409993 | 2116026 |
+  | `:bt601`, `:full`               | 1048576 | 1470104 | -748826 | -360853 | 1858077 |
+  | `:bt709`, `:limited`            | 1220945 | 1879825 | -558796 | -223607 | 2215014 |
+  | `:bt709`, `:full`               | 1048576 | 1651297 | -490864 | -196424 | 1945738 |
+
+  BT.601 limited is OpenCV's (`ITUR_BT_601_*`: 1.164, 1.596, -0.813, -0.391, 2.018 times K).
+  The others are `round(c * K)` from the standards (BT.601: Kr = 0.299, Kb = 0.114; BT.709
+  (ITU-R BT.709): Kr = 0.2126, Kb = 0.0722; Kg = 1 - Kr - Kb): CY = 255/219,
+  CVR = 2(1 - Kr)s, CUB = 2(1 - Kb)s, CVG = -2(1 - Kr)Kr/Kg s, CUG = -2(1 - Kb)Kb/Kg s with
+  s = 255/224 for limited range; CY = 1 and s = 1 for full range (Y 0..255, chroma centred at
+  128). Each is within 1 of the float formula rounded. The chroma of a 4:2:0 pixel `(x, y)` is
+  the sample of the 2x2 block it is in, `(div(x, 2), div(y, 2))`; of a YUYV pixel, its pair's.
+
+  ## Crop and letterbox
+
+  `crop: {x, y, w, h}` (frame pixels) takes a rectangle of the frame, which must lie inside
+  it; it is a crop of the converted frame, so odd `x` and `y` are fine in 4:2:0 frames too
+  (chroma stays that of the frame's 2x2 blocks). The crop (the whole frame by default) is
+  resized into a content rectangle of the model input:
+
+    * `fit: :stretch` (default) - the whole input, `W x H`;
+    * `fit: :letterbox` - the aspect ratio kept: if `W * h <= H * w` the width binds, the
+      content is `W` wide and `round(h * W / w)` high (halves up, at least 1, at most `H`),
+      else `H` high and `round(w * H / h)` wide; it sits at `left = div(W - width, 2)`,
+      `top = div(H - height, 2)` (centred, an odd remainder leaving the extra row or column
+      at the bottom or right, as Ultralytics' `LetterBox`). The rest takes `:pad`, a pixel
+      value (default 114, Ultralytics'), or 3 of them in the model's channel order, normalized
+      and quantized like a pixel.
+
+  The content is resized from the crop's size to its own with the formulas below (so a
+  letterboxed pass equals resizing the crop to the content's size, then padding).
+  `transform/2` returns the map back to frame coordinates, a `HexagonTpu.Preprocess.Transform`.
 
   ## The model input
 
@@ -56,7 +129,8 @@ defmodule HexagonTpu.Preprocess do
 
   ## The arithmetic
 
-  For each output channel `c` (the model's channel order), with `v` the resized pixel value:
+  For each output channel `c` (the model's channel order), with `v` the resized pixel value
+  (of the RGB frame, or of the YUV frame converted as above):
 
       x = (v / d - mean[c]) / std[c]     in f32; d = 255 (pixel_scale: :unit) or 1 (:byte)
 
@@ -75,7 +149,17 @@ defmodule HexagonTpu.Preprocess do
 
     * `:width`, `:height` - the frame's size; required for a binary frame (an Nx frame's shape
       gives them, and must agree with them if they are given)
-    * `:pixel_format` - the frame's channel order, `:rgb` (default) or `:bgr`
+    * `:pixel_format` - the frame's layout (see "The frame"): `:rgb` (default), `:bgr`,
+      `:nv12`, `:nv21`, `:i420` or `:yuyv`
+    * `:color_matrix` - YUV frames: `:bt601` (default) or `:bt709`
+    * `:color_range` - YUV frames: `:limited` (default, Y 16..235) or `:full`
+    * `:stride` - bytes per row of the frame's first plane (default: packed rows)
+    * `:chroma_stride` - bytes per row of a chroma plane (NV12/NV21: default the stride;
+      I420: the stride / 2)
+    * `:chroma_offset` - where the chroma plane(s) start (default `height * stride`)
+    * `:crop` - `{x, y, width, height}` of the frame to take (default: all of it)
+    * `:fit` - `:stretch` (default) or `:letterbox` (see "Crop and letterbox")
+    * `:pad` - the letterbox's pixel value, `0..255` or a list of 3 (default 114)
     * `:channels` - the model's channel order, `:rgb` (default) or `:bgr`
     * `:resize` - `:bilinear` (default) or `:nearest`
     * `:layout` - the model input's layout: `:auto` (default, from its shape), `:nhwc` or `:nchw`
@@ -90,7 +174,8 @@ defmodule HexagonTpu.Preprocess do
 
   An argument of the wrong type (a frame that is neither a binary nor an Nx tensor, a binary
   frame without `:width` and `:height`, an unknown option or one outside its type) raises
-  `ArgumentError`. A frame of the wrong size or type, and a model input that is not an image
+  `ArgumentError`. A frame too short or of the wrong type, an odd-sized 4:2:0 or 4:2:2 frame,
+  a stride shorter than a row, a crop outside the frame, and a model input that is not an image
   this pass can fill (its shape, its type, per-axis quantization), return
   `{:error, %HexagonTpu.Error{reason: :invalid_input}}` saying what was wrong.
   """
@@ -99,6 +184,9 @@ defmodule HexagonTpu.Preprocess do
   @compile {:no_warn_undefined, [Nx]}
 
   alias HexagonTpu.{Args, Error, Graph, Native, TensorInfo}
+  alias HexagonTpu.Preprocess.Transform
+
+  @yuv [:nv12, :nv21, :i420, :yuyv]
 
   @options [
     width: nil,
@@ -110,16 +198,35 @@ defmodule HexagonTpu.Preprocess do
     layout: :auto,
     mean: 0.0,
     std: 1.0,
-    pixel_scale: :unit
+    pixel_scale: :unit,
+    color_matrix: :bt601,
+    color_range: :limited,
+    stride: nil,
+    chroma_stride: nil,
+    chroma_offset: nil,
+    crop: nil,
+    fit: :stretch,
+    pad: 114
   ]
 
-  @typedoc "A frame: HWC u8 bytes (with `:width` and `:height`) or an `{h, w, 3}` u8 Nx tensor."
+  @typedoc """
+  A frame: bytes laid out as `:pixel_format` says (with `:width` and `:height`), or an
+  `{h, w, 3}` u8 Nx tensor.
+  """
   @type frame :: binary() | struct()
 
   @type option ::
           {:width, pos_integer()}
           | {:height, pos_integer()}
-          | {:pixel_format, :rgb | :bgr}
+          | {:pixel_format, :rgb | :bgr | :nv12 | :nv21 | :i420 | :yuyv}
+          | {:color_matrix, :bt601 | :bt709}
+          | {:color_range, :limited | :full}
+          | {:stride, pos_integer()}
+          | {:chroma_stride, pos_integer()}
+          | {:chroma_offset, non_neg_integer()}
+          | {:crop, {non_neg_integer(), non_neg_integer(), pos_integer(), pos_integer()}}
+          | {:fit, :stretch | :letterbox}
+          | {:pad, 0..255 | [0..255]}
           | {:channels, :rgb | :bgr}
           | {:resize, :bilinear | :nearest}
           | {:layout, :auto | :nhwc | :nchw}
@@ -148,6 +255,29 @@ defmodule HexagonTpu.Preprocess do
   @spec image!(frame(), Graph.t() | TensorInfo.t(), [option()]) :: binary()
   def image!(frame, model_or_input, opts \\ []),
     do: frame |> image(model_or_input, opts) |> Error.unwrap!()
+
+  @doc """
+  The transform from the model input's coordinates back to the frame's, for `image/3` with the
+  same options (`:width`, `:height`, `:crop`, `:fit`; see "Crop and letterbox"): a
+  `HexagonTpu.Preprocess.Transform`, which `Transform.to_frame/2` applies to a box or point.
+
+      {:ok, t} = HexagonTpu.Preprocess.transform(model, width: 1280, height: 720, fit: :letterbox)
+      {x1, y1, x2, y2} = HexagonTpu.Preprocess.Transform.to_frame(t, box_in_model_pixels)
+  """
+  @spec transform(Graph.t() | TensorInfo.t(), [option()]) ::
+          {:ok, Transform.t()} | {:error, Error.t()}
+  def transform(model_or_input, opts \\ []) do
+    fun = "HexagonTpu.Preprocess.transform/2"
+    opts = options!(opts, fun)
+
+    if opts.width == nil or opts.height == nil,
+      do: raise(ArgumentError, "#{fun}: needs the frame's :width and :height options")
+
+    with {:ok, info} <- input(model_or_input, opts, fun),
+         {:ok, {_layout, dst_h, dst_w}} <- geometry(info, opts.layout) do
+      {:ok, placement(opts, opts.width, opts.height, dst_w, dst_h)}
+    end
+  end
 
   @doc """
   `image/3`, then `HexagonTpu.predict/3` on a model with one image input (or the one named by
@@ -190,18 +320,41 @@ defmodule HexagonTpu.Preprocess do
     end
   end
 
-  defp option!(key, nil, _fun) when key in [:width, :height, :input], do: nil
+  defp option!(key, nil, _fun)
+       when key in [:width, :height, :input, :stride, :chroma_stride, :chroma_offset, :crop],
+       do: nil
 
   defp option!(key, value, _fun)
-       when key in [:width, :height] and is_integer(value) and value > 0,
+       when key in [:width, :height, :stride, :chroma_stride] and is_integer(value) and value > 0,
        do: value
+
+  defp option!(:chroma_offset, value, _fun) when is_integer(value) and value >= 0, do: value
+
+  defp option!(:crop, {x, y, w, h} = value, _fun)
+       when is_integer(x) and x >= 0 and is_integer(y) and y >= 0 and is_integer(w) and w > 0 and
+              is_integer(h) and h > 0,
+       do: value
+
+  defp option!(:pixel_format, value, _fun) when value in [:rgb, :bgr | @yuv], do: value
+  defp option!(:color_matrix, value, _fun) when value in [:bt601, :bt709], do: value
+  defp option!(:color_range, value, _fun) when value in [:limited, :full], do: value
+  defp option!(:fit, value, _fun) when value in [:stretch, :letterbox], do: value
+
+  defp option!(:pad, value, fun) do
+    byte? = &(is_integer(&1) and &1 in 0..255)
+
+    case value do
+      v when is_integer(v) and v in 0..255 -> {v, v, v}
+      [a, b, c] = list -> if Enum.all?(list, byte?), do: {a, b, c}, else: pad_error!(fun, value)
+      _ -> pad_error!(fun, value)
+    end
+  end
 
   defp option!(:input, value, _fun)
        when is_binary(value) or is_atom(value) or (is_integer(value) and value >= 0),
        do: value
 
-  defp option!(key, value, _fun) when key in [:pixel_format, :channels] and value in [:rgb, :bgr],
-    do: value
+  defp option!(:channels, value, _fun) when value in [:rgb, :bgr], do: value
 
   defp option!(:resize, value, _fun) when value in [:bilinear, :nearest], do: value
   defp option!(:layout, value, _fun) when value in [:auto, :nhwc, :nchw], do: value
@@ -230,9 +383,15 @@ defmodule HexagonTpu.Preprocess do
   defp option!(key, value, fun) do
     expected =
       case key do
-        k when k in [:width, :height] -> "a positive integer"
+        k when k in [:width, :height, :stride, :chroma_stride] -> "a positive integer"
+        :chroma_offset -> "a non-negative integer"
+        :crop -> "{x, y, width, height} (non-negative integers, width and height > 0)"
+        :pixel_format -> ":rgb, :bgr, :nv12, :nv21, :i420 or :yuyv"
+        :color_matrix -> ":bt601 or :bt709"
+        :color_range -> ":limited or :full"
+        :fit -> ":stretch or :letterbox"
         :input -> "an input name (a string or atom) or position (a non-negative integer)"
-        k when k in [:pixel_format, :channels] -> ":rgb or :bgr"
+        :channels -> ":rgb or :bgr"
         :resize -> ":bilinear or :nearest"
         :layout -> ":auto, :nhwc or :nchw"
         :pixel_scale -> ":unit or :byte"
@@ -240,6 +399,9 @@ defmodule HexagonTpu.Preprocess do
 
     option_error!(fun, key, expected, value)
   end
+
+  defp pad_error!(fun, value),
+    do: option_error!(fun, :pad, "an integer 0..255 or a list of 3 of them", value)
 
   defp option_error!(fun, key, expected, value),
     do: Args.type_error!(fun, "the #{inspect(key)} option", expected, value)
@@ -254,15 +416,20 @@ defmodule HexagonTpu.Preprocess do
         {:ok, info}
 
       {nil, _} ->
-        invalid(
+        Args.invalid_input(
           "graph #{inspect(graph.name)} has #{length(inputs)} inputs (#{names(inputs)}): " <>
             "say which one takes the frame with the :input option"
         )
 
       {index, _} when is_integer(index) ->
         case Enum.at(inputs, index) do
-          nil -> invalid("graph #{inspect(graph.name)} has no input #{index} (#{names(inputs)})")
-          info -> {:ok, info}
+          nil ->
+            Args.invalid_input(
+              "graph #{inspect(graph.name)} has no input #{index} (#{names(inputs)})"
+            )
+
+          info ->
+            {:ok, info}
         end
 
       {name, _} ->
@@ -270,7 +437,7 @@ defmodule HexagonTpu.Preprocess do
 
         case Enum.find(inputs, &(&1.name == name)) do
           nil ->
-            invalid(
+            Args.invalid_input(
               "graph #{inspect(graph.name)} has no input #{Args.quote_input(name)} " <>
                 "(#{names(inputs)})"
             )
@@ -316,7 +483,7 @@ defmodule HexagonTpu.Preprocess do
             :nchw -> "{1, 3, H, W} or {3, H, W} (layout: :nchw)"
           end
 
-        invalid(
+        Args.invalid_input(
           "input #{TensorInfo.describe(info)} is not an image this pass can fill: " <>
             "expected a shape #{wanted}, got #{inspect(shape)}"
         )
@@ -344,13 +511,13 @@ defmodule HexagonTpu.Preprocess do
         {:ok, %{output: kinds[type], scale: scale, offset: -zp, qmin: qmin, qmax: qmax}}
 
       {_, %{kind: :per_axis}} ->
-        invalid(
+        Args.invalid_input(
           "input #{TensorInfo.describe(info)} is quantized per axis; the pass quantizes " <>
             "per tensor (u8, s8, u16, s16), or writes f32 or f16"
         )
 
       _ ->
-        invalid(
+        Args.invalid_input(
           "input #{TensorInfo.describe(info)} is not a type the pass writes: expected u8, s8, " <>
             "u16 or s16 (per-tensor quantized or not), f32 or f16"
         )
@@ -362,6 +529,7 @@ defmodule HexagonTpu.Preprocess do
 
   # -- the frame -------------------------------------------------------------------------------
 
+  # The frame's size is checked natively, against its format, size and strides.
   defp frame(frame, opts, fun) when is_binary(frame) do
     {w, h} = {opts.width, opts.height}
 
@@ -369,19 +537,19 @@ defmodule HexagonTpu.Preprocess do
       do:
         raise(
           ArgumentError,
-          "#{fun}: a binary frame needs the :width and :height options (HWC u8, 3 channels)"
+          "#{fun}: a binary frame needs the :width and :height options"
         )
 
-    expected = w * h * 3
-
-    if byte_size(frame) == expected,
-      do: {:ok, frame, w, h},
-      else:
-        invalid(
-          "frame: expected #{w}x#{h}x3 = #{expected} bytes (HWC u8, width: #{w}, " <>
-            "height: #{h}), got #{byte_size(frame)} bytes"
-        )
+    {:ok, frame, w, h}
   end
+
+  defp frame(frame, %{pixel_format: format}, _fun)
+       when is_struct(frame, Nx.Tensor) and format in @yuv,
+       do:
+         Args.invalid_input(
+           "frame: a #{inspect(format)} frame is a binary (with :width and :height), " <>
+             "not an Nx tensor"
+         )
 
   defp frame(frame, opts, _fun) when is_struct(frame, Nx.Tensor) do
     case {Nx.type(frame), Nx.shape(frame)} do
@@ -389,13 +557,13 @@ defmodule HexagonTpu.Preprocess do
         if opts.width in [nil, w] and opts.height in [nil, h],
           do: {:ok, Nx.to_binary(frame), w, h},
           else:
-            invalid(
+            Args.invalid_input(
               "frame: the tensor is #{w}x#{h} ({#{h}, #{w}, 3}), the options say " <>
                 "width: #{inspect(opts.width)}, height: #{inspect(opts.height)}"
             )
 
       {type, shape} ->
-        invalid(
+        Args.invalid_input(
           "frame: expected an Nx tensor of type {:u, 8} and shape {height, width, 3}, " <>
             "got #{inspect(type)} #{inspect(shape)}"
         )
@@ -407,7 +575,7 @@ defmodule HexagonTpu.Preprocess do
       Args.type_error!(
         fun,
         "`frame`",
-        "a binary (HWC u8, with :width and :height) or an Nx.Tensor {height, width, 3} u8",
+        "a binary (with :width and :height) or an Nx.Tensor {height, width, 3} u8",
         other
       )
 
@@ -417,6 +585,10 @@ defmodule HexagonTpu.Preprocess do
     with {:ok, bytes, w, h} <- frame(frame, opts, fun),
          {:ok, {layout, dst_h, dst_w}} <- geometry(info, opts.layout),
          {:ok, output} <- output(info) do
+      t = placement(opts, w, h, dst_w, dst_h)
+      order = if opts.pixel_format == :bgr, do: :bgr, else: :rgb
+      yuv? = opts.pixel_format in @yuv
+
       spec =
         Map.merge(output, %{
           src_width: w,
@@ -425,10 +597,19 @@ defmodule HexagonTpu.Preprocess do
           dst_height: dst_h,
           resize: opts.resize,
           layout: layout,
-          swap_rb: opts.pixel_format != opts.channels,
+          swap_rb: order != opts.channels,
           divisor: if(opts.pixel_scale == :unit, do: 255.0, else: 1.0),
           mean: opts.mean,
-          std: opts.std
+          std: opts.std,
+          pixel_format: if(yuv?, do: opts.pixel_format, else: :rgb),
+          color_matrix: opts.color_matrix,
+          color_range: opts.color_range,
+          stride: opts.stride,
+          chroma_stride: opts.chroma_stride,
+          chroma_offset: opts.chroma_offset,
+          crop: opts.crop,
+          content: if(opts.fit == :letterbox, do: t.content),
+          pad: opts.pad
         })
 
       case Native.preprocess_image(bytes, spec) do
@@ -438,5 +619,26 @@ defmodule HexagonTpu.Preprocess do
     end
   end
 
-  defp invalid(message), do: {:error, Error.new(:invalid_input, message)}
+  # Where the crop lands in the model input (see "Crop and letterbox"), as a Transform.
+  defp placement(opts, w, h, dst_w, dst_h) do
+    {cx, cy, cw, ch} = opts.crop || {0, 0, w, h}
+
+    {nw, nh} =
+      cond do
+        opts.fit == :stretch -> {dst_w, dst_h}
+        dst_w * ch <= dst_h * cw -> {dst_w, min(dst_h, max(1, div(2 * ch * dst_w + cw, 2 * cw)))}
+        true -> {min(dst_w, max(1, div(2 * cw * dst_h + ch, 2 * ch))), dst_h}
+      end
+
+    {left, top} = {div(dst_w - nw, 2), div(dst_h - nh, 2)}
+    {sx, sy} = {cw / nw, ch / nh}
+
+    %Transform{
+      x_scale: sx,
+      y_scale: sy,
+      x_offset: cx - left * sx,
+      y_offset: cy - top * sy,
+      content: {left, top, nw, nh}
+    }
+  end
 end

@@ -23,7 +23,7 @@ defmodule HexagonTpu.Postprocess.Input do
     if byte_size(bytes) == count * 4,
       do: {:ok, bytes, shape},
       else:
-        invalid(
+        Args.invalid_input(
           "#{what}: shape #{inspect(shape)} is #{count} f32 values (#{count * 4} bytes), " <>
             "got #{byte_size(bytes)} bytes"
         )
@@ -38,7 +38,9 @@ defmodule HexagonTpu.Postprocess.Input do
         {:ok, tensor |> Nx.as_type({:f, 32}) |> Nx.to_binary(), Nx.shape(tensor)}
 
       type ->
-        invalid("#{what}: expected a float tensor (converted to f32), got #{inspect(type)}")
+        Args.invalid_input(
+          "#{what}: expected a float tensor (converted to f32), got #{inspect(type)}"
+        )
     end
   end
 
@@ -79,6 +81,4 @@ defmodule HexagonTpu.Postprocess.Input do
         "a list of class indices or an integer Nx.Tensor",
         other
       )
-
-  defp invalid(message), do: {:error, Error.new(:invalid_input, message)}
 end

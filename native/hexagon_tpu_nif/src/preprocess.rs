@@ -4,7 +4,9 @@
 
 use rustler::{Binary, Encoder, Env, NifMap, NifUnitEnum, OwnedBinary, Term};
 
-use qnn::preprocess::{Layout, Output, Plan, Resize, Spec};
+use qnn::preprocess::{
+    ColorMatrix, ColorRange, FrameFormat, Layout, Output, PixelFormat, Plan, Rect, Resize, Spec,
+};
 use qnn::quant::QuantType;
 
 use crate::atoms;
@@ -20,6 +22,28 @@ pub enum ResizeTerm {
 pub enum LayoutTerm {
     Nhwc,
     Nchw,
+}
+
+/// How the frame's pixels are stored (`:rgb` also stands for `:bgr`: see `swap_rb`).
+#[derive(NifUnitEnum, Clone, Copy)]
+pub enum PixelFormatTerm {
+    Rgb,
+    Nv12,
+    Nv21,
+    I420,
+    Yuyv,
+}
+
+#[derive(NifUnitEnum, Clone, Copy)]
+pub enum ColorMatrixTerm {
+    Bt601,
+    Bt709,
+}
+
+#[derive(NifUnitEnum, Clone, Copy)]
+pub enum ColorRangeTerm {
+    Limited,
+    Full,
 }
 
 /// The output element type: a quantized container, or a float type.
@@ -52,6 +76,17 @@ pub struct SpecTerm {
     offset: i32,
     qmin: i64,
     qmax: i64,
+    // the frame's bytes; nil: the defaults (packed rows, chroma right after the Y plane)
+    pixel_format: PixelFormatTerm,
+    color_matrix: ColorMatrixTerm,
+    color_range: ColorRangeTerm,
+    stride: Option<usize>,
+    chroma_stride: Option<usize>,
+    chroma_offset: Option<usize>,
+    // {x, y, w, h}: the crop in the frame, the content in the model input (nil: all of it)
+    crop: Option<(usize, usize, usize, usize)>,
+    content: Option<(usize, usize, usize, usize)>,
+    pad: (u8, u8, u8),
 }
 
 impl From<&SpecTerm> for Spec {
@@ -63,6 +98,14 @@ impl From<&SpecTerm> for Spec {
             range: (t.qmin, t.qmax),
         };
         let three = |(a, b, c): (f64, f64, f64)| [a as f32, b as f32, c as f32];
+        let rect = |r: Option<(usize, usize, usize, usize)>| {
+            r.map(|(x, y, width, height)| Rect {
+                x,
+                y,
+                width,
+                height,
+            })
+        };
         Spec {
             src_width: t.src_width,
             src_height: t.src_height,
@@ -88,11 +131,34 @@ impl From<&SpecTerm> for Spec {
                 OutputTerm::F32 => Output::F32,
                 OutputTerm::F16 => Output::F16,
             },
+            frame: FrameFormat {
+                format: match t.pixel_format {
+                    PixelFormatTerm::Rgb => PixelFormat::Rgb,
+                    PixelFormatTerm::Nv12 => PixelFormat::Nv12,
+                    PixelFormatTerm::Nv21 => PixelFormat::Nv21,
+                    PixelFormatTerm::I420 => PixelFormat::I420,
+                    PixelFormatTerm::Yuyv => PixelFormat::Yuyv,
+                },
+                matrix: match t.color_matrix {
+                    ColorMatrixTerm::Bt601 => ColorMatrix::Bt601,
+                    ColorMatrixTerm::Bt709 => ColorMatrix::Bt709,
+                },
+                range: match t.color_range {
+                    ColorRangeTerm::Limited => ColorRange::Limited,
+                    ColorRangeTerm::Full => ColorRange::Full,
+                },
+                stride: t.stride,
+                chroma_stride: t.chroma_stride,
+                chroma_offset: t.chroma_offset,
+            },
+            crop: rect(t.crop),
+            content: rect(t.content),
+            pad: [t.pad.0, t.pad.1, t.pad.2],
         }
     }
 }
 
-/// `{:ok, binary} | {:error, %HexagonTpu.Error{reason: :invalid_input}}`: the frame (HWC u8)
+/// `{:ok, binary} | {:error, %HexagonTpu.Error{reason: :invalid_input}}`: the frame (RGB or YUV)
 /// as the model input's bytes. Runs on a dirty CPU scheduler (a 640x640 input is ~1 ms).
 #[rustler::nif(schedule = "DirtyCpu")]
 fn preprocess_image<'a>(env: Env<'a>, frame: Binary<'a>, spec: SpecTerm) -> Term<'a> {

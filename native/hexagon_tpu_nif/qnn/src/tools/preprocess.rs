@@ -25,12 +25,56 @@
 //!   `v = (p00 * wx0 + p01 * wx1) * wy0 + (p10 * wx0 + p11 * wx1) * wy1` in f32, each
 //!   product and sum rounded in that order.
 //!
+//! The frame is read where it lies (see [`FrameFormat`]): packed RGB/BGR, or YUV (NV12,
+//! NV21, I420, YUYV) with padded rows. A YUV pixel is first converted to u8 RGB on its own,
+//! and the pass above proceeds on that value, so the result is the pass on the frame
+//! converted whole (OpenCV's `cvtColor(COLOR_YUV2RGB_NV12)` and its siblings for BT.601
+//! limited range). With `K = 2^20` and coefficients from [`FrameFormat::matrix`] and
+//! [`FrameFormat::range`]:
+//!
+//! ```text
+//! y' = max(Y - y0, 0) * CY                      (y0 = 16 limited, 0 full)
+//! u = U - 128, v = V - 128, h = K / 2
+//! R = clamp((y' + h + CVR v) >> 20, 0, 255)
+//! G = clamp((y' + h + CVG v + CUG u) >> 20, 0, 255)
+//! B = clamp((y' + h + CUB u) >> 20, 0, 255)     (>> is the arithmetic shift: floor)
+//! ```
+//!
+//! | matrix, range   | CY      | CVR     | CVG     | CUG     | CUB     |
+//! |-----------------|---------|---------|---------|---------|---------|
+//! | BT.601 limited  | 1220542 | 1673527 | -852492 | -409993 | 2116026 |
+//! | BT.601 full     | 1048576 | 1470104 | -748826 | -360853 | 1858077 |
+//! | BT.709 limited  | 1220945 | 1879825 | -558796 | -223607 | 2215014 |
+//! | BT.709 full     | 1048576 | 1651297 | -490864 | -196424 | 1945738 |
+//!
+//! BT.601 limited is OpenCV's `ITUR_BT_601_*` (1.164, 1.596, -0.813, -0.391, 2.018 times K).
+//! The others are `round(c * K)` of the standard's coefficients (BT.601: Kr = 0.299,
+//! Kb = 0.114; BT.709: Kr = 0.2126, Kb = 0.0722; Kg = 1 - Kr - Kb): `CY = 255/219`,
+//! `CVR = 2 (1 - Kr) s`, `CUB = 2 (1 - Kb) s`, `CVG = -2 (1 - Kr) Kr / Kg s`,
+//! `CUG = -2 (1 - Kb) Kb / Kg s` with `s = 255/224` (limited); `CY = 1`, `s = 1` (full). The
+//! chroma of a 4:2:0 pixel `(x, y)` is the sample of its 2x2 block, `(x / 2, y / 2)`; of a
+//! 4:2:2 pixel, that of its pair, `x / 2` (frame coordinates, whatever the crop).
+//!
+//! The crop ([`Spec::crop`], any rectangle inside the frame, odd offsets included: it is a
+//! crop of the converted frame) is resized into the content rectangle ([`Spec::content`],
+//! default the whole input); the rest of the input (letterbox) takes the pad value
+//! ([`Spec::pad`], a u8 pixel value per output channel, normalized and converted like a
+//! pixel). Resizing maps the crop's size to the content's size with the formulas above.
+//!
 //! Every argument is checked when the [`Plan`] is made and every length when it runs; nothing
 //! here panics on bad input.
 
 use thiserror::Error;
 
 use crate::model::quant::{PerTensor, QuantError, QuantType, f32_to_f16_bits};
+
+mod resize;
+mod yuv;
+
+#[cfg(test)]
+use resize::tap;
+pub use yuv::{ColorMatrix, ColorRange, FrameFormat, PixelFormat};
+use yuv::{Planes, check_rect};
 
 /// How the frame is resized to the model's height and width.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,6 +104,15 @@ pub enum Output {
     F16,
 }
 
+/// A rectangle of pixels: its top-left corner and size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rect {
+    pub x: usize,
+    pub y: usize,
+    pub width: usize,
+    pub height: usize,
+}
+
 /// What one pass does.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Spec {
@@ -78,6 +131,14 @@ pub struct Spec {
     /// Per output channel; finite and non-zero.
     pub std: [f32; 3],
     pub output: Output,
+    /// How the frame's bytes are laid out.
+    pub frame: FrameFormat,
+    /// The part of the frame that is resized; `None`: all of it.
+    pub crop: Option<Rect>,
+    /// Where in the model input the crop lands; `None`: all of it (stretch).
+    pub content: Option<Rect>,
+    /// The pixel value around the content rectangle, per output channel.
+    pub pad: [u8; 3],
 }
 
 /// Why a pass cannot run.
@@ -87,12 +148,47 @@ pub enum PreprocessError {
     ZeroDimension { what: &'static str },
     #[error("the frame is {width}x{height}: its byte size overflows")]
     TooLarge { width: usize, height: usize },
-    #[error("expected a frame of {width}x{height}x3 = {expected} bytes, got {got} bytes")]
+    #[error(
+        "expected a {format} frame of {width}x{height} (stride {stride}{chroma}) of at least \
+         {expected} bytes, got {got} bytes"
+    )]
     FrameSize {
+        format: &'static str,
         width: usize,
         height: usize,
+        stride: usize,
+        chroma: String,
         expected: usize,
         got: usize,
+    },
+    #[error("a {format} frame needs {what}, got {width}x{height}")]
+    OddSize {
+        format: &'static str,
+        width: usize,
+        height: usize,
+        what: &'static str,
+    },
+    #[error(
+        "the {what} of a {format} frame {width} pixels wide must be at least {min}, got {stride}"
+    )]
+    Stride {
+        what: &'static str,
+        format: &'static str,
+        width: usize,
+        stride: usize,
+        min: usize,
+    },
+    #[error("a {format} frame has no chroma plane: chroma_stride and chroma_offset do not apply")]
+    NoChromaPlane { format: &'static str },
+    #[error(
+        "{what} {{x: {}, y: {}, w: {}, h: {}}} is not a non-empty rectangle inside {width}x{height}",
+        rect.x, rect.y, rect.width, rect.height
+    )]
+    Rect {
+        what: &'static str,
+        rect: Rect,
+        width: usize,
+        height: usize,
     },
     #[error("expected an output buffer of {expected} bytes, got {got}")]
     OutputSize { expected: usize, got: usize },
@@ -114,6 +210,11 @@ pub struct Plan {
     elem: usize,
     src_len: usize,
     dst_len: usize,
+    planes: Planes,
+    crop: Rect,
+    content: Rect,
+    /// The pad value's bytes per output channel (`elem` each).
+    pad_bytes: [Vec<u8>; 3],
     /// Nearest only: per output channel, 256 entries of `elem` bytes each.
     luts: Option<[Vec<u8>; 3]>,
 }
@@ -191,17 +292,23 @@ impl Plan {
             Output::F32 => (Conv::F32, 4),
             Output::F16 => (Conv::F16, 2),
         };
-        let pixels = |w: usize, h: usize| {
-            w.checked_mul(h)
-                .and_then(|n| n.checked_mul(3))
-                .ok_or(PreprocessError::TooLarge {
-                    width: w,
-                    height: h,
-                })
+        let planes = Planes::new(&spec.frame, spec.src_width, spec.src_height)?;
+        let whole = |width, height| Rect {
+            x: 0,
+            y: 0,
+            width,
+            height,
         };
-        let src_len = pixels(spec.src_width, spec.src_height)?;
-        let dst_len = pixels(spec.dst_width, spec.dst_height)?
-            .checked_mul(elem)
+        let crop = spec.crop.unwrap_or(whole(spec.src_width, spec.src_height));
+        check_rect("the crop", crop, spec.src_width, spec.src_height)?;
+        let content = spec
+            .content
+            .unwrap_or(whole(spec.dst_width, spec.dst_height));
+        check_rect("the content", content, spec.dst_width, spec.dst_height)?;
+        let dst_len = spec
+            .dst_width
+            .checked_mul(spec.dst_height)
+            .and_then(|n| n.checked_mul(3 * elem))
             .ok_or(PreprocessError::TooLarge {
                 width: spec.dst_width,
                 height: spec.dst_height,
@@ -210,17 +317,27 @@ impl Plan {
             spec,
             conv,
             elem,
-            src_len,
+            src_len: planes.min_len,
             dst_len,
+            planes,
+            crop,
+            content,
+            pad_bytes: Default::default(),
             luts: None,
         };
+        for c in 0..3 {
+            let mut bytes = vec![0; elem];
+            let x = plan.normalize(spec.pad[c] as f32, c).to_le_bytes();
+            plan.conv.emit(&[x], &mut bytes)?;
+            plan.pad_bytes[c] = bytes;
+        }
         if spec.resize == Resize::Nearest {
             plan.luts = Some(plan.tables()?);
         }
         Ok(plan)
     }
 
-    /// The frame's byte size: `width * height * 3`.
+    /// The frame's minimum byte size (its last row needs no padding); longer frames are fine.
     pub fn src_len(&self) -> usize {
         self.src_len
     }
@@ -261,13 +378,24 @@ impl Plan {
         Ok(luts)
     }
 
-    /// Runs the pass: `src` is the HWC u8 frame, `dst` receives exactly [`Plan::dst_len`]
+    /// Runs the pass: `src` is the frame (at least [`Plan::src_len`] bytes), `dst` receives exactly [`Plan::dst_len`]
     /// bytes in the model input's type and layout.
     pub fn run(&self, src: &[u8], dst: &mut [u8]) -> Result<(), PreprocessError> {
-        if src.len() != self.src_len {
+        if src.len() < self.src_len {
+            let p = &self.planes;
+            let chroma = match self.spec.frame.format {
+                PixelFormat::Rgb | PixelFormat::Yuyv => String::new(),
+                _ => format!(
+                    ", chroma at byte {} with stride {}",
+                    p.chroma, p.chroma_stride
+                ),
+            };
             return Err(PreprocessError::FrameSize {
+                format: self.spec.frame.format.name(),
                 width: self.spec.src_width,
                 height: self.spec.src_height,
+                stride: p.stride,
+                chroma,
                 expected: self.src_len,
                 got: src.len(),
             });
@@ -277,6 +405,16 @@ impl Plan {
                 expected: self.dst_len,
                 got: dst.len(),
             });
+        }
+        if self.content
+            != (Rect {
+                x: 0,
+                y: 0,
+                width: self.spec.dst_width,
+                height: self.spec.dst_height,
+            })
+        {
+            self.pad(dst);
         }
         match (&self.luts, self.elem) {
             (Some(luts), 1) => self.nearest::<1>(luts, src, dst),
@@ -293,119 +431,9 @@ impl Plan {
         self.run(src, &mut dst)?;
         Ok(dst)
     }
-
-    fn nearest<const N: usize>(&self, luts: &[Vec<u8>; 3], src: &[u8], dst: &mut [u8]) {
-        let s = &self.spec;
-        let tables: [&[[u8; N]]; 3] = [0, 1, 2].map(|c| luts[c].as_chunks::<N>().0);
-        let xs: Vec<usize> = (0..s.dst_width)
-            .map(|d| nearest_index(d, s.src_width, s.dst_width) * 3)
-            .collect();
-        let chans = [0, 1, 2].map(|c| self.source_channel(c));
-        let dst = dst.as_chunks_mut::<N>().0;
-        let row_len = s.src_width * 3;
-        for dy in 0..s.dst_height {
-            let sy = nearest_index(dy, s.src_height, s.dst_height);
-            let row = &src[sy * row_len..(sy + 1) * row_len];
-            match s.layout {
-                Layout::Nhwc => {
-                    let out = &mut dst[dy * s.dst_width * 3..(dy + 1) * s.dst_width * 3];
-                    for (px, &x) in out.chunks_exact_mut(3).zip(&xs) {
-                        let p = &row[x..x + 3];
-                        px[0] = tables[0][p[chans[0]] as usize];
-                        px[1] = tables[1][p[chans[1]] as usize];
-                        px[2] = tables[2][p[chans[2]] as usize];
-                    }
-                }
-                Layout::Nchw => {
-                    for c in 0..3 {
-                        let at = (c * s.dst_height + dy) * s.dst_width;
-                        let out = &mut dst[at..at + s.dst_width];
-                        let (table, sc) = (tables[c], chans[c]);
-                        for (o, &x) in out.iter_mut().zip(&xs) {
-                            *o = table[row[x + sc] as usize];
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    fn bilinear(&self, src: &[u8], dst: &mut [u8]) -> Result<(), PreprocessError> {
-        let s = &self.spec;
-        let xs = taps(s.src_width, s.dst_width);
-        let chans = [0, 1, 2].map(|c| self.source_channel(c));
-        let row_len = s.src_width * 3;
-        let (w, e) = (s.dst_width, self.elem);
-        // One output row of normalized f32 values, in the output's order (NHWC: pixel by
-        // pixel; NCHW: channel by channel), then converted into `dst` in one call.
-        let mut row = vec![[0u8; 4]; w * 3];
-        for dy in 0..s.dst_height {
-            let ty = tap(dy, s.src_height, s.dst_height);
-            let r0 = &src[ty.i0 * row_len..(ty.i0 + 1) * row_len];
-            let r1 = &src[ty.i1 * row_len..(ty.i1 + 1) * row_len];
-            for (dx, tx) in xs.iter().enumerate() {
-                let (a, b) = (tx.i0 * 3, tx.i1 * 3);
-                for (c, &sc) in chans.iter().enumerate() {
-                    let top = r0[a + sc] as f32 * tx.w0 + r0[b + sc] as f32 * tx.w1;
-                    let bottom = r1[a + sc] as f32 * tx.w0 + r1[b + sc] as f32 * tx.w1;
-                    let v = top * ty.w0 + bottom * ty.w1;
-                    let at = match s.layout {
-                        Layout::Nhwc => dx * 3 + c,
-                        Layout::Nchw => c * w + dx,
-                    };
-                    row[at] = self.normalize(v, c).to_le_bytes();
-                }
-            }
-            match s.layout {
-                Layout::Nhwc => {
-                    let at = dy * w * 3 * e;
-                    self.conv.emit(&row, &mut dst[at..at + w * 3 * e])?;
-                }
-                Layout::Nchw => {
-                    for c in 0..3 {
-                        let at = ((c * s.dst_height + dy) * w) * e;
-                        self.conv
-                            .emit(&row[c * w..(c + 1) * w], &mut dst[at..at + w * e])?;
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
 }
 
-/// Nearest source index of destination index `d`: `floor((d + 0.5) * src / dst)`, exactly.
-fn nearest_index(d: usize, src: usize, dst: usize) -> usize {
-    let i = ((2 * d as u128 + 1) * src as u128) / (2 * dst as u128);
-    (i as usize).min(src - 1)
-}
-
-/// The two source indices and weights of one destination index (bilinear).
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Tap {
-    i0: usize,
-    i1: usize,
-    w0: f32,
-    w1: f32,
-}
-
-fn tap(d: usize, src: usize, dst: usize) -> Tap {
-    let ratio = src as f64 / dst as f64;
-    let t = ((d as f64 + 0.5) * ratio - 0.5).max(0.0);
-    let i0 = (t.floor() as usize).min(src - 1);
-    let i1 = (i0 + 1).min(src - 1);
-    let w1 = (t - i0 as f64) as f32;
-    Tap {
-        i0,
-        i1,
-        w0: 1.0 - w1,
-        w1,
-    }
-}
-
-fn taps(src: usize, dst: usize) -> Vec<Tap> {
-    (0..dst).map(|d| tap(d, src, dst)).collect()
-}
-
+#[cfg(test)]
+mod frame_tests;
 #[cfg(test)]
 mod tests;

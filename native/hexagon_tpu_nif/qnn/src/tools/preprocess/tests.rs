@@ -30,6 +30,10 @@ fn spec(sw: usize, sh: usize, dw: usize, dh: usize, output: Output) -> Spec {
         mean: [0.485, 0.456, 0.406],
         std: [0.229, 0.224, 0.225],
         output,
+        frame: FrameFormat::default(),
+        crop: None,
+        content: None,
+        pad: [0; 3],
     }
 }
 
@@ -252,8 +256,11 @@ fn refuses_bad_arguments_without_panicking() {
     assert_eq!(
         plan.run(&[0; 47], &mut [0; 12]),
         Err(PreprocessError::FrameSize {
+            format: "rgb",
             width: 4,
             height: 4,
+            stride: 12,
+            chroma: String::new(),
             expected: 48,
             got: 47
         })
