@@ -86,17 +86,17 @@ defmodule HexagonTpu.PostprocessTest do
         HexagonTpu.Preprocess.transform(input, width: 1280, height: 720, fit: :letterbox)
 
       # one box inside the content and one reaching into the bottom padding
-      out = {f32([320, 600, 320, 480, 100, 40, 50, 30, 0.9, 0.8]), {1, 5, 2}}
+      out = {f32([320, 600, 320, 480, 100, 40, 50, 50, 0.9, 0.8]), {1, 5, 2}}
       by_map = Postprocess.yolov8!(out, letterbox: %{scale: 0.5, x_offset: 0, y_offset: 140})
       by_transform = Postprocess.yolov8!(out, letterbox: transform)
       assert Enum.map(by_transform, & &1.box) == Enum.map(by_map, & &1.box)
 
-      assert [{540.0, 310.0, 740.0, 410.0}, {1150.0, 650.0, 1250.0, 710.0}] ==
+      assert [{540.0, 310.0, 740.0, 410.0}, {1160.0, 630.0, 1240.0, 730.0}] ==
                Enum.map(by_transform, & &1.box)
 
       clipped = Postprocess.yolov8!(out, letterbox: transform, clip: {1200, 700})
 
-      assert [{540.0, 310.0, 740.0, 410.0}, {1150.0, 650.0, 1200.0, 700.0}] ==
+      assert [{540.0, 310.0, 740.0, 410.0}, {1160.0, 630.0, 1200.0, 700.0}] ==
                Enum.map(clipped, & &1.box)
     end
   end
