@@ -198,34 +198,21 @@ if Code.ensure_loaded?(Nx) do
     end
 
     test "every handle is freed: counters back at their baseline", %{runtime: runtime} do
-      :erlang.garbage_collect()
-      before = Map.take(Stats.native(), @alive)
-
-      task =
-        Task.async(fn ->
-          model = identity(runtime, :ufixed_point_8, {:per_tensor, 0.0125, -100})
-          {:ok, _} = HexagonTpu.predict(model, [Nx.tensor(@x, type: {:f, 32})])
-          :ok = Context.close(model.context)
+      # Stats.with_leak_check/1 takes both snapshots once the counters have settled (garbage
+      # swept, the runtimes' frees done), so an earlier test's handle still on its way out
+      # counts in neither, and the graph's handle goes with the task's heap before `after_`.
+      {result, before, after_} =
+        Stats.with_leak_check(fn ->
+          Task.async(fn ->
+            model = identity(runtime, :ufixed_point_8, {:per_tensor, 0.0125, -100})
+            {:ok, _} = HexagonTpu.predict(model, [Nx.tensor(@x, type: {:f, 32})])
+            :ok = Context.close(model.context)
+          end)
+          |> Task.await()
         end)
 
-      :ok = Task.await(task)
-      # the graph's handle goes with the task's heap; wait for its release
-      wait_until(fn -> Map.take(Stats.native(), @alive) == before end)
-      assert Map.take(Stats.native(), @alive) == before
-    end
-
-    defp wait_until(fun, tries \\ 100) do
-      cond do
-        fun.() ->
-          :ok
-
-        tries == 0 ->
-          :timeout
-
-        true ->
-          Process.sleep(20)
-          wait_until(fun, tries - 1)
-      end
+      assert result == :ok
+      assert Map.take(after_, @alive) == Map.take(before, @alive)
     end
   end
 end

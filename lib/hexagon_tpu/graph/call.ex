@@ -106,7 +106,8 @@ defmodule HexagonTpu.Graph.Call do
         always_queue: always_queue,
         profile: options.profile,
         performance: options.performance,
-        runtime: graph.context.runtime.ref
+        # the runtime votes the call's mode; without one the NIF need not decode it
+        runtime: if(options.performance, do: graph.context.runtime.ref)
       }
 
       {:ok, Native.graph_execute(graph.ref, binaries, native, tag)}
@@ -117,10 +118,10 @@ defmodule HexagonTpu.Graph.Call do
   # The reply to the caller and the telemetry stop's measurements and metadata, from the
   # execute's answer.
   @spec finish(t(), {:ok, tuple()} | {:error, Error.t()}) :: {term(), map(), map()}
-  def finish(call, {:ok, answer} = result) do
-    {binaries, _execute_ns, reported} = Profile.split(answer)
+  def finish(call, {:ok, answer}) do
+    {binaries, execute_ns, reported} = Profile.split(answer)
     outputs = outputs(binaries, call)
-    {measurements, metadata} = stop(call, result)
+    {measurements, metadata} = stop_of(call, execute_ns, %{status: :ok}, reported)
     {Profile.reply(call.graph, outputs, reported, call.options.profile), measurements, metadata}
   end
 
@@ -132,20 +133,17 @@ defmodule HexagonTpu.Graph.Call do
   @doc false
   # The telemetry stop of an execute that answered `result` (or was `:cancelled`).
   @spec stop(t(), {:ok, tuple()} | {:error, Error.t()} | :cancelled) :: {map(), map()}
-  def stop(call, result) do
-    {execute_ns, status, profile} =
-      case result do
-        {:ok, answer} ->
-          {_binaries, execute_ns, reported} = Profile.split(answer)
-          {execute_ns, %{status: :ok}, reported}
+  def stop(call, {:ok, answer}) do
+    {_binaries, execute_ns, reported} = Profile.split(answer)
+    stop_of(call, execute_ns, %{status: :ok}, reported)
+  end
 
-        {:error, %Error{reason: reason}} ->
-          {0, %{status: :error, error: reason}, nil}
+  def stop(call, {:error, %Error{reason: reason}}),
+    do: stop_of(call, 0, %{status: :error, error: reason}, nil)
 
-        :cancelled ->
-          {0, %{status: :cancelled}, nil}
-      end
+  def stop(call, :cancelled), do: stop_of(call, 0, %{status: :cancelled}, nil)
 
+  defp stop_of(call, execute_ns, status, profile) do
     metadata =
       Telemetry.put_present(status, performance: call.options.performance, profile: profile)
 
