@@ -106,8 +106,7 @@ defmodule HexagonTpu.Graph.Call do
         always_queue: always_queue,
         profile: options.profile,
         performance: options.performance,
-        # the runtime votes the call's mode; without one the NIF need not decode it
-        runtime: if(options.performance, do: graph.context.runtime.ref)
+        runtime: graph.context.runtime.ref
       }
 
       {:ok, Native.graph_execute(graph.ref, binaries, native, tag)}

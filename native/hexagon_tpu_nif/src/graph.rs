@@ -74,9 +74,9 @@ struct ExecuteOptions {
     profile: Option<crate::profile::Level>,
     /// The call's performance mode (`nil`: the runtime's), voted by `runtime`.
     performance: Option<PerfModeArg>,
-    /// The graph's runtime when `performance` is given (`nil` otherwise: nothing to decode on
-    /// the hot path).
-    runtime: Option<Handle<RuntimeRes>>,
+    /// The graph's runtime, always: a resource decodes faster than an `Option` of one whose
+    /// `nil` is tried as a resource first (rustler's `Option` decoder).
+    runtime: Handle<RuntimeRes>,
 }
 
 /// `{:ok, {[output_binary], execute_ns}} | {:error, %HexagonTpu.Error{}}` (with a third element,
@@ -141,7 +141,7 @@ fn graph_execute<'a>(
             graph: Arc::clone(&graph.0),
             execution,
             profile: options.profile.map(Into::into),
-            _vote: CallVote::enter(options.runtime.as_deref(), options.performance),
+            _vote: CallVote::enter(&options.runtime, options.performance),
         };
         let policy = qnn::QueuePolicy {
             max_waiting: options.max_queued,
@@ -161,8 +161,8 @@ fn graph_execute<'a>(
 struct CallVote(Option<Arc<qnn::Runtime>>);
 
 impl CallVote {
-    fn enter(runtime: Option<&RuntimeRes>, mode: Option<PerfModeArg>) -> CallVote {
-        let (Some(runtime), Some(mode)) = (runtime, mode) else {
+    fn enter(runtime: &RuntimeRes, mode: Option<PerfModeArg>) -> CallVote {
+        let Some(mode) = mode else {
             return CallVote(None);
         };
         if runtime.0.performance_enter(Some(mode.into())) {
