@@ -440,16 +440,11 @@ predict(Mod) ->
                            R -> R
                        end
                end,
-        {ok, {Runtime, _}} =
-            Call(fun(T) ->
-                         Args = #{log_level => error, performance => default, performance_idle => 300, site => Site},
-                         Mod:runtime_create(Sim, Sim, Args, T)
-                 end),
+        RuntimeArgs = #{log_level => error, performance => default, performance_idle => 300, site => Site},
+        {ok, {Runtime, _}} = Call(fun(T) -> Mod:runtime_create(Sim, Sim, RuntimeArgs, T) end),
+        Load = #{preflight => on, priority => default, async_queue_depth => nil, site => Site},
         {ok, {Context, _Graphs, _Warnings, worker}} =
-            Call(fun(T) ->
-                         Load = #{preflight => on, priority => default, async_queue_depth => nil, site => Site},
-                         Mod:context_from_file(Runtime, Model, 1 bsl 31, Load, T)
-                 end),
+            Call(fun(T) -> Mod:context_from_file(Runtime, Model, 1 bsl 31, Load, T) end),
         {ok, Graph} = Mod:graph_retrieve(Context, <<"smoke">>, Site),
         A = F32([1.0, 2.0, 3.5, 4.0]),
         B = F32([0.5, 0.5, 1.0, 10.0]),
