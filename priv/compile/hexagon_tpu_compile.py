@@ -26,11 +26,14 @@ On failure it prints one line, `hexagon_tpu_compile: error: ...`, on stderr and 
 import argparse
 import contextlib
 import glob
+import logging
 import os
 import re
 import shutil
 import sys
 import tempfile
+
+import hexagon_tpu_prepare
 
 PREFIX = "hexagon_tpu_compile"
 # A graph name a person can type (and a file name): what --graph-name accepts.
@@ -41,8 +44,12 @@ class CompileError(Exception):
     """A failure to report as one line."""
 
 
+# ORT colours its log lines; none of that reaches a message.
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
 def say(kind, message):
-    print(f"{PREFIX}: {kind}: {message}", file=sys.stderr, flush=True)
+    print(f"{PREFIX}: {kind}: {ANSI.sub('', str(message))}", file=sys.stderr, flush=True)
 
 
 def lib_dir():
@@ -95,12 +102,11 @@ def check_target(found, what, args):
 
 @contextlib.contextmanager
 def captured_output(verbose):
-    """Sends what ORT and QNN print (QNN writes to fd 1) to a file; yields a reader of it."""
+    """Sends what ORT and QNN print (QNN writes to fd 1) to a file; yields a reader of it. The
+    lines are read for errors in any case, and with --verbose shown on stderr afterwards (without
+    ORT's colour codes), failing or not."""
     log = tempfile.TemporaryFile(mode="w+b")
     lines = []
-    if verbose:
-        yield lambda: lines
-        return
     sys.stdout.flush()
     sys.stderr.flush()
     saved = os.dup(1), os.dup(2)
@@ -116,8 +122,12 @@ def captured_output(verbose):
         os.close(saved[0])
         os.close(saved[1])
         log.seek(0)
-        lines.extend(log.read().decode("utf-8", "replace").splitlines())
+        lines.extend(ANSI.sub("", line) for line in log.read().decode("utf-8", "replace").splitlines())
         log.close()
+        if verbose:
+            for line in lines:
+                print(line, file=sys.stderr)
+            sys.stderr.flush()
 
 
 # ---------------------------------------------------------------------------------- checks
@@ -140,8 +150,8 @@ def static_inputs(model):
         dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in tensor.shape.dim]
         if any(not isinstance(d, int) or d <= 0 for d in dims):
             raise CompileError(
-                f"input '{value.name}' has a dynamic shape {dims}; the HTP needs static shapes "
-                "(fix them, e.g. python -m onnxruntime.tools.make_dynamic_shape_fixed)"
+                f"input '{value.name}' has a dynamic shape {dims}; the HTP needs static shapes: "
+                f"give one with --input-shape {value.name}=" + "x".join(str(d) if isinstance(d, int) and d > 0 else "N" for d in dims)
             )
         dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type)
         inputs.append((value.name, dtype, tuple(dims)))
@@ -229,9 +239,33 @@ def random_calibration(inputs, count):
     ]
 
 
-def quantize(path, out_path, samples, activations, weights, work):
-    from onnxruntime.quantization import CalibrationDataReader, QuantType, quantize as ort_quantize
-    from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config, qnn_preprocess_model
+CALIBRATION_METHODS = {"minmax": "MinMax", "entropy": "Entropy", "percentile": "Percentile", "distribution": "Distribution"}
+
+
+class Warnings(logging.Handler):
+    """Keeps the quantizer's own warnings (Python logging, e.g. `Expected bias ... to be an
+    initializer`), each once, to pass on as warning lines."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages = []
+
+    def emit(self, record):
+        self.add(record.getMessage())
+
+    def add(self, message):
+        message = " ".join(ANSI.sub("", str(message)).split())
+        if message not in self.messages:
+            self.messages.append(message)
+
+
+def quantize(path, out_path, samples, args, work, warnings):
+    """Quantizes the prepared float model at path: ORT's quantization pre-processing (folds
+    constants; its result is always written), then its QNN pre-processing (which writes a model
+    only when it fused something: otherwise its input is the one to quantize), then the QNN
+    QDQ configuration."""
+    from onnxruntime.quantization import CalibrationDataReader, CalibrationMethod, QuantType, quantize as ort_quantize
+    from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config
 
     class Reader(CalibrationDataReader):
         def __init__(self):
@@ -240,15 +274,15 @@ def quantize(path, out_path, samples, activations, weights, work):
         def get_next(self):
             return next(self.samples, None)
 
-    prepared = os.path.join(work, "preprocessed.onnx")
-    if not qnn_preprocess_model(path, prepared):
-        prepared = path
+    folded = hexagon_tpu_prepare.ort_pre_process(path, os.path.join(work, "folded.onnx"), warnings.add)
+    prepared = hexagon_tpu_prepare.qnn_pre_process(folded, os.path.join(work, "preprocessed.onnx"))
     types = {"u8": QuantType.QUInt8, "u16": QuantType.QUInt16, "s8": QuantType.QInt8}
     config = get_qnn_qdq_config(
         prepared,
         Reader(),
-        activation_type=types[activations],
-        weight_type=types[weights],
+        calibrate_method=getattr(CalibrationMethod, CALIBRATION_METHODS[args.calibration_method]),
+        activation_type=types[args.activations],
+        weight_type=types[args.weights],
         per_channel=True,
     )
     ort_quantize(prepared, out_path, config)
@@ -429,6 +463,27 @@ def save_ctx(ctx_path, bin_path, stem):
     return out
 
 
+def parse_shapes(args):
+    """{input name: [dims]} of --input-shape, each naming an input of one of the models."""
+    import onnx
+
+    try:
+        shapes = hexagon_tpu_prepare.parse_input_shapes(args.input_shape)
+    except hexagon_tpu_prepare.PrepareError as error:
+        raise CompileError(str(error)) from None
+    if shapes:
+        names = set()
+        for path in args.models:
+            try:
+                names |= {v.name for v in onnx.load(path, load_external_data=False).graph.input}
+            except Exception as error:  # noqa: BLE001 - any parse failure
+                raise CompileError(f"{path} is not an ONNX model: {one_line(error)}") from None
+        unknown = sorted(set(shapes) - names)
+        if unknown:
+            raise CompileError(f"--input-shape names no input of the model: {', '.join(unknown)} (its inputs: {', '.join(sorted(names))})")
+    return shapes
+
+
 def compile_models(args):
     import onnx
 
@@ -460,21 +515,35 @@ def compile_models(args):
     if not os.path.isdir(out_dir):
         raise CompileError(f"output directory {out_dir} does not exist")
 
+    shapes = parse_shapes(args)
     with tempfile.TemporaryDirectory(prefix="hexagon_tpu_compile.", dir=out_dir) as work:
         ready = []
+        io_names = []
         for path, stem in zip(args.models, stems):
             try:
                 model = onnx.load(path, load_external_data=False)
             except Exception as error:  # noqa: BLE001 - any parse failure
                 raise CompileError(f"{path} is not an ONNX model: {one_line(error)}") from None
             check_fp16(model, args.htp_arch, path)
+            qdq_model = is_qdq(model)
+            ours = {n: s for n, s in shapes.items() if n in {v.name for v in model.graph.input}}
+            source = path
+            if ours or not qdq_model:
+                # the model as exporters write it, rewritten for the quantizer and the EP
+                try:
+                    path = hexagon_tpu_prepare.prepare(source, os.path.join(work, f"{stem}_prepared.onnx"), ours, not qdq_model, say)
+                except hexagon_tpu_prepare.PrepareError as error:
+                    raise CompileError(str(error)) from None
+                model = onnx.load(path, load_external_data=False)
             inputs = static_inputs(model)
-            if is_qdq(model):
+            io_names.append(hexagon_tpu_prepare.io_names(model))
+            if qdq_model:
                 if args.calibration or args.random_calibration:
                     say("warning", f"{path} is already quantized (QDQ): calibration data is not used")
                 say("info", f"{path}: QDQ model, compiled as it is")
                 ready.append(path)
                 continue
+            path, prepared = source, path
             if args.calibration:
                 samples = load_calibration(args.calibration, inputs)
             elif args.random_calibration:
@@ -495,14 +564,20 @@ def compile_models(args):
             say(
                 "info",
                 f"{path}: quantizing ({args.activations} activations, {args.weights} per-channel "
-                f"weights, {len(samples)} calibration samples)",
+                f"weights, {len(samples)} calibration samples, {args.calibration_method} calibration)",
             )
+            warnings = Warnings()
+            logging.getLogger().addHandler(warnings)
             with captured_output(args.verbose):
                 try:
-                    quantize(path, qdq, samples, args.activations, args.weights, work)
+                    quantize(prepared, qdq, samples, args, work, warnings)
                     error = None
                 except Exception as caught:  # noqa: BLE001 - report any quantizer failure
                     error = caught
+                finally:
+                    logging.getLogger().removeHandler(warnings)
+            for message in warnings.messages:
+                say("warning", f"{path}: the quantizer: {message}")
             if error is not None:
                 raise CompileError(f"quantizing {path} failed: {one_line(error)}")
             check_fp16(onnx.load(qdq, load_external_data=False), args.htp_arch, qdq)
@@ -561,6 +636,8 @@ def parse(argv):
     parser.add_argument("--random-calibration", type=int, metavar="N", help="quantize with N random samples")
     parser.add_argument("--activations", choices=["u8", "u16"], default="u8")
     parser.add_argument("--weights", choices=["u8", "s8"], default="s8", help="per-channel weight type")
+    parser.add_argument("--calibration-method", choices=sorted(CALIBRATION_METHODS), default="minmax", help="how ORT's calibrator picks the ranges")
+    parser.add_argument("--input-shape", action="append", metavar="NAME=DxD...", help="the static shape of a dynamic input (repeatable)")
     parser.add_argument("--io", choices=["quantized", "float"], default="quantized", help="graph I/O types")
     parser.add_argument("--save-qdq", action="store_true", help="keep quantized models as <model>_qdq.onnx beside the output")
     parser.add_argument("--save-ctx", action="store_true", help="write ORT's EP-context models, <model>_ctx.onnx, beside the output")
