@@ -371,33 +371,131 @@ def cpu_nodes(ctx_path):
     return real or left
 
 
-def unsupported(found, log, args):
-    # "QNN.backendValidateOpConfig() failed for node `relu` of type `Relu` with error code 3110"
-    codes = dict(re.findall(r"failed for node `([^`]*)` of type `[^`]*` with error code (\d+)", "\n".join(log)))
-    shown = ", ".join(f"{op} '{name}'" + (f" (QNN error {codes[name]})" if name in codes else "") for op, name in found[:10])
-    more = f" and {len(found) - 10} more" if len(found) > 10 else ""
-    hint = "; 3110 on v68 usually means a float op left unquantized" if args.htp_arch <= 68 and "3110" in codes.values() else ""
-    return (
-        f"the HTP (v{args.htp_arch}) cannot run {len(found)} node(s): {shown}{more}{hint}; "
-        "rewrite them with supported ops (e.g. Sum -> Add) or remove them"
-    )
+# QNN's codes for a node it refuses (QnnOpPackage.h), and what they mean here.
+QNN_OP_CODES = {
+    3100: "QNN_OP_PACKAGE_ERROR_INVALID_INFRASTRUCTURE",
+    3101: "QNN_OP_PACKAGE_ERROR_INVALID_INFO",
+    3110: "QNN_OP_PACKAGE_ERROR_VALIDATION_FAILURE",
+    3200: "QNN_OP_PACKAGE_ERROR_INVALID_ARGUMENT",
+}
+# "QNN.backendValidateOpConfig() failed for node `relu` of type `Relu` with error code 3110"
+VALIDATION = re.compile(r"failed for node `([^`]*)` of type `([^`]*)` with error code (\d+)")
+# ORT names the nodes it makes from the model's (the layout transformer's NHWC copy, another
+# validation pass's, both): `p2o.Conv.1_token_29`, `relu_2` and `conv_token_1_2` are the
+# model's `p2o.Conv.1`, `relu` and `conv`.
+TOKEN = re.compile(r"(_token)?_\d+$")
+LISTED = 8
+WEIGHTED = {"Conv", "ConvTranspose", "Gemm", "MatMul"}
+
+
+class Refused:
+    """The nodes the HTP refuses, gathered from the CPU nodes ORT left and QNN's validation
+    failures, each with its op type, QNN's code and a reason."""
+
+    def __init__(self, models, args):
+        import onnx
+
+        self.args = args
+        self.nodes = {}  # name -> [op type, QNN op type, code]
+        self.graphs = [onnx.load(m, load_external_data=False).graph for m in models]
+        self.by_name = {n.name: n for g in self.graphs for n in g.node}
+        self.dequantized = {n.output[0] for g in self.graphs for n in g.node if n.op_type == "DequantizeLinear"}
+        self.initializers = {i.name for g in self.graphs for i in g.initializer}
+        self.dequantized |= self.initializers
+        self.producer = {o: n for g in self.graphs for n in g.node for o in n.output}
+
+    def add(self, op_type, name):
+        self.nodes.setdefault(name, [op_type, None, None])
+
+    def add_log(self, log):
+        for name, qnn_op, code in VALIDATION.findall("\n".join(log)):
+            model_name = name
+            while model_name not in self.by_name and TOKEN.search(model_name):
+                model_name = TOKEN.sub("", model_name)
+            if model_name not in self.by_name:
+                model_name = name
+            op_type = self.by_name[model_name].op_type if model_name in self.by_name else qnn_op
+            entry = self.nodes.setdefault(model_name, [op_type, None, None])
+            entry[1], entry[2] = qnn_op, int(code)
+
+    def reason(self, name, code):
+        if code is None:
+            return "no HTP op for it in ONNX Runtime's QNN EP"
+        node = self.by_name.get(name)
+        float_inputs = node is not None and any(i and i not in self.dequantized for i in node.input)
+        if code == 3110 and self.args.htp_arch <= 68 and (float_inputs or node is None):
+            return f"float op on v{self.args.htp_arch}: not quantized"
+        if code == 3110 and node.op_type in WEIGHTED and len(node.input) > 1 and not self.from_initializer(node.input[1]):
+            return "its weight is not an initializer (a Constant node?), so it was quantized as an activation"
+        return QNN_OP_CODES.get(code, "refused by QNN's op validation")
+
+    def from_initializer(self, tensor):
+        node = self.producer.get(tensor)
+        via_dq = node is not None and node.op_type == "DequantizeLinear" and node.input[0] in self.initializers
+        return tensor in self.initializers or via_dq
+
+    def lines(self):
+        """One line per node: op type, name, QNN's code and the reason."""
+        out = []
+        for name, (op_type, qnn_op, code) in self.nodes.items():
+            qnn = f" (QNN {qnn_op})" if qnn_op and qnn_op != op_type else ""
+            where = f"QNN error {code}: " if code is not None else ""
+            out.append(f"{op_type} '{name}'{qnn}: {where}{self.reason(name, code)}")
+        return out
+
+    def message(self, ort_text, where):
+        """The one-line error: every node when few, else a summary by op type and code that
+        says where the full list is (written there, with ORT's own message)."""
+        lines = self.lines()
+        head = f"the HTP (v{self.args.htp_arch}) cannot run {len(lines)} node(s)"
+        if len(lines) <= LISTED:
+            text = f"{head}: {'; '.join(lines)}"
+        else:
+            groups = {}
+            for name, (op_type, _qnn, code) in self.nodes.items():
+                key = (op_type, code, self.reason(name, code))
+                groups[key] = groups.get(key, 0) + 1
+            summary = ", ".join(f"{n} {op} ({f'QNN error {code}: ' if code is not None else ''}{why})" for (op, code, why), n in groups.items())
+            with open(where, "w", encoding="utf-8") as f:
+                f.write(f"# nodes the HTP (v{self.args.htp_arch}) cannot run (mix hexagon_tpu.compile)\n")
+                if ort_text:
+                    f.write(f"# ONNX Runtime: {one_line(ort_text)}\n")
+                f.write("\n".join(lines) + "\n")
+            text = f"{head}: {summary}; every node is listed in {where} (and with --verbose)"
+        if self.args.verbose:
+            for line in lines:
+                say("info", f"refused: {line}")
+        return text + "; quantize the float ones, or rewrite the others with supported ops (e.g. Sum -> Add) or remove them"
+
+
+def refused_path(args):
+    return args.output + ".refused.txt"
 
 
 def explain_failure(error, log, models, args, work):
     text = str(error)
-    joined = "\n".join(log)
-    code = re.search(r"error code[: ]+(\d+)", joined + text)
-    if "assigned to the default CPU EP" in text or "fallback to CPU EP has been explicitly disabled" in text:
+    refused_nodes = (
+        "assigned to the default CPU EP" in text
+        or "fallback to CPU EP has been explicitly disabled" in text
+        or "but was not selected by that EP" in text
+    )
+    if refused_nodes or VALIDATION.search("\n".join(log)):
+        # Which nodes, and why: again with CPU fallback allowed, where ORT leaves each refused
+        # node to its CPU and QNN logs each validation failure.
+        refused = Refused(models, args)
+        refused.add_log(log)
         ctx_paths = [os.path.join(work, f"fallback_{i}_ctx.onnx") for i in range(len(models))]
         fallback_error, fallback_log = run_sessions(models, ctx_paths, args, fallback=True)
-        found = []
+        refused.add_log(fallback_log)
         if fallback_error is None:
             for ctx in ctx_paths:
-                found += cpu_nodes(ctx)
-        if found:
-            return unsupported(found, fallback_log, args)
+                for op_type, name in cpu_nodes(ctx):
+                    refused.add(op_type, name)
+        if refused.nodes:
+            return refused.message(text, refused_path(args))
         return "some nodes cannot run on the HTP and CPU fallback is disabled: " + one_line(text)
     detail = one_line(text)
+    code = re.search(r"error code[: ]+(\d+)", "\n".join(log) + text)
     qnn = [line for line in log if "<E>" in line or "error code" in line.lower()]
     if qnn:
         detail += " (QNN: " + one_line(qnn[-1]) + ")"
@@ -407,7 +505,7 @@ def explain_failure(error, log, models, args, work):
 
 
 def one_line(text):
-    return " ".join(str(text).split())[:600]
+    return " ".join(ANSI.sub("", str(text)).split())[:600]
 
 
 def context_bin(ctx_path):
@@ -424,25 +522,65 @@ def context_bin(ctx_path):
 
 
 def graph_names(ctx_paths, names):
-    """[(name, QNN graph name)]: each model's EPContext nodes (ORT names the QNN graph after
-    the node; nobody can choose it) under the name chosen for the model."""
+    """[(name, QNN graph name, [(kind, index, model tensor name)])]: each model's EPContext nodes
+    (ORT names the QNN graph after the node; nobody can choose it) under the name chosen for the
+    model, with the model's names of the QNN graph's inputs and outputs. QNN's tensors are the
+    EPContext node's, in its order (not always the model's: measured, two outputs come out
+    swapped), and named by ORT (an output `y` is `QuantizeLinear_token_17_out0`); the model's name
+    of each is the graph input its QuantizeLinear reads, or the graph output its
+    DequantizeLinear writes (graph I/O quantization offloaded to the host), or its own."""
     import onnx
 
     pairs = []
     for ctx_path, name in zip(ctx_paths, names):
-        ctx = onnx.load(ctx_path, load_external_data=False)
-        nodes = [node.name for node in ctx.graph.node if node.op_type == "EPContext"]
-        pairs += [(name if i == 0 else f"{name}_{i}", qnn) for i, qnn in enumerate(nodes)]
+        graph = onnx.load(ctx_path, load_external_data=False).graph
+        inputs = {v.name for v in graph.input}
+        outputs = {v.name for v in graph.output}
+        producer = {o: n for n in graph.node for o in n.output}
+        consumers = {}
+        for n in graph.node:
+            for i in n.input:
+                consumers.setdefault(i, []).append(n)
+
+        def model_input(tensor):
+            node = producer.get(tensor)
+            if tensor in inputs:
+                return tensor
+            if node is not None and node.op_type == "QuantizeLinear" and node.input[0] in inputs:
+                return node.input[0]
+            return None
+
+        def model_output(tensor):
+            if tensor in outputs:
+                return tensor
+            found = [n.output[0] for n in consumers.get(tensor, []) if n.op_type == "DequantizeLinear" and n.output[0] in outputs]
+            return found[0] if len(found) == 1 else None
+
+        nodes = [node for node in graph.node if node.op_type == "EPContext"]
+        for i, node in enumerate(nodes):
+            tensors = [("input", j, model_input(t)) for j, t in enumerate(node.input)]
+            tensors += [("output", j, model_output(t)) for j, t in enumerate(node.output)]
+            pairs.append((name if i == 0 else f"{name}_{i}", node.name, [t for t in tensors if t[2] is not None]))
     return pairs
 
 
+def names_token(name):
+    """A tensor name as one token of the .names file: '%', whitespace and '#' percent-encoded."""
+    return re.sub(r"[%#\s]", lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), name)
+
+
 def write_names(bin_path, pairs):
-    """<binary>.names: the graph names of the binary, which HexagonTpu.Context reads beside it."""
+    """<binary>.names: the graph names of the binary, which HexagonTpu.Context reads beside it,
+    then the model's names of each graph's inputs and outputs, by their index in the binary."""
     path = bin_path + ".names"
     with open(path + ".tmp", "w", encoding="utf-8") as f:
         f.write(f"# the graphs of {os.path.basename(bin_path)} (mix hexagon_tpu.compile): name, QNN graph name\n")
-        for name, qnn in pairs:
+        for name, qnn, _tensors in pairs:
             f.write(f"{name} {qnn}\n")
+        f.write("# the model's names of their tensors: graph, input|output, index in the binary, name\n")
+        for name, _qnn, tensors in pairs:
+            for kind, index, tensor in tensors:
+                f.write(f"{name} {kind} {index} {names_token(tensor)}\n")
     os.replace(path + ".tmp", path)
     return path
 
@@ -518,7 +656,6 @@ def compile_models(args):
     shapes = parse_shapes(args)
     with tempfile.TemporaryDirectory(prefix="hexagon_tpu_compile.", dir=out_dir) as work:
         ready = []
-        io_names = []
         for path, stem in zip(args.models, stems):
             try:
                 model = onnx.load(path, load_external_data=False)
@@ -536,7 +673,6 @@ def compile_models(args):
                     raise CompileError(str(error)) from None
                 model = onnx.load(path, load_external_data=False)
             inputs = static_inputs(model)
-            io_names.append(hexagon_tpu_prepare.io_names(model))
             if qdq_model:
                 if args.calibration or args.random_calibration:
                     say("warning", f"{path} is already quantized (QDQ): calibration data is not used")
@@ -598,7 +734,11 @@ def compile_models(args):
             raise CompileError(explain_failure(error, log, ready, args, work))
         found = [node for ctx in ctx_paths for node in cpu_nodes(ctx)]
         if found:
-            raise CompileError(unsupported(found, log, args))
+            refused = Refused(ready, args)
+            refused.add_log(log)
+            for op_type, name in found:
+                refused.add(op_type, name)
+            raise CompileError(refused.message(None, refused_path(args)))
 
         bins = {context_bin(ctx) for ctx in ctx_paths}
         if len(bins) != 1:
@@ -618,7 +758,7 @@ def compile_models(args):
         os.replace(made, args.output)
         write_names(args.output, pairs)
         say("info", f"build id {written_id}")
-        for name, qnn in pairs:
+        for name, qnn, _tensors in pairs:
             say("info", f"graph {name} (QNN graph {qnn})")
         if args.save_ctx:
             for ctx, stem in zip(ctx_paths, stems):

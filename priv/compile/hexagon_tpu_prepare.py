@@ -156,9 +156,9 @@ def prepare(path, out_path, shapes, quantizing, say):
     return out_path
 
 
-def ort_pre_process(path, out_path, say):
+def ort_pre_process(path, out_path, warn):
     """ORT's quantization pre-processing (constant folding, shape inference) of path into
-    out_path; returns out_path, or path when ORT cannot process it (it says why)."""
+    out_path; returns out_path, or path when ORT cannot process it (warn(message) says why)."""
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     try:
@@ -166,7 +166,7 @@ def ort_pre_process(path, out_path, say):
         quant_pre_process(path, out_path, skip_symbolic_shape=True)
         return out_path
     except Exception as error:  # noqa: BLE001 - report and go on without it
-        say("warning", f"{path}: ORT's quantization pre-processing failed, quantizing without it: {' '.join(str(error).split())[:300]}")
+        warn(f"ORT's quantization pre-processing failed, quantizing without it: {' '.join(str(error).split())[:300]}")
         return path
 
 
@@ -182,11 +182,3 @@ def qnn_pre_process(path, out_path):
     model = onnx.load(path)
     del model.metadata_props[:]
     return out_path if qnn_preprocess_model(model, out_path) else path
-
-
-def io_names(model):
-    """The graph's input and output names, in order."""
-    graph = model.graph
-    initializers = {i.name for i in graph.initializer}
-    return [v.name for v in graph.input if v.name not in initializers], [v.name for v in graph.output]
-
