@@ -654,6 +654,8 @@ def compile_models(args):
         raise CompileError(f"output directory {out_dir} does not exist")
 
     shapes = parse_shapes(args)
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(refused_path(args))  # a list from an earlier failure
     with tempfile.TemporaryDirectory(prefix="hexagon_tpu_compile.", dir=out_dir) as work:
         ready = []
         for path, stem in zip(args.models, stems):
