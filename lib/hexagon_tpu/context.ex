@@ -99,8 +99,12 @@ defmodule HexagonTpu.Context do
   the names chosen for them (the model's file name, or `--graph-name`) beside the binary, in
   `MODEL.bin.names`: one graph a line, `name qnn_graph_name`; `#` starts a comment. A graph
   named there is listed by `graphs/1` under that name, and `HexagonTpu.Graph.retrieve/3` finds it
-  by either name. A names file that does not parse, or names a graph the binary does not hold,
-  fails the load with `:invalid_model`.
+  by either name. Lines `graph input|output index name` give the model's name of a graph's
+  tensor by its index in the binary (ONNX Runtime renames them: an output `y` is
+  `QuantizeLinear_token_17_out0` in the binary; `%`, `#` and whitespace percent-encoded): its
+  `HexagonTpu.TensorInfo` then has that `:name` and the binary's as `:qnn_name`. A names file
+  that does not parse, or names a graph or tensor the binary does not hold, fails the load with
+  `:invalid_model`.
 
   ## Examples
 

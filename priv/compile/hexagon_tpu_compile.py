@@ -8,8 +8,9 @@ packages:
     python hexagon_tpu_compile.py model.onnx -o model.bin --calibration calib/
 
 A model that already holds QuantizeLinear/DequantizeLinear nodes (QDQ) is compiled as it is;
-a float model is quantized first with ONNX Runtime's QNN configuration (per-channel weights)
-and calibration data. ONNX Runtime's QNN execution provider then compiles it for the chosen
+a float model is rewritten as hexagon_tpu_prepare.py says (Constant weights, old opsets,
+--input-shape for dynamic inputs), then quantized with ONNX Runtime's QNN configuration
+(per-channel weights) and calibration data. ONNX Runtime's QNN execution provider then compiles it for the chosen
 HTP architecture and SoC with CPU fallback disabled: every node must run on the HTP. (With
 --io quantized, ORT leaves the graph's input QuantizeLinear and output DequantizeLinear to the
 host, which it does only with fallback allowed: then any other node left outside the QNN
@@ -20,7 +21,10 @@ Calibration data: a directory of .npy files, one per sample and input, named
 other than letters, digits, '.', '_' and '-' replaced by '_'. Each array has exactly the
 input's shape.
 
-On failure it prints one line, `hexagon_tpu_compile: error: ...`, on stderr and exits 1.
+On failure it prints one line, `hexagon_tpu_compile: error: ...`, on stderr and exits 1; nodes
+the HTP refuses are each named (more than a few: in <output>.refused.txt). <output>.names keeps
+the graph's name and the model's names of its inputs and outputs (ORT renames them in the
+binary).
 """
 
 import argparse
