@@ -143,6 +143,16 @@ defmodule HexagonTpu.CompilerTest do
 
     assert {:error, "give a calibration directory or a random calibration count, not both"} =
              Compiler.compile(model, out, calibration: tmp, random_calibration: 2)
+
+    assert {:error, "invalid calibration_method :kl: expected one of " <> methods} =
+             Compiler.compile(model, out, calibration_method: :kl)
+
+    assert methods == "minmax, entropy, percentile, distribution"
+
+    for shape <- [%{"x" => {1, 0}}, [{"x", []}], ["x=1x"], [{:x, {1}}], "x=1", [{"", {1}}]] do
+      assert {:error, "invalid input_shape " <> _} =
+               Compiler.compile(model, out, input_shape: shape)
+    end
   end
 
   test "the Mix task prints one line and exits 1 on an error", %{tmp_dir: tmp} do

@@ -5,7 +5,7 @@ defmodule HexagonTpu.GraphNamesTest do
   # them. On qnn_sim, whose graphs are named "first" and "second" here in the binary.
   use ExUnit.Case, async: false
 
-  alias HexagonTpu.{Context, Error, Graph, Stats}
+  alias HexagonTpu.{Context, Error, Graph, Stats, TensorInfo}
   alias HexagonTpu.Test.{Models, Numerics, Support}
 
   @moduletag :tmp_dir
@@ -45,6 +45,42 @@ defmodule HexagonTpu.GraphNamesTest do
     assert model.name == "detector"
   end
 
+  test "tensor lines give the model's names to inputs and outputs; the binary's still work",
+       %{bin: bin, runtime: runtime} do
+    # what mix hexagon_tpu.compile writes: an output named QuantizeLinear_token_17_out0 in the
+    # binary is the model's `y`; `%20` is an encoded space
+    File.write!(bin <> ".names", """
+    detector first
+    # the model's names of their tensors
+    detector input 0 the%20image
+    first output 0 y.0
+    second output 0 y
+    """)
+
+    context = Context.from_file!(runtime, bin)
+    graph = Graph.retrieve!(context, "detector")
+    assert [%TensorInfo{name: "the image", qnn_name: "x"}] = Graph.inputs(graph)
+    assert [%TensorInfo{name: "y.0", qnn_name: "y"}] = Graph.outputs(graph)
+    # a tensor line naming a tensor as the binary does changes nothing
+    second = Graph.retrieve!(context, "second")
+    assert [%TensorInfo{name: "x", qnn_name: nil}] = Graph.inputs(second)
+    assert [%TensorInfo{name: "y", qnn_name: nil}] = Graph.outputs(second)
+
+    data = Numerics.f32([1.5, -2.0])
+
+    for inputs <- [%{"the image" => data}, %{"x" => data}, [data]] do
+      assert {:ok, [^data]} = Graph.execute(graph, inputs, output: :binary)
+    end
+
+    assert {:error, %Error{reason: :invalid_input, message: message}} =
+             Graph.execute(graph, %{"the image" => data, "x" => data})
+
+    assert message =~ "input `the image` is given twice"
+
+    assert {:error, %Error{message: message}} = Graph.execute(graph, %{"z" => data})
+    assert message =~ "its inputs are `the image`"
+  end
+
   test "graph_names: false ignores the file; a map gives names without one",
        %{bin: bin, runtime: runtime} do
     File.write!(bin <> ".names", "detector first\n")
@@ -65,11 +101,18 @@ defmodule HexagonTpu.GraphNamesTest do
     before = Stats.native().contexts_alive
 
     cases = [
-      {"detector first extra\n", "line 1 is not `name qnn_graph_name`"},
+      {"detector first extra\n", "line 1 is neither `name qnn_graph_name` nor"},
       {"a first\nb first\n", ~s(line 2 names graph "first" again)},
       {"a first\na second\n", ~s(line 2 gives the name "a" again)},
       {"a QNNExecutionProvider_x_1_0\n", ~s(names graph "QNNExecutionProvider_x_1_0", which)},
-      {"second first\n", ~s(gives the name "second", which is another graph's name)}
+      {"second first\n", ~s(gives the name "second", which is another graph's name)},
+      {"a first\na input 1 x\n", ~s(line 2 names input 1 of graph "a", which has 1)},
+      {"a first\nb output 0 x\n", ~s(line 2 names tensors of graph "b", which the binary)},
+      {"a first\na input 0 x\nfirst input 0 z\n",
+       ~s(line 3 names input 0 of graph "first" again)},
+      {"a input x y\n", "line 1 is not `graph input index name`"},
+      {"a first\na input 0 bad%zz\n", "line 2 is not `graph input index name`"},
+      {"a b c\n", "line 1 is neither `name qnn_graph_name` nor `graph input|output index name`"}
     ]
 
     for {text, why} <- cases do

@@ -58,6 +58,8 @@ defmodule HexagonTpu.Compiler do
           | {:soc_model, pos_integer()}
           | {:calibration, Path.t()}
           | {:random_calibration, pos_integer()}
+          | {:calibration_method, :minmax | :entropy | :percentile | :distribution}
+          | {:input_shape, %{String.t() => tuple() | [pos_integer()]} | [{String.t(), tuple()}]}
           | {:activations, :u8 | :u16}
           | {:weights, :u8 | :s8}
           | {:io, :quantized | :float}
@@ -69,6 +71,7 @@ defmodule HexagonTpu.Compiler do
           | {:graph_name, String.t() | [String.t()]}
           | {:verbose, boolean()}
           | {:progress, (String.t() -> any())}
+          | {:log, (String.t() -> any())}
 
   @type setup_info :: %{venv: Path.t(), python: Path.t(), qnn_lib_dir: Path.t()}
 
@@ -115,7 +118,26 @@ defmodule HexagonTpu.Compiler do
   (overwrite `output`), `:save_qdq` / `:save_ctx` [false] (keep the quantized models and ORT's
   EP-context models beside `output`, as `<model>_qdq.onnx` and `<model>_ctx.onnx`),
   `:verbose` [false] (also return ORT's and QNN's own output in `:messages`), `:progress`
-  (a function given each progress message).
+  (a function given each progress message), `:log` (a function given, as they come and whether
+  the compile succeeds or fails, each warning line, `"warning: ..."`, and with `:verbose` each
+  line of ORT's and QNN's own output), `:calibration_method` [`:minmax`], `:entropy`,
+  `:percentile` or `:distribution` (ONNX Runtime's calibrators).
+
+  Models as exporters write them are rewritten before they are quantized (see docs/models.md,
+  "Models as exporters write them"): weights as `Constant` nodes become initializers, an opset
+  older than 13 is converted to 13, ONNX Runtime's quantization pre-processing folds constants.
+  `:input_shape` fixes dynamic inputs, `%{"image" => {1, 3, 640, 640}}` (or a list of such
+  pairs): the HTP needs static shapes.
+
+  When nodes cannot run on the HTP, the error names each (op type, name, QNN's code and a
+  reason, e.g. `QNN error 3110: float op on v68: not quantized`); more than 8 are summarised by
+  op type and code, and listed one a line in `<output>.refused.txt`.
+
+  Graph inputs and outputs keep the model's names: ONNX Runtime names the binary's own
+  (an output `y` becomes `QuantizeLinear_token_17_out0`), so `<output>.names` records the
+  model's name of each, which `HexagonTpu.Context.from_file/3` presents (`TensorInfo` `:name`;
+  the binary's is `:qnn_name`). The binary keeps ONNX Runtime's order of the outputs, which
+  may differ from the model's.
 
   Names and versions:
 
@@ -159,7 +181,10 @@ defmodule HexagonTpu.Compiler do
         qnn_sdk: nil,
         qairt_target: nil,
         graph_name: nil,
-        progress: fn _ -> :ok end
+        calibration_method: :minmax,
+        input_shape: [],
+        progress: fn _ -> :ok end,
+        log: fn _ -> :ok end
       )
 
     with :ok <- check_models(models),
@@ -210,6 +235,9 @@ defmodule HexagonTpu.Compiler do
     with {:ok, activations} <- choice(opts, :activations, [:u8, :u16]),
          {:ok, weights} <- choice(opts, :weights, [:u8, :s8]),
          {:ok, io} <- choice(opts, :io, [:quantized, :float]),
+         {:ok, method} <-
+           choice(opts, :calibration_method, [:minmax, :entropy, :percentile, :distribution]),
+         {:ok, shapes} <- input_shapes(opts[:input_shape]),
          :ok <- positive(opts, :htp_arch),
          :ok <- positive(opts, :soc_model),
          :ok <- calibration(opts),
@@ -221,6 +249,8 @@ defmodule HexagonTpu.Compiler do
           ["-o", Path.expand(output)] ++
           ~w(--htp-arch #{opts[:htp_arch]} --soc-model #{opts[:soc_model]}) ++
           ~w(--activations #{activations} --weights #{weights} --io #{io}) ++
+          ["--calibration-method", Atom.to_string(method)] ++
+          Enum.flat_map(shapes, &["--input-shape", &1]) ++
           if(opts[:calibration], do: ["--calibration", Path.expand(opts[:calibration])], else: []) ++
           if(opts[:random_calibration],
             do: ["--random-calibration", to_string(opts[:random_calibration])],
@@ -234,6 +264,38 @@ defmodule HexagonTpu.Compiler do
       {:ok, args}
     end
   end
+
+  @shape ~s({"name", {1, 3, 640, 640}} or "name=1x3x640x640")
+
+  # ["name=1x3x640x640"] from a map or list of {name, dims}, or of such strings (the Mix task's).
+  defp input_shapes(shapes) when is_map(shapes), do: input_shapes(Map.to_list(shapes))
+
+  defp input_shapes(shapes) when is_list(shapes) do
+    Enum.reduce_while(shapes, {:ok, []}, fn shape, {:ok, acc} ->
+      case input_shape(shape) do
+        {:ok, spec} -> {:cont, {:ok, acc ++ [spec]}}
+        :error -> {:halt, {:error, "invalid input_shape #{inspect(shape)}: expected " <> @shape}}
+      end
+    end)
+  end
+
+  defp input_shapes(other),
+    do: {:error, "invalid input_shape #{inspect(other)}: expected a map or list of " <> @shape}
+
+  defp input_shape(spec) when is_binary(spec) do
+    if spec =~ ~r/^[^=]+=[1-9]\d*(x[1-9]\d*)*$/, do: {:ok, spec}, else: :error
+  end
+
+  defp input_shape({name, dims}) when is_binary(name) and name != "" and is_tuple(dims),
+    do: input_shape({name, Tuple.to_list(dims)})
+
+  defp input_shape({name, [_ | _] = dims}) when is_binary(name) and name != "" do
+    if Enum.all?(dims, &(is_integer(&1) and &1 > 0)),
+      do: {:ok, name <> "=" <> Enum.map_join(dims, "x", &Integer.to_string/1)},
+      else: :error
+  end
+
+  defp input_shape(_), do: :error
 
   defp graph_names(nil, _count), do: {:ok, []}
 
@@ -352,6 +414,15 @@ defmodule HexagonTpu.Compiler do
 
     for "info: " <> message <- own, do: opts[:progress].(message)
 
+    # warnings always, ORT's and QNN's own lines with :verbose: failing or not
+    for line <- lines do
+      case line do
+        "hexagon_tpu_compile: warning: " <> message -> opts[:log].("warning: " <> message)
+        "hexagon_tpu_compile: " <> _ -> :ok
+        other -> if opts[:verbose], do: opts[:log].(other)
+      end
+    end
+
     messages = if opts[:verbose], do: lines, else: own
 
     case {status, errors} do
@@ -413,7 +484,9 @@ defmodule HexagonTpu.Compiler do
 
   defp tensor_lines(kind, tensors) do
     for t <- tensors do
-      "  #{kind} #{HexagonTpu.TensorInfo.describe(t)}#{quantization(t.quantization)} (#{t.data_type})"
+      qnn = if t.qnn_name, do: ", in the binary #{t.qnn_name}", else: ""
+
+      "  #{kind} #{HexagonTpu.TensorInfo.describe(t)}#{quantization(t.quantization)} (#{t.data_type}#{qnn})"
     end
   end
 

@@ -99,8 +99,12 @@ defmodule HexagonTpu.Context do
   the names chosen for them (the model's file name, or `--graph-name`) beside the binary, in
   `MODEL.bin.names`: one graph a line, `name qnn_graph_name`; `#` starts a comment. A graph
   named there is listed by `graphs/1` under that name, and `HexagonTpu.Graph.retrieve/3` finds it
-  by either name. A names file that does not parse, or names a graph the binary does not hold,
-  fails the load with `:invalid_model`.
+  by either name. Lines `graph input|output index name` give the model's name of a graph's
+  tensor by its index in the binary (ONNX Runtime renames them: an output `y` is
+  `QuantizeLinear_token_17_out0` in the binary; `%`, `#` and whitespace percent-encoded): its
+  `HexagonTpu.TensorInfo` then has that `:name` and the binary's as `:qnn_name`. A names file
+  that does not parse, or names a graph or tensor the binary does not hold, fails the load with
+  `:invalid_model`.
 
   ## Examples
 
@@ -175,7 +179,7 @@ defmodule HexagonTpu.Context do
 
     load_args = Map.put(load_args, :site, Site.caller())
 
-    load(runtime, {:binary, byte_size(binary)}, names, fn ->
+    load(runtime, {:binary, byte_size(binary)}, {names, []}, fn ->
       Native.call(&Native.context_from_binary(runtime.ref, binary, load_args, &1))
     end)
   end
@@ -279,9 +283,10 @@ defmodule HexagonTpu.Context do
 
   @names_max_bytes 1024 * 1024
 
-  # %{qnn graph name => name}, from the option or the `.names` file beside the binary.
-  defp graph_names(names, _path) when is_map(names), do: {:ok, names}
-  defp graph_names(false, _path), do: {:ok, %{}}
+  # {%{qnn graph name => name}, [tensor line]}, from the option (graph names only) or the
+  # `.names` file beside the binary.
+  defp graph_names(names, _path) when is_map(names), do: {:ok, {names, []}}
+  defp graph_names(false, _path), do: {:ok, {%{}, []}}
 
   defp graph_names(:auto, path) do
     file = path <> ".names"
@@ -297,21 +302,25 @@ defmodule HexagonTpu.Context do
         names_error(file, "larger than #{@names_max_bytes} bytes")
 
       _ ->
-        {:ok, %{}}
+        {:ok, {%{}, []}}
     end
   end
 
+  # Two kinds of line: `name qnn_graph_name`, and (since the compile task keeps the model's
+  # tensor names) `graph input|output index tensor_name`, where graph is either of the graph's
+  # names, index the tensor's position in the binary, and '%', '#' and whitespace in the tensor
+  # name are percent-encoded.
   defp parse_names(text, file) do
     text
     |> String.split("\n")
     |> Enum.with_index(1)
-    |> Enum.reduce_while({:ok, %{}}, fn {line, n}, {:ok, names} ->
+    |> Enum.reduce_while({:ok, {%{}, []}}, fn {line, n}, {:ok, {names, tensors}} ->
       case String.split(line) do
         [] ->
-          {:cont, {:ok, names}}
+          {:cont, {:ok, {names, tensors}}}
 
         ["#" <> _ | _] ->
-          {:cont, {:ok, names}}
+          {:cont, {:ok, {names, tensors}}}
 
         [name, qnn] ->
           cond do
@@ -322,21 +331,42 @@ defmodule HexagonTpu.Context do
               {:halt, names_error(file, "line #{n} gives the name #{inspect(name)} again")}
 
             true ->
-              {:cont, {:ok, Map.put(names, qnn, name)}}
+              {:cont, {:ok, {Map.put(names, qnn, name), tensors}}}
+          end
+
+        [graph, kind, index, tensor] when kind in ["input", "output"] ->
+          with {i, ""} when i >= 0 <- Integer.parse(index),
+               {:ok, tensor} <- percent_decode(tensor) do
+            key = {graph, kind, i}
+
+            {:cont, {:ok, {names, [{key, tensor, n} | tensors]}}}
+          else
+            _ -> {:halt, names_error(file, "line #{n} is not `graph #{kind} index name`")}
           end
 
         _ ->
-          {:halt, names_error(file, "line #{n} is not `name qnn_graph_name`")}
+          {:halt,
+           names_error(
+             file,
+             "line #{n} is neither `name qnn_graph_name` nor `graph input|output index name`"
+           )}
       end
     end)
+  end
+
+  # Strict: every '%' starts two hex digits, and the name is UTF-8.
+  defp percent_decode(token) do
+    decoded = if token =~ ~r/%(?![0-9A-Fa-f]{2})/, do: nil, else: URI.decode(token)
+    if decoded && String.valid?(decoded), do: {:ok, decoded}, else: :error
   end
 
   defp names_error(file, why),
     do: {:error, Error.new(:invalid_model, "#{Args.quote_input(file)}: #{why}")}
 
-  defp name_graphs(_ref, graphs, names, _source) when map_size(names) == 0, do: {:ok, graphs}
+  defp name_graphs(_ref, graphs, {names, []}, _source) when map_size(names) == 0,
+    do: {:ok, graphs}
 
-  defp name_graphs(ref, graphs, names, source) do
+  defp name_graphs(ref, graphs, {names, tensors}, source) do
     in_binary = Enum.map(graphs, & &1.name)
     missing = Map.keys(names) -- in_binary
 
@@ -355,18 +385,72 @@ defmodule HexagonTpu.Context do
           nil
       end
 
-    if why do
-      Native.call(&Native.context_close(ref, &1))
-      where = if is_binary(source), do: source <> ".names", else: "the :graph_names option"
-      names_error(where, why)
-    else
-      {:ok,
-       Enum.map(graphs, fn graph ->
-         case Map.fetch(names, graph.name) do
-           {:ok, name} -> graph |> Map.put(:qnn_name, graph.name) |> Map.put(:name, name)
-           :error -> graph
-         end
-       end)}
+    named =
+      Enum.map(graphs, fn graph ->
+        case Map.fetch(names, graph.name) do
+          {:ok, name} -> graph |> Map.put(:qnn_name, graph.name) |> Map.put(:name, name)
+          :error -> graph
+        end
+      end)
+
+    result = if why, do: {:error, why}, else: name_tensors(named, tensors)
+
+    case result do
+      {:ok, named} ->
+        {:ok, named}
+
+      {:error, why} ->
+        Native.call(&Native.context_close(ref, &1))
+        where = if is_binary(source), do: source <> ".names", else: "the :graph_names option"
+        names_error(where, why)
+    end
+  end
+
+  # The model's names of the graphs' tensors (`TensorInfo` `:name`; the binary's kept as
+  # `:qnn_name`), by graph name and position.
+  defp name_tensors(graphs, tensors) do
+    tensors
+    |> Enum.reverse()
+    |> Enum.reduce_while({:ok, graphs, MapSet.new()}, fn {{graph, kind, index}, tensor, n},
+                                                         {:ok, graphs, seen} ->
+      key = if kind == "input", do: :inputs, else: :outputs
+      at = Enum.find_index(graphs, &(&1.name == graph or Map.get(&1, :qnn_name) == graph))
+      infos = if at, do: Map.fetch!(Enum.at(graphs, at), key), else: []
+
+      cond do
+        MapSet.member?(seen, {at, key, index}) ->
+          {:halt, {:error, "line #{n} names #{kind} #{index} of graph #{inspect(graph)} again"}}
+
+        at == nil ->
+          {:halt,
+           {:error,
+            "line #{n} names tensors of graph #{inspect(graph)}, which the binary does not hold"}}
+
+        index >= length(infos) ->
+          {:halt,
+           {:error,
+            "line #{n} names #{kind} #{index} of graph #{inspect(graph)}, which has #{length(infos)}"}}
+
+        Enum.any?(Enum.with_index(infos), fn {t, i} -> i != index and t.name == tensor end) ->
+          {:halt,
+           {:error,
+            "line #{n} gives #{kind} #{index} of graph #{inspect(graph)} the name #{inspect(tensor)}, another #{kind}'s"}}
+
+        true ->
+          infos =
+            List.update_at(infos, index, fn info ->
+              if info.name == tensor,
+                do: info,
+                else: %{info | name: tensor, qnn_name: info.qnn_name || info.name}
+            end)
+
+          graphs = List.update_at(graphs, at, &Map.put(&1, key, infos))
+          {:cont, {:ok, graphs, MapSet.put(seen, {at, key, index})}}
+      end
+    end)
+    |> case do
+      {:ok, graphs, _seen} -> {:ok, graphs}
+      error -> error
     end
   end
 

@@ -6,7 +6,11 @@ defmodule HexagonTpu.TensorInfo do
   the NIF and cached in Elixir: reading it never calls into QNN and still works after
   `close/1`.
 
-    * `:name` - the tensor name, as used by `HexagonTpu.predict/3` with a map of inputs
+    * `:name` - the tensor name, as used by `HexagonTpu.predict/3` with a map of inputs: the
+      model's own name when the binary's `.names` file gives one (`mix hexagon_tpu.compile`
+      writes them), else the name in the binary
+    * `:qnn_name` - the name in the binary when `:name` is the model's, else `nil`; inputs
+      given by name are found by either
     * `:shape` - a tuple of dimensions, e.g. `{1, 224, 224, 3}`
     * `:type` - the Nx-style element type of the model's data, e.g. `{:u, 8}`, `{:s, 16}`,
       `{:f, 16}`, `{:f, 32}`; `nil` where Nx has no such type (4-bit types)
@@ -43,6 +47,7 @@ defmodule HexagonTpu.TensorInfo do
     :data_type,
     :quantization,
     :byte_size,
+    qnn_name: nil,
     f32_conversion: false
   ]
 
@@ -74,6 +79,7 @@ defmodule HexagonTpu.TensorInfo do
           data_type: atom(),
           quantization: quantization(),
           byte_size: non_neg_integer(),
+          qnn_name: String.t() | nil,
           f32_conversion: boolean()
         }
 

@@ -8,8 +8,9 @@ packages:
     python hexagon_tpu_compile.py model.onnx -o model.bin --calibration calib/
 
 A model that already holds QuantizeLinear/DequantizeLinear nodes (QDQ) is compiled as it is;
-a float model is quantized first with ONNX Runtime's QNN configuration (per-channel weights)
-and calibration data. ONNX Runtime's QNN execution provider then compiles it for the chosen
+a float model is rewritten as hexagon_tpu_prepare.py says (Constant weights, old opsets,
+--input-shape for dynamic inputs), then quantized with ONNX Runtime's QNN configuration
+(per-channel weights) and calibration data. ONNX Runtime's QNN execution provider then compiles it for the chosen
 HTP architecture and SoC with CPU fallback disabled: every node must run on the HTP. (With
 --io quantized, ORT leaves the graph's input QuantizeLinear and output DequantizeLinear to the
 host, which it does only with fallback allowed: then any other node left outside the QNN
@@ -20,17 +21,23 @@ Calibration data: a directory of .npy files, one per sample and input, named
 other than letters, digits, '.', '_' and '-' replaced by '_'. Each array has exactly the
 input's shape.
 
-On failure it prints one line, `hexagon_tpu_compile: error: ...`, on stderr and exits 1.
+On failure it prints one line, `hexagon_tpu_compile: error: ...`, on stderr and exits 1; nodes
+the HTP refuses are each named (more than a few: in <output>.refused.txt). <output>.names keeps
+the graph's name and the model's names of its inputs and outputs (ORT renames them in the
+binary).
 """
 
 import argparse
 import contextlib
 import glob
+import logging
 import os
 import re
 import shutil
 import sys
 import tempfile
+
+import hexagon_tpu_prepare
 
 PREFIX = "hexagon_tpu_compile"
 # A graph name a person can type (and a file name): what --graph-name accepts.
@@ -41,8 +48,12 @@ class CompileError(Exception):
     """A failure to report as one line."""
 
 
+# ORT colours its log lines; none of that reaches a message.
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
 def say(kind, message):
-    print(f"{PREFIX}: {kind}: {message}", file=sys.stderr, flush=True)
+    print(f"{PREFIX}: {kind}: {ANSI.sub('', str(message))}", file=sys.stderr, flush=True)
 
 
 def lib_dir():
@@ -95,12 +106,11 @@ def check_target(found, what, args):
 
 @contextlib.contextmanager
 def captured_output(verbose):
-    """Sends what ORT and QNN print (QNN writes to fd 1) to a file; yields a reader of it."""
+    """Sends what ORT and QNN print (QNN writes to fd 1) to a file; yields a reader of it. The
+    lines are read for errors in any case, and with --verbose shown on stderr afterwards (without
+    ORT's colour codes), failing or not."""
     log = tempfile.TemporaryFile(mode="w+b")
     lines = []
-    if verbose:
-        yield lambda: lines
-        return
     sys.stdout.flush()
     sys.stderr.flush()
     saved = os.dup(1), os.dup(2)
@@ -116,8 +126,12 @@ def captured_output(verbose):
         os.close(saved[0])
         os.close(saved[1])
         log.seek(0)
-        lines.extend(log.read().decode("utf-8", "replace").splitlines())
+        lines.extend(ANSI.sub("", line) for line in log.read().decode("utf-8", "replace").splitlines())
         log.close()
+        if verbose:
+            for line in lines:
+                print(line, file=sys.stderr)
+            sys.stderr.flush()
 
 
 # ---------------------------------------------------------------------------------- checks
@@ -140,8 +154,8 @@ def static_inputs(model):
         dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in tensor.shape.dim]
         if any(not isinstance(d, int) or d <= 0 for d in dims):
             raise CompileError(
-                f"input '{value.name}' has a dynamic shape {dims}; the HTP needs static shapes "
-                "(fix them, e.g. python -m onnxruntime.tools.make_dynamic_shape_fixed)"
+                f"input '{value.name}' has a dynamic shape {dims}; the HTP needs static shapes: "
+                f"give one with --input-shape {value.name}=" + "x".join(str(d) if isinstance(d, int) and d > 0 else "N" for d in dims)
             )
         dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type)
         inputs.append((value.name, dtype, tuple(dims)))
@@ -229,9 +243,33 @@ def random_calibration(inputs, count):
     ]
 
 
-def quantize(path, out_path, samples, activations, weights, work):
-    from onnxruntime.quantization import CalibrationDataReader, QuantType, quantize as ort_quantize
-    from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config, qnn_preprocess_model
+CALIBRATION_METHODS = {"minmax": "MinMax", "entropy": "Entropy", "percentile": "Percentile", "distribution": "Distribution"}
+
+
+class Warnings(logging.Handler):
+    """Keeps the quantizer's own warnings (Python logging, e.g. `Expected bias ... to be an
+    initializer`), each once, to pass on as warning lines."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages = []
+
+    def emit(self, record):
+        self.add(record.getMessage())
+
+    def add(self, message):
+        message = " ".join(ANSI.sub("", str(message)).split())
+        if message not in self.messages:
+            self.messages.append(message)
+
+
+def quantize(path, out_path, samples, args, work, warnings):
+    """Quantizes the prepared float model at path: ORT's quantization pre-processing (folds
+    constants; its result is always written), then its QNN pre-processing (which writes a model
+    only when it fused something: otherwise its input is the one to quantize), then the QNN
+    QDQ configuration."""
+    from onnxruntime.quantization import CalibrationDataReader, CalibrationMethod, QuantType, quantize as ort_quantize
+    from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config
 
     class Reader(CalibrationDataReader):
         def __init__(self):
@@ -240,15 +278,15 @@ def quantize(path, out_path, samples, activations, weights, work):
         def get_next(self):
             return next(self.samples, None)
 
-    prepared = os.path.join(work, "preprocessed.onnx")
-    if not qnn_preprocess_model(path, prepared):
-        prepared = path
+    folded = hexagon_tpu_prepare.ort_pre_process(path, os.path.join(work, "folded.onnx"), warnings.add)
+    prepared = hexagon_tpu_prepare.qnn_pre_process(folded, os.path.join(work, "preprocessed.onnx"))
     types = {"u8": QuantType.QUInt8, "u16": QuantType.QUInt16, "s8": QuantType.QInt8}
     config = get_qnn_qdq_config(
         prepared,
         Reader(),
-        activation_type=types[activations],
-        weight_type=types[weights],
+        calibrate_method=getattr(CalibrationMethod, CALIBRATION_METHODS[args.calibration_method]),
+        activation_type=types[args.activations],
+        weight_type=types[args.weights],
         per_channel=True,
     )
     ort_quantize(prepared, out_path, config)
@@ -337,33 +375,131 @@ def cpu_nodes(ctx_path):
     return real or left
 
 
-def unsupported(found, log, args):
-    # "QNN.backendValidateOpConfig() failed for node `relu` of type `Relu` with error code 3110"
-    codes = dict(re.findall(r"failed for node `([^`]*)` of type `[^`]*` with error code (\d+)", "\n".join(log)))
-    shown = ", ".join(f"{op} '{name}'" + (f" (QNN error {codes[name]})" if name in codes else "") for op, name in found[:10])
-    more = f" and {len(found) - 10} more" if len(found) > 10 else ""
-    hint = "; 3110 on v68 usually means a float op left unquantized" if args.htp_arch <= 68 and "3110" in codes.values() else ""
-    return (
-        f"the HTP (v{args.htp_arch}) cannot run {len(found)} node(s): {shown}{more}{hint}; "
-        "rewrite them with supported ops (e.g. Sum -> Add) or remove them"
-    )
+# QNN's codes for a node it refuses (QnnOpPackage.h), and what they mean here.
+QNN_OP_CODES = {
+    3100: "QNN_OP_PACKAGE_ERROR_INVALID_INFRASTRUCTURE",
+    3101: "QNN_OP_PACKAGE_ERROR_INVALID_INFO",
+    3110: "QNN_OP_PACKAGE_ERROR_VALIDATION_FAILURE",
+    3200: "QNN_OP_PACKAGE_ERROR_INVALID_ARGUMENT",
+}
+# "QNN.backendValidateOpConfig() failed for node `relu` of type `Relu` with error code 3110"
+VALIDATION = re.compile(r"failed for node `([^`]*)` of type `([^`]*)` with error code (\d+)")
+# ORT names the nodes it makes from the model's (the layout transformer's NHWC copy, another
+# validation pass's, both): `p2o.Conv.1_token_29`, `relu_2` and `conv_token_1_2` are the
+# model's `p2o.Conv.1`, `relu` and `conv`.
+TOKEN = re.compile(r"(_token)?_\d+$")
+LISTED = 8
+WEIGHTED = {"Conv", "ConvTranspose", "Gemm", "MatMul"}
+
+
+class Refused:
+    """The nodes the HTP refuses, gathered from the CPU nodes ORT left and QNN's validation
+    failures, each with its op type, QNN's code and a reason."""
+
+    def __init__(self, models, args):
+        import onnx
+
+        self.args = args
+        self.nodes = {}  # name -> [op type, QNN op type, code]
+        self.graphs = [onnx.load(m, load_external_data=False).graph for m in models]
+        self.by_name = {n.name: n for g in self.graphs for n in g.node}
+        self.dequantized = {n.output[0] for g in self.graphs for n in g.node if n.op_type == "DequantizeLinear"}
+        self.initializers = {i.name for g in self.graphs for i in g.initializer}
+        self.dequantized |= self.initializers
+        self.producer = {o: n for g in self.graphs for n in g.node for o in n.output}
+
+    def add(self, op_type, name):
+        self.nodes.setdefault(name, [op_type, None, None])
+
+    def add_log(self, log):
+        for name, qnn_op, code in VALIDATION.findall("\n".join(log)):
+            model_name = name
+            while model_name not in self.by_name and TOKEN.search(model_name):
+                model_name = TOKEN.sub("", model_name)
+            if model_name not in self.by_name:
+                model_name = name
+            op_type = self.by_name[model_name].op_type if model_name in self.by_name else qnn_op
+            entry = self.nodes.setdefault(model_name, [op_type, None, None])
+            entry[1], entry[2] = qnn_op, int(code)
+
+    def reason(self, name, code):
+        if code is None:
+            return "no HTP op for it in ONNX Runtime's QNN EP"
+        node = self.by_name.get(name)
+        float_inputs = node is not None and any(i and i not in self.dequantized for i in node.input)
+        if code == 3110 and self.args.htp_arch <= 68 and (float_inputs or node is None):
+            return f"float op on v{self.args.htp_arch}: not quantized"
+        if code == 3110 and node.op_type in WEIGHTED and len(node.input) > 1 and not self.from_initializer(node.input[1]):
+            return "its weight is not an initializer (a Constant node?), so it was quantized as an activation"
+        return QNN_OP_CODES.get(code, "refused by QNN's op validation")
+
+    def from_initializer(self, tensor):
+        node = self.producer.get(tensor)
+        via_dq = node is not None and node.op_type == "DequantizeLinear" and node.input[0] in self.initializers
+        return tensor in self.initializers or via_dq
+
+    def lines(self):
+        """One line per node: op type, name, QNN's code and the reason."""
+        out = []
+        for name, (op_type, qnn_op, code) in self.nodes.items():
+            qnn = f" (QNN {qnn_op})" if qnn_op and qnn_op != op_type else ""
+            where = f"QNN error {code}: " if code is not None else ""
+            out.append(f"{op_type} '{name}'{qnn}: {where}{self.reason(name, code)}")
+        return out
+
+    def message(self, ort_text, where):
+        """The one-line error: every node when few, else a summary by op type and code that
+        says where the full list is (written there, with ORT's own message)."""
+        lines = self.lines()
+        head = f"the HTP (v{self.args.htp_arch}) cannot run {len(lines)} node(s)"
+        if len(lines) <= LISTED:
+            text = f"{head}: {'; '.join(lines)}"
+        else:
+            groups = {}
+            for name, (op_type, _qnn, code) in self.nodes.items():
+                key = (op_type, code, self.reason(name, code))
+                groups[key] = groups.get(key, 0) + 1
+            summary = ", ".join(f"{n} {op} ({f'QNN error {code}: ' if code is not None else ''}{why})" for (op, code, why), n in groups.items())
+            with open(where, "w", encoding="utf-8") as f:
+                f.write(f"# nodes the HTP (v{self.args.htp_arch}) cannot run (mix hexagon_tpu.compile)\n")
+                if ort_text:
+                    f.write(f"# ONNX Runtime: {one_line(ort_text)}\n")
+                f.write("\n".join(lines) + "\n")
+            text = f"{head}: {summary}; every node is listed in {where} (and with --verbose)"
+        if self.args.verbose:
+            for line in lines:
+                say("info", f"refused: {line}")
+        return text + "; quantize the float ones, or rewrite the others with supported ops (e.g. Sum -> Add) or remove them"
+
+
+def refused_path(args):
+    return args.output + ".refused.txt"
 
 
 def explain_failure(error, log, models, args, work):
     text = str(error)
-    joined = "\n".join(log)
-    code = re.search(r"error code[: ]+(\d+)", joined + text)
-    if "assigned to the default CPU EP" in text or "fallback to CPU EP has been explicitly disabled" in text:
+    refused_nodes = (
+        "assigned to the default CPU EP" in text
+        or "fallback to CPU EP has been explicitly disabled" in text
+        or "but was not selected by that EP" in text
+    )
+    if refused_nodes or VALIDATION.search("\n".join(log)):
+        # Which nodes, and why: again with CPU fallback allowed, where ORT leaves each refused
+        # node to its CPU and QNN logs each validation failure.
+        refused = Refused(models, args)
+        refused.add_log(log)
         ctx_paths = [os.path.join(work, f"fallback_{i}_ctx.onnx") for i in range(len(models))]
         fallback_error, fallback_log = run_sessions(models, ctx_paths, args, fallback=True)
-        found = []
+        refused.add_log(fallback_log)
         if fallback_error is None:
             for ctx in ctx_paths:
-                found += cpu_nodes(ctx)
-        if found:
-            return unsupported(found, fallback_log, args)
+                for op_type, name in cpu_nodes(ctx):
+                    refused.add(op_type, name)
+        if refused.nodes:
+            return refused.message(text, refused_path(args))
         return "some nodes cannot run on the HTP and CPU fallback is disabled: " + one_line(text)
     detail = one_line(text)
+    code = re.search(r"error code[: ]+(\d+)", "\n".join(log) + text)
     qnn = [line for line in log if "<E>" in line or "error code" in line.lower()]
     if qnn:
         detail += " (QNN: " + one_line(qnn[-1]) + ")"
@@ -373,7 +509,7 @@ def explain_failure(error, log, models, args, work):
 
 
 def one_line(text):
-    return " ".join(str(text).split())[:600]
+    return " ".join(ANSI.sub("", str(text)).split())[:600]
 
 
 def context_bin(ctx_path):
@@ -390,25 +526,65 @@ def context_bin(ctx_path):
 
 
 def graph_names(ctx_paths, names):
-    """[(name, QNN graph name)]: each model's EPContext nodes (ORT names the QNN graph after
-    the node; nobody can choose it) under the name chosen for the model."""
+    """[(name, QNN graph name, [(kind, index, model tensor name)])]: each model's EPContext nodes
+    (ORT names the QNN graph after the node; nobody can choose it) under the name chosen for the
+    model, with the model's names of the QNN graph's inputs and outputs. QNN's tensors are the
+    EPContext node's, in its order (not always the model's: measured, two outputs come out
+    swapped), and named by ORT (an output `y` is `QuantizeLinear_token_17_out0`); the model's name
+    of each is the graph input its QuantizeLinear reads, or the graph output its
+    DequantizeLinear writes (graph I/O quantization offloaded to the host), or its own."""
     import onnx
 
     pairs = []
     for ctx_path, name in zip(ctx_paths, names):
-        ctx = onnx.load(ctx_path, load_external_data=False)
-        nodes = [node.name for node in ctx.graph.node if node.op_type == "EPContext"]
-        pairs += [(name if i == 0 else f"{name}_{i}", qnn) for i, qnn in enumerate(nodes)]
+        graph = onnx.load(ctx_path, load_external_data=False).graph
+        inputs = {v.name for v in graph.input}
+        outputs = {v.name for v in graph.output}
+        producer = {o: n for n in graph.node for o in n.output}
+        consumers = {}
+        for n in graph.node:
+            for i in n.input:
+                consumers.setdefault(i, []).append(n)
+
+        def model_input(tensor):
+            node = producer.get(tensor)
+            if tensor in inputs:
+                return tensor
+            if node is not None and node.op_type == "QuantizeLinear" and node.input[0] in inputs:
+                return node.input[0]
+            return None
+
+        def model_output(tensor):
+            if tensor in outputs:
+                return tensor
+            found = [n.output[0] for n in consumers.get(tensor, []) if n.op_type == "DequantizeLinear" and n.output[0] in outputs]
+            return found[0] if len(found) == 1 else None
+
+        nodes = [node for node in graph.node if node.op_type == "EPContext"]
+        for i, node in enumerate(nodes):
+            tensors = [("input", j, model_input(t)) for j, t in enumerate(node.input)]
+            tensors += [("output", j, model_output(t)) for j, t in enumerate(node.output)]
+            pairs.append((name if i == 0 else f"{name}_{i}", node.name, [t for t in tensors if t[2] is not None]))
     return pairs
 
 
+def names_token(name):
+    """A tensor name as one token of the .names file: '%', whitespace and '#' percent-encoded."""
+    return re.sub(r"[%#\s]", lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), name)
+
+
 def write_names(bin_path, pairs):
-    """<binary>.names: the graph names of the binary, which HexagonTpu.Context reads beside it."""
+    """<binary>.names: the graph names of the binary, which HexagonTpu.Context reads beside it,
+    then the model's names of each graph's inputs and outputs, by their index in the binary."""
     path = bin_path + ".names"
     with open(path + ".tmp", "w", encoding="utf-8") as f:
         f.write(f"# the graphs of {os.path.basename(bin_path)} (mix hexagon_tpu.compile): name, QNN graph name\n")
-        for name, qnn in pairs:
+        for name, qnn, _tensors in pairs:
             f.write(f"{name} {qnn}\n")
+        f.write("# the model's names of their tensors: graph, input|output, index in the binary, name\n")
+        for name, _qnn, tensors in pairs:
+            for kind, index, tensor in tensors:
+                f.write(f"{name} {kind} {index} {names_token(tensor)}\n")
     os.replace(path + ".tmp", path)
     return path
 
@@ -427,6 +603,27 @@ def save_ctx(ctx_path, bin_path, stem):
                     attr.s = os.path.basename(bin_path).encode()
     onnx.save(ctx, out)
     return out
+
+
+def parse_shapes(args):
+    """{input name: [dims]} of --input-shape, each naming an input of one of the models."""
+    import onnx
+
+    try:
+        shapes = hexagon_tpu_prepare.parse_input_shapes(args.input_shape)
+    except hexagon_tpu_prepare.PrepareError as error:
+        raise CompileError(str(error)) from None
+    if shapes:
+        names = set()
+        for path in args.models:
+            try:
+                names |= {v.name for v in onnx.load(path, load_external_data=False).graph.input}
+            except Exception as error:  # noqa: BLE001 - any parse failure
+                raise CompileError(f"{path} is not an ONNX model: {one_line(error)}") from None
+        unknown = sorted(set(shapes) - names)
+        if unknown:
+            raise CompileError(f"--input-shape names no input of the model: {', '.join(unknown)} (its inputs: {', '.join(sorted(names))})")
+    return shapes
 
 
 def compile_models(args):
@@ -460,6 +657,9 @@ def compile_models(args):
     if not os.path.isdir(out_dir):
         raise CompileError(f"output directory {out_dir} does not exist")
 
+    shapes = parse_shapes(args)
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(refused_path(args))  # a list from an earlier failure
     with tempfile.TemporaryDirectory(prefix="hexagon_tpu_compile.", dir=out_dir) as work:
         ready = []
         for path, stem in zip(args.models, stems):
@@ -468,13 +668,24 @@ def compile_models(args):
             except Exception as error:  # noqa: BLE001 - any parse failure
                 raise CompileError(f"{path} is not an ONNX model: {one_line(error)}") from None
             check_fp16(model, args.htp_arch, path)
+            qdq_model = is_qdq(model)
+            ours = {n: s for n, s in shapes.items() if n in {v.name for v in model.graph.input}}
+            source = path
+            if ours or not qdq_model:
+                # the model as exporters write it, rewritten for the quantizer and the EP
+                try:
+                    path = hexagon_tpu_prepare.prepare(source, os.path.join(work, f"{stem}_prepared.onnx"), ours, not qdq_model, say)
+                except hexagon_tpu_prepare.PrepareError as error:
+                    raise CompileError(str(error)) from None
+                model = onnx.load(path, load_external_data=False)
             inputs = static_inputs(model)
-            if is_qdq(model):
+            if qdq_model:
                 if args.calibration or args.random_calibration:
                     say("warning", f"{path} is already quantized (QDQ): calibration data is not used")
                 say("info", f"{path}: QDQ model, compiled as it is")
                 ready.append(path)
                 continue
+            path, prepared = source, path
             if args.calibration:
                 samples = load_calibration(args.calibration, inputs)
             elif args.random_calibration:
@@ -495,14 +706,20 @@ def compile_models(args):
             say(
                 "info",
                 f"{path}: quantizing ({args.activations} activations, {args.weights} per-channel "
-                f"weights, {len(samples)} calibration samples)",
+                f"weights, {len(samples)} calibration samples, {args.calibration_method} calibration)",
             )
+            warnings = Warnings()
+            logging.getLogger().addHandler(warnings)
             with captured_output(args.verbose):
                 try:
-                    quantize(path, qdq, samples, args.activations, args.weights, work)
+                    quantize(prepared, qdq, samples, args, work, warnings)
                     error = None
                 except Exception as caught:  # noqa: BLE001 - report any quantizer failure
                     error = caught
+                finally:
+                    logging.getLogger().removeHandler(warnings)
+            for message in warnings.messages:
+                say("warning", f"{path}: the quantizer: {message}")
             if error is not None:
                 raise CompileError(f"quantizing {path} failed: {one_line(error)}")
             check_fp16(onnx.load(qdq, load_external_data=False), args.htp_arch, qdq)
@@ -523,7 +740,11 @@ def compile_models(args):
             raise CompileError(explain_failure(error, log, ready, args, work))
         found = [node for ctx in ctx_paths for node in cpu_nodes(ctx)]
         if found:
-            raise CompileError(unsupported(found, log, args))
+            refused = Refused(ready, args)
+            refused.add_log(log)
+            for op_type, name in found:
+                refused.add(op_type, name)
+            raise CompileError(refused.message(None, refused_path(args)))
 
         bins = {context_bin(ctx) for ctx in ctx_paths}
         if len(bins) != 1:
@@ -543,7 +764,7 @@ def compile_models(args):
         os.replace(made, args.output)
         write_names(args.output, pairs)
         say("info", f"build id {written_id}")
-        for name, qnn in pairs:
+        for name, qnn, _tensors in pairs:
             say("info", f"graph {name} (QNN graph {qnn})")
         if args.save_ctx:
             for ctx, stem in zip(ctx_paths, stems):
@@ -561,6 +782,8 @@ def parse(argv):
     parser.add_argument("--random-calibration", type=int, metavar="N", help="quantize with N random samples")
     parser.add_argument("--activations", choices=["u8", "u16"], default="u8")
     parser.add_argument("--weights", choices=["u8", "s8"], default="s8", help="per-channel weight type")
+    parser.add_argument("--calibration-method", choices=sorted(CALIBRATION_METHODS), default="minmax", help="how ORT's calibrator picks the ranges")
+    parser.add_argument("--input-shape", action="append", metavar="NAME=DxD...", help="the static shape of a dynamic input (repeatable)")
     parser.add_argument("--io", choices=["quantized", "float"], default="quantized", help="graph I/O types")
     parser.add_argument("--save-qdq", action="store_true", help="keep quantized models as <model>_qdq.onnx beside the output")
     parser.add_argument("--save-ctx", action="store_true", help="write ORT's EP-context models, <model>_ctx.onnx, beside the output")

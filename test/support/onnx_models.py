@@ -274,9 +274,91 @@ def fp16(rng):
     return helper.make_model(graph, opset_imports=OPSET), (0.0, 1.0)
 
 
+def const(rng, name, shape, scale=None):
+    """A weight as exporters write it: a Constant node, not an initializer."""
+    return helper.make_node("Constant", [], [name], name=name + "_const", value=init(rng, name, shape, scale))
+
+
+def constant_weights(rng):
+    """Weights as Constant nodes (paddle2onnx, TFLite converters): Conv -> Relu -> depthwise
+    Conv -> Sigmoid on [1, 3, 16, 16], two outputs of different shapes (a paddle-style name
+    first) to tell them apart by shape."""
+    nodes = [
+        const(rng, "w1", [8, 3, 3, 3]),
+        const(rng, "b1", [8], 0.1),
+        const(rng, "dw", [8, 1, 3, 3]),
+        const(rng, "db", [8], 0.1),
+        helper.make_node("Conv", ["image", "w1", "b1"], ["c1"], name="p2o.Conv.0", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="p2o.Relu.0"),
+        helper.make_node("Conv", ["r1", "dw", "db"], ["c2"], name="p2o.Conv.1", pads=[1, 1, 1, 1], group=8),
+        helper.make_node("Sigmoid", ["c2"], ["sigmoid_0.tmp_0"], name="p2o.Sigmoid.0"),
+        helper.make_node("GlobalAveragePool", ["r1"], ["feat.1"], name="p2o.Pool.0"),
+    ]
+    outputs = [value("sigmoid_0.tmp_0", [1, 8, 16, 16]), value("feat.1", [1, 8, 1, 1])]
+    graph = helper.make_graph(nodes, "constant_weights", [value("image", [1, 3, 16, 16])], outputs)
+    return helper.make_model(graph, opset_imports=OPSET), (0.0, 1.0)
+
+
+def opset11(rng):
+    """A small float model as older exporters write it: opset 11, every constant (weights, Clip's
+    bounds) a Constant node."""
+    nodes = [
+        const(rng, "w", [4, 2, 3, 3]),
+        const(rng, "b", [4], 0.1),
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["r"], name="relu"),
+        helper.make_node("Clip", ["r", "lo", "hi"], ["k"], name="clip"),
+        helper.make_node("Sigmoid", ["k"], ["y"], name="sigmoid"),
+    ]
+    nodes[4:4] = [
+        helper.make_node("Constant", [], ["lo"], name="lo_const", value=helper.make_tensor("lo", TensorProto.FLOAT, [], [0.0])),
+        helper.make_node("Constant", [], ["hi"], name="hi_const", value=helper.make_tensor("hi", TensorProto.FLOAT, [], [6.0])),
+    ]
+    graph = helper.make_graph(nodes, "opset11", [value("x", [1, 2, 8, 8])], [value("y", [1, 4, 8, 8])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)]), (-1.0, 1.0)
+
+
+def dynamic_input(rng):
+    """Dynamic batch, height and width: compiled with --input-shape x=1x3x12x20."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["out"], name="relu"),
+    ]
+    inits = [init(rng, "w", [4, 3, 3, 3]), init(rng, "b", [4], 0.1)]
+    graph = helper.make_graph(
+        nodes, "dynamic_input", [value("x", ["batch", 3, "height", "width"])], [value("out", ["batch", 4, "height", "width"])], inits
+    )
+    return helper.make_model(graph, opset_imports=OPSET), (0.0, 1.0)
+
+
+def with_metadata(rng):
+    """float_io's graph with one metadata_props entry (any made ORT 1.32's QNN pre-processing fail)."""
+    model, span = float_io(rng)
+    helper.set_model_props(model, {"author": "hexagon_tpu tests"})
+    return model, span
+
+
+def many_unsupported(rng):
+    """Twelve nodes the HTP refuses (Mod), between supported ones: each must be named."""
+    nodes, last = [helper.make_node("Relu", ["x"], ["r0"], name="relu0")], "r0"
+    for i in range(12):
+        nodes.append(helper.make_node("Mod", [last, "k"], [f"m{i}"], name=f"mod_{i}", fmod=1))
+        nodes.append(helper.make_node("Relu", [f"m{i}"], [f"r{i + 1}"], name=f"relu{i + 1}"))
+        last = f"r{i + 1}"
+    nodes[-1].output[0] = "y"
+    inits = [numpy_helper.from_array(np.full([1, 8], 0.7, np.float32), "k")]
+    graph = helper.make_graph(nodes, "many_unsupported", [value("x", [1, 8])], [value("y", [1, 8])], inits)
+    return helper.make_model(graph, opset_imports=OPSET), (0.0, 1.0)
+
+
+# The sample shapes of inputs whose shape the model leaves dynamic.
+SAMPLE_SHAPES = {"dynamic_input": {"x": [1, 3, 12, 20]}}
+
+
 MODELS = {
     f.__name__: f
     for f in [float_io, u8_io, a16w8, per_channel_conv, graph_a, graph_b, squeezenet, resnet50, mlp, unsupported, fp16]
+    + [constant_weights, opset11, dynamic_input, with_metadata, many_unsupported]
 }
 
 
@@ -292,7 +374,7 @@ def write_model(name, directory):
         for v in model.graph.input:
             if v.name in inits:
                 continue
-            shape = [d.dim_value for d in v.type.tensor_type.shape.dim]
+            shape = SAMPLE_SHAPES.get(name, {}).get(v.name) or [d.dim_value for d in v.type.tensor_type.shape.dim]
             dtype = helper.tensor_dtype_to_np_dtype(v.type.tensor_type.elem_type)
             for n in range(count):
                 if np.issubdtype(dtype, np.integer):

@@ -101,14 +101,24 @@ defmodule HexagonTpu.Graph.Inputs do
     end)
   end
 
+  # An input named by the model (`name`) is also found by its name in the binary (`qnn_name`).
   defp order_by_name(graph, by_name) do
+    renamed = Map.new(by_name, fn {key, value} -> {model_name(graph, key), value} end)
     expected = Enum.map(graph.inputs, & &1.name)
 
-    case Enum.reject(Map.keys(by_name), &(&1 in expected)) do
+    case Enum.reject(Map.keys(renamed), &(&1 in expected)) do
+      _ when map_size(renamed) < map_size(by_name) ->
+        [twice | _] = for {key, _} <- by_name, model_name(graph, key) != key, do: key
+
+        Args.invalid_input(
+          "graph `#{graph.name}`: input `#{model_name(graph, twice)}` is given twice, " <>
+            "by its name and by its name in the binary (#{Args.quote_input(twice)})"
+        )
+
       [] ->
-        case Enum.reject(expected, &Map.has_key?(by_name, &1)) do
+        case Enum.reject(expected, &Map.has_key?(renamed, &1)) do
           [] ->
-            {:ok, Enum.map(expected, &Map.fetch!(by_name, &1))}
+            {:ok, Enum.map(expected, &Map.fetch!(renamed, &1))}
 
           missing ->
             Args.invalid_input(
@@ -122,6 +132,16 @@ defmodule HexagonTpu.Graph.Inputs do
           "graph `#{graph.name}` has no input(s) named #{quote_given(unknown)}; " <>
             "its inputs are #{names(graph.inputs)}"
         )
+    end
+  end
+
+  defp model_name(graph, key) do
+    case Enum.find(graph.inputs, &(&1.qnn_name == key)) do
+      %TensorInfo{name: name} ->
+        if Enum.any?(graph.inputs, &(&1.name == key)), do: key, else: name
+
+      nil ->
+        key
     end
   end
 

@@ -31,6 +31,10 @@ defmodule Mix.Tasks.HexagonTpu.Compile do
       Use inputs like the ones the model will see: they set the quantization ranges
     * `--random-calibration N` - quantize with N random samples (uniform in [-1, 1]) instead;
       only for trying things out: accuracy suffers, and the task says so
+    * `--calibration-method minmax|entropy|percentile|distribution` - how ONNX Runtime's
+      calibrator picks the activation ranges (default minmax)
+    * `--input-shape NAME=1x3x640x640` - the static shape to compile a dynamic input for
+      (repeatable, one per input); the HTP needs static shapes
     * `--activations u8|u16` - activation type of a float model (default u8)
     * `--weights u8|s8` - per-channel weight type of a float model (default s8)
     * `--io quantized|float` - the graph's input and output types: quantized (default: u8/u16
@@ -40,7 +44,8 @@ defmodule Mix.Tasks.HexagonTpu.Compile do
     * `--save-qdq` - keep the quantized model beside the output as `<model>_qdq.onnx`
     * `--save-ctx` - write ONNX Runtime's EP-context model beside the output as
       `<model>_ctx.onnx` (ONNX Runtime runs the binary through it)
-    * `--verbose` - print ONNX Runtime's and QNN's own output too
+    * `--verbose` - print ONNX Runtime's and QNN's own output too, whether the compile
+      succeeds or fails, and each node the HTP refuses
     * `--graph-name NAME` - the graph's name (default: the model's file name without
       `.onnx`); once per model for several. ORT names the QNN graph itself
       (`QNNExecutionProvider_QNNExecutionProvider_<hash>_1_0`, with no option to choose it), so
@@ -89,7 +94,9 @@ defmodule Mix.Tasks.HexagonTpu.Compile do
     setup: :boolean,
     qnn_sdk: :string,
     qairt_target: :string,
-    graph_name: :keep
+    graph_name: :keep,
+    calibration_method: :string,
+    input_shape: :keep
   ]
 
   @impl Mix.Task
@@ -133,15 +140,14 @@ defmodule Mix.Tasks.HexagonTpu.Compile do
     {verbose, opts} = Keyword.pop(opts, :verbose, false)
     names = Keyword.get_values(opts, :graph_name)
     names = if names == [], do: [], else: [graph_name: names]
+    shapes = [input_shape: Keyword.get_values(opts, :input_shape)]
 
     opts =
-      Keyword.drop(opts, [:output, :setup, :graph_name]) ++
-        names ++ [verbose: verbose, progress: &progress/1]
+      Keyword.drop(opts, [:output, :setup, :graph_name, :input_shape]) ++
+        names ++ shapes ++ [verbose: verbose, progress: &progress/1, log: &log/1]
 
     case Compiler.compile(models, output, opts) do
       {:ok, result} ->
-        if verbose, do: Enum.each(result.messages, &IO.puts(:stderr, &1))
-        for warning <- result.warnings, do: Mix.shell().error("warning: " <> warning)
         Mix.shell().info("wrote #{output} (QAIRT #{result.build_id}) and #{output}.names")
         Mix.shell().info(Compiler.describe(result.graphs))
 
@@ -151,6 +157,9 @@ defmodule Mix.Tasks.HexagonTpu.Compile do
   end
 
   defp progress(message), do: IO.puts(:stderr, "==> " <> message)
+
+  defp log("warning: " <> _ = warning), do: Mix.shell().error(warning)
+  defp log(line), do: IO.puts(:stderr, line)
 
   defp fail(message) do
     Mix.shell().error("mix hexagon_tpu.compile: " <> message)

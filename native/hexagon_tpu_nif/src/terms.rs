@@ -161,6 +161,8 @@ pub struct TensorInfoTerm<'t> {
     data_type: Atom,
     quantization: QuantizationTerm<'t>,
     byte_size: usize,
+    /// The binary's name when `name` is the model's: set in Elixir from the `.names` file.
+    qnn_name: Option<&'t str>,
     /// Whether `qnn::io` converts this tensor from and to f32.
     f32_conversion: bool,
 }
@@ -175,6 +177,7 @@ impl<'t> TensorInfoTerm<'t> {
             data_type: data_type_atom(env, t.data_type),
             quantization: QuantizationTerm(&t.quantization),
             byte_size: t.byte_size,
+            qnn_name: None,
             f32_conversion: t.f32_conversion(),
         }
     }
