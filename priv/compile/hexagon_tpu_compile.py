@@ -26,6 +26,7 @@ On failure it prints one line, `hexagon_tpu_compile: error: ...`, on stderr and 
 import argparse
 import contextlib
 import glob
+import math
 import os
 import re
 import shutil
@@ -171,12 +172,13 @@ def is_qdq(model):
 # ---------------------------------------------------------------------------- calibration
 
 
-def load_calibration(directory, inputs):
-    """A list of samples ({input name: float32 array}), read from <input>_<n>.npy files."""
+def load_calibration(directory, inputs, kind="calibration"):
+    """A list of samples ({input name: float32 array}), read from <input>_<n>.npy files (kind:
+    "calibration", or "evaluation" for --eval DIR, names the data in errors)."""
     import numpy as np
 
     if not os.path.isdir(directory):
-        raise CompileError(f"calibration directory {directory} does not exist")
+        raise CompileError(f"{kind} directory {directory} does not exist")
     per_input = {}
     for name, _dtype, shape in inputs:
         pattern = re.compile(re.escape(file_stem(name)) + r"_(\d+)\.npy$")
@@ -187,7 +189,7 @@ def load_calibration(directory, inputs):
                 found[int(match.group(1))] = path
         if not found:
             raise CompileError(
-                f"calibration data for input '{name}' is missing: expected "
+                f"{kind} data for input '{name}' is missing: expected "
                 f"{os.path.join(directory, file_stem(name))}_<n>.npy files of shape {list(shape)}"
             )
         per_input[name] = found
@@ -197,7 +199,7 @@ def load_calibration(directory, inputs):
         if indices != counts[first]:
             missing = sorted(set(counts[first]) ^ set(indices))
             raise CompileError(
-                f"calibration samples {missing} lack a file for input '{name}' or '{first}' "
+                f"{kind} samples {missing} lack a file for input '{name}' or '{first}' "
                 "(every sample needs one .npy per input)"
             )
     samples = []
@@ -208,10 +210,10 @@ def load_calibration(directory, inputs):
             try:
                 array = np.load(path, allow_pickle=False)
             except Exception as error:  # noqa: BLE001 - report any unreadable file
-                raise CompileError(f"calibration file {path} cannot be read: {error}") from None
+                raise CompileError(f"{kind} file {path} cannot be read: {error}") from None
             if tuple(array.shape) != shape:
                 raise CompileError(
-                    f"calibration file {path} for input '{name}' has shape {list(array.shape)}, "
+                    f"{kind} file {path} for input '{name}' has shape {list(array.shape)}, "
                     f"expected {list(shape)}"
                 )
             sample[name] = array.astype(np.float32)
@@ -439,6 +441,8 @@ def compile_models(args):
         raise CompileError(f"{args.output} already exists (use --force to overwrite it)")
     if args.calibration and args.random_calibration:
         raise CompileError("give --calibration DIR or --random-calibration N, not both")
+    if args.min_sqnr is not None and args.activations:
+        raise CompileError("give --activations or --min-sqnr (which chooses the activations), not both")
     stems = [os.path.splitext(os.path.basename(p))[0] for p in args.models]
     if len(set(stems)) != len(stems):
         raise CompileError(f"models need distinct file names, given {args.models}")
@@ -462,6 +466,7 @@ def compile_models(args):
 
     with tempfile.TemporaryDirectory(prefix="hexagon_tpu_compile.", dir=out_dir) as work:
         ready = []
+        qualities = {}  # float model path -> its quality record (hexagon_tpu_quality)
         for path, stem in zip(args.models, stems):
             try:
                 model = onnx.load(path, load_external_data=False)
@@ -472,7 +477,9 @@ def compile_models(args):
             if is_qdq(model):
                 if args.calibration or args.random_calibration:
                     say("warning", f"{path} is already quantized (QDQ): calibration data is not used")
-                say("info", f"{path}: QDQ model, compiled as it is")
+                if args.eval or args.min_sqnr is not None:
+                    say("warning", f"{path} is already quantized (QDQ): no float reference, so no quality figures")
+                say("info", f"{path}: QDQ model, compiled as it is; no float reference to measure its quality against")
                 ready.append(path)
                 continue
             if args.calibration:
@@ -492,19 +499,24 @@ def compile_models(args):
                     "or --random-calibration N"
                 )
             qdq = os.path.join(work, f"{stem}_qdq.onnx")
-            say(
-                "info",
-                f"{path}: quantizing ({args.activations} activations, {args.weights} per-channel "
-                f"weights, {len(samples)} calibration samples)",
-            )
-            with captured_output(args.verbose):
-                try:
-                    quantize(path, qdq, samples, args.activations, args.weights, work)
-                    error = None
-                except Exception as caught:  # noqa: BLE001 - report any quantizer failure
-                    error = caught
-            if error is not None:
-                raise CompileError(f"quantizing {path} failed: {one_line(error)}")
+            samples, evaluation, source = evaluation_samples(path, samples, inputs, args)
+
+            def quantize_with(activations):
+                say(
+                    "info",
+                    f"{path}: quantizing ({activations} activations, {args.weights} per-channel "
+                    f"weights, {len(samples)} calibration samples)",
+                )
+                with captured_output(args.verbose):
+                    try:
+                        quantize(path, qdq, samples, activations, args.weights, work)
+                        error = None
+                    except Exception as caught:  # noqa: BLE001 - report any quantizer failure
+                        error = caught
+                if error is not None:
+                    raise CompileError(f"quantizing {path} failed: {one_line(error)}")
+
+            qualities[path] = measured(path, qdq, inputs, evaluation, source, args, quantize_with)
             check_fp16(onnx.load(qdq, load_external_data=False), args.htp_arch, qdq)
             if args.save_qdq:
                 kept = os.path.join(out_dir, f"{stem}_qdq.onnx")
@@ -542,6 +554,7 @@ def compile_models(args):
         pairs = graph_names(ctx_paths, names)
         os.replace(made, args.output)
         write_names(args.output, pairs)
+        write_quality(args, names, qualities)
         say("info", f"build id {written_id}")
         for name, qnn in pairs:
             say("info", f"graph {name} (QNN graph {qnn})")
@@ -549,6 +562,41 @@ def compile_models(args):
             for ctx, stem in zip(ctx_paths, stems):
                 say("info", f"ORT's EP-context model: {save_ctx(ctx, args.output, stem)}")
     say("info", f"wrote {args.output}")
+
+
+def evaluation_samples(path, samples, inputs, args):
+    """(calibration samples, evaluation samples, where these come from): --eval DIR, or some of
+    the calibration samples held out (hexagon_tpu_quality.split)."""
+    import hexagon_tpu_quality as quality
+
+    if args.eval:
+        return samples, load_calibration(args.eval, inputs, "evaluation"), f"--eval {args.eval}"
+    calibration, evaluation, source, warning = quality.split(samples)
+    if warning:
+        say("warning", f"{path}: {warning}")
+    return calibration, evaluation, source
+
+
+def measured(path, qdq, inputs, evaluation, source, args, quantize_with):
+    """Quantizes (once, or per candidate with --min-sqnr) and measures against the float model."""
+    import hexagon_tpu_quality as quality
+
+    try:
+        record = quality.choose(path, qdq, inputs, evaluation, source, args, quantize_with, say)
+    except quality.QualityError as error:
+        raise CompileError(str(error)) from None
+    for warning in record["warnings"]:
+        say("warning", warning)
+    return record
+
+
+def write_quality(args, names, qualities):
+    import hexagon_tpu_quality as quality
+
+    graphs = [(name, path, qualities[path]) for path, name in zip(args.models, names) if path in qualities]
+    written = quality.write(args.output, graphs)
+    if written:
+        say("info", f"quality figures: {written}")
 
 
 def parse(argv):
@@ -559,8 +607,10 @@ def parse(argv):
     parser.add_argument("--soc-model", type=int, default=35, help="QNN SoC model id (QCS6490: 35)")
     parser.add_argument("--calibration", metavar="DIR", help="calibration data: <input>_<n>.npy files")
     parser.add_argument("--random-calibration", type=int, metavar="N", help="quantize with N random samples")
-    parser.add_argument("--activations", choices=["u8", "u16"], default="u8")
+    parser.add_argument("--activations", choices=["u8", "u16"], help="activation type of a float model (default u8)")
     parser.add_argument("--weights", choices=["u8", "s8"], default="s8", help="per-channel weight type")
+    parser.add_argument("--eval", metavar="DIR", help="measure the quantization on these samples (<input>_<n>.npy) instead of held-out calibration samples")
+    parser.add_argument("--min-sqnr", type=float, metavar="DB", help="choose the cheapest activations (u8, then u16) whose SQNR meets DB on every output")
     parser.add_argument("--io", choices=["quantized", "float"], default="quantized", help="graph I/O types")
     parser.add_argument("--save-qdq", action="store_true", help="keep quantized models as <model>_qdq.onnx beside the output")
     parser.add_argument("--save-ctx", action="store_true", help="write ORT's EP-context models, <model>_ctx.onnx, beside the output")
@@ -575,6 +625,8 @@ def parse(argv):
         parser.error("give MODEL.onnx ... -o OUTPUT.bin")
     if args.random_calibration is not None and args.random_calibration <= 0:
         parser.error("--random-calibration needs a positive count")
+    if args.min_sqnr is not None and not math.isfinite(args.min_sqnr):
+        parser.error("--min-sqnr needs a finite number of dB")
     return args
 
 
