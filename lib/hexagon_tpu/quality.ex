@@ -119,9 +119,11 @@ defmodule HexagonTpu.Quality do
   defp value(<<"null", rest::binary>>), do: {:ok, nil, rest}
   defp value(text), do: number(text)
 
+  # after { (an empty object may close) and after , (a member must follow)
   defp object(<<?}, rest::binary>>, acc), do: {:ok, acc, rest}
+  defp object(text, acc), do: member(text, acc)
 
-  defp object(<<?", rest::binary>>, acc) do
+  defp member(<<?", rest::binary>>, acc) do
     {:ok, key, rest} = string(rest, [])
 
     case skip(rest) do
@@ -130,7 +132,7 @@ defmodule HexagonTpu.Quality do
         acc = Map.put(acc, key, val)
 
         case skip(rest) do
-          <<?,, rest::binary>> -> object(skip(rest), acc)
+          <<?,, rest::binary>> -> member(skip(rest), acc)
           <<?}, rest::binary>> -> {:ok, acc, rest}
           _ -> throw({:json, "expected , or } in an object"})
         end
@@ -140,15 +142,16 @@ defmodule HexagonTpu.Quality do
     end
   end
 
-  defp object(_, _), do: throw({:json, "expected a key"})
+  defp member(_, _), do: throw({:json, "expected a key"})
 
-  defp array(<<?], rest::binary>>, acc), do: {:ok, Enum.reverse(acc), rest}
+  defp array(<<?], rest::binary>>, []), do: {:ok, [], rest}
+  defp array(text, acc), do: element(text, acc)
 
-  defp array(text, acc) do
+  defp element(text, acc) do
     {:ok, val, rest} = value(text)
 
     case skip(rest) do
-      <<?,, rest::binary>> -> array(skip(rest), [val | acc])
+      <<?,, rest::binary>> -> element(skip(rest), [val | acc])
       <<?], rest::binary>> -> {:ok, Enum.reverse([val | acc]), rest}
       _ -> throw({:json, "expected , or ] in an array"})
     end
@@ -185,9 +188,9 @@ defmodule HexagonTpu.Quality do
 
   defp number(text) do
     case Regex.run(~r/^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/, text) do
-      [literal | groups] ->
+      [literal, _integer | fraction_exponent] ->
         rest = binary_part(text, byte_size(literal), byte_size(text) - byte_size(literal))
-        float? = Enum.any?(groups, &(&1 != ""))
+        float? = Enum.any?(fraction_exponent, &(&1 != ""))
         {:ok, if(float?, do: float(literal), else: String.to_integer(literal)), rest}
 
       nil ->
