@@ -71,7 +71,7 @@ defmodule HexagonTpu.Quality do
 
     within =
       if o["within_one_step"],
-        do: ", #{num(100 * o["within_one_step"])}% within one step (#{o["step"]})",
+        do: ", #{num(100 * o["within_one_step"])}% within one step (#{step(o["step"])})",
         else: ""
 
     verdict = if o["meets_bar"], do: "", else: "  BELOW THE BAR"
@@ -86,6 +86,9 @@ defmodule HexagonTpu.Quality do
   end
 
   defp tried(_), do: "?"
+
+  defp step(s) when is_number(s), do: IO.iodata_to_binary(:io_lib.format("~.3g", [s / 1]))
+  defp step(_), do: "?"
 
   defp num(n) when is_integer(n), do: Integer.to_string(n)
   defp num(n) when is_float(n), do: :erlang.float_to_binary(n, decimals: 1)

@@ -20,6 +20,11 @@ Calibration data: a directory of .npy files, one per sample and input, named
 other than letters, digits, '.', '_' and '-' replaced by '_'. Each array has exactly the
 input's shape.
 
+A float model's quantization is measured against the float model on ORT's CPU EP, on held-out
+calibration samples or --eval DIR (hexagon_tpu_quality.py): the figures are printed, warned
+about below the bar, and written beside the binary as <binary>.quality.json. --min-sqnr DB
+chooses the cheapest activations (u8, then u16) that meet DB on every output.
+
 On failure it prints one line, `hexagon_tpu_compile: error: ...`, on stderr and exits 1.
 """
 
@@ -571,6 +576,12 @@ def evaluation_samples(path, samples, inputs, args):
 
     if args.eval:
         return samples, load_calibration(args.eval, inputs, "evaluation"), f"--eval {args.eval}"
+    if args.random_calibration:
+        # more samples of the same seeded stream: the calibration keeps all N it was asked for
+        count = args.random_calibration
+        extra = max(1, count // 4)
+        evaluation = random_calibration(inputs, count + extra)[count:]
+        return samples, evaluation, f"{extra} more random sample(s) (uniform in [-1, 1])"
     calibration, evaluation, source, warning = quality.split(samples)
     if warning:
         say("warning", f"{path}: {warning}")
