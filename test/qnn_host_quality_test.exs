@@ -31,7 +31,7 @@ defmodule HexagonTpu.QnnHostQualityTest do
                       "bits": 8, "values": 4, "meets_bar": true}],
          "tried": [{"activations": "u8", "weights": "s8", "min_sqnr_db": -0.07},
                    {"activations": "u16", "weights": "s8", "min_sqnr_db": 36.61}],
-         "min_sqnr_db": 25, "warnings": []}]}
+         "min_sqnr_db": 25, "warnings": []}], "unmeasured": ["q"]}
       """)
 
       assert {:ok, %{"graphs" => [graph]} = figures} = Quality.read(bin)
@@ -47,6 +47,7 @@ defmodule HexagonTpu.QnnHostQualityTest do
 
       assert text =~ ~s[output "yé": SQNR 36.6 dB, 1.2% within one step (9.68e-5)]
       assert text =~ ~s(output "z": SQNR exact, 100.0% within one step)
+      assert text =~ ~s(graph "q": compiled from a QDQ model, no float reference to measure)
       refute text =~ "BELOW"
     end
 

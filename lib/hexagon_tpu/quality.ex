@@ -63,7 +63,12 @@ defmodule HexagonTpu.Quality do
         ] ++ Enum.map(g["outputs"] || [], &output_line/1)
       end)
 
-    Enum.join([header | lines], "\n")
+    unmeasured =
+      for name <- figures["unmeasured"] || [],
+          do:
+            "    graph #{inspect(name)}: compiled from a QDQ model, no float reference to measure"
+
+    Enum.join([header | lines] ++ unmeasured, "\n")
   end
 
   defp output_line(o) do

@@ -605,7 +605,8 @@ def write_quality(args, names, qualities):
     import hexagon_tpu_quality as quality
 
     graphs = [(name, path, qualities[path]) for path, name in zip(args.models, names) if path in qualities]
-    written = quality.write(args.output, graphs)
+    unmeasured = [name for path, name in zip(args.models, names) if path not in qualities]
+    written = quality.write(args.output, graphs, unmeasured)
     if written:
         say("info", f"quality figures: {written}")
 

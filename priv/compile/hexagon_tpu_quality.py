@@ -63,22 +63,15 @@ def split(samples):
     return calibration, evaluation, source, warning
 
 
-def cpu_outputs(path, inputs, samples):
-    """(output names, [[array per output] per sample]): the model run by ORT's CPU EP with its
-    graph optimizations off, so the QDQ model computes exactly as written."""
-    import numpy as np
+def cpu_session(path):
+    """ORT's CPU EP with its graph optimizations off, so the QDQ model computes exactly as
+    written (fused, the CPU's int8 kernels round differently on different machines)."""
     import onnxruntime as ort
 
     so = ort.SessionOptions()
     so.log_severity_level = 3
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    names = [o.name for o in session.get_outputs()]
-    runs = []
-    for sample in samples:
-        feeds = {name: np.asarray(sample[name]).astype(dtype) for name, dtype, _shape in inputs}
-        runs.append([np.asarray(out) for out in session.run(None, feeds)])
-    return names, runs
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 
 
 def output_steps(qdq_path):
@@ -107,37 +100,59 @@ def output_steps(qdq_path):
     return steps
 
 
-def figures(refs, quants, step):
-    """SQNR (dB; None when the two are equal) and the share within one step (None without a
-    step) of one output over all samples."""
-    import numpy as np
+class Sums:
+    """One output's running sums over the samples: sum(ref^2), sum((ref - q)^2), the values
+    within one step and all values (one sample's arrays at a time: a detector's outputs over
+    many samples need not fit in memory together)."""
 
-    ref = np.concatenate([np.asarray(r, np.float64).ravel() for r in refs])
-    q = np.concatenate([np.asarray(v, np.float64).ravel() for v in quants])
-    error = ref - q
-    noise = float(np.sum(error * error))
-    signal = float(np.sum(ref * ref))
-    if noise == 0.0:
-        sqnr = None
-    elif signal == 0.0:
-        sqnr = -math.inf
-    else:
-        sqnr = 10.0 * math.log10(signal / noise)
-    within = float(np.mean(np.abs(error) <= step)) if step else None
-    return sqnr, within, int(ref.size)
+    def __init__(self, step):
+        self.step = step
+        self.signal = self.noise = 0.0
+        self.within = self.values = 0
+
+    def add(self, ref, q):
+        import numpy as np
+
+        ref = np.asarray(ref, np.float64).ravel()
+        error = ref - np.asarray(q, np.float64).ravel()
+        self.signal += float(np.dot(ref, ref))
+        self.noise += float(np.dot(error, error))
+        if self.step:
+            self.within += int(np.count_nonzero(np.abs(error) <= self.step))
+        self.values += ref.size
+
+    def sqnr(self):
+        """In dB; None when the two agree exactly."""
+        if self.noise == 0.0:
+            return None
+        if self.signal == 0.0:
+            return -math.inf
+        return 10.0 * math.log10(self.signal / self.noise)
+
+    def within_one_step(self):
+        return self.within / self.values if self.step and self.values else None
 
 
 def measure(float_path, qdq_path, inputs, samples):
     """[{name, sqnr_db, within_one_step, step, bits, values, meets_bar}] per output."""
-    names, refs = cpu_outputs(float_path, inputs, samples)
-    qnames, quants = cpu_outputs(qdq_path, inputs, samples)
+    import numpy as np
+
+    reference, quantized = cpu_session(float_path), cpu_session(qdq_path)
+    names = [o.name for o in reference.get_outputs()]
+    qnames = [o.name for o in quantized.get_outputs()]
+    # the quantizer keeps the graph's output names; by position otherwise
+    pick = [qnames.index(name) if name in qnames else i for i, name in enumerate(names)]
     steps = output_steps(qdq_path)
+    sums = [Sums(steps.get(qnames[j], (None, None))[0]) for j in pick]
+    for sample in samples:
+        feeds = {name: np.asarray(sample[name]).astype(dtype) for name, dtype, _shape in inputs}
+        refs, quants = reference.run(None, feeds), quantized.run(None, feeds)
+        for acc, ref, j in zip(sums, refs, pick):
+            acc.add(ref, quants[j])
     outputs = []
-    for i, name in enumerate(names):
-        # the quantizer keeps the graph's output names; by position otherwise
-        j = qnames.index(name) if name in qnames else i
+    for name, acc, j in zip(names, sums, pick):
         step, bits = steps.get(qnames[j], (None, None))
-        sqnr, within, count = figures([r[i] for r in refs], [q[j] for q in quants], step)
+        sqnr, within = acc.sqnr(), acc.within_one_step()
         outputs.append(
             {
                 "name": name,
@@ -145,7 +160,7 @@ def measure(float_path, qdq_path, inputs, samples):
                 "within_one_step": within,
                 "step": step,
                 "bits": bits,
-                "values": count,
+                "values": acc.values,
                 "meets_bar": meets_bar(sqnr, within, bits),
             }
         )
@@ -248,9 +263,10 @@ def path_of(bin_path):
     return bin_path + ".quality.json"
 
 
-def write(bin_path, graphs):
-    """<binary>.quality.json: graphs is [(graph name, model path, record)] of the float models;
-    with none (QDQ models only: no float reference) no file, and a stale one is removed."""
+def write(bin_path, graphs, unmeasured):
+    """<binary>.quality.json: graphs is [(graph name, model path, record)] of the float models,
+    unmeasured the graph names of the QDQ ones (no float reference); with no float model no
+    file, and a stale one is removed."""
     path = path_of(bin_path)
     if not graphs:
         if os.path.exists(path):
@@ -262,6 +278,7 @@ def write(bin_path, graphs):
         "bar": {"sqnr_db": BAR_SQNR_DB, "within_one_step": BAR_WITHIN},
         "measured_with": "ONNX Runtime CPU EP: the float model against the QDQ model",
         "graphs": [dict({"name": name, "model": os.path.basename(model)}, **record) for name, model, record in graphs],
+        "unmeasured": unmeasured,
     }
     with open(path + ".tmp", "w", encoding="utf-8") as f:
         json.dump(document, f, indent=2, allow_nan=False)
