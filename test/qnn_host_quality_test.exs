@@ -319,6 +319,24 @@ defmodule HexagonTpu.QnnHostQualityTest do
 
       assert inspect_output(bin) =~
                "quantization quality: (none recorded: no qdq_src.bin.quality.json)"
+
+      # a float graph and a QDQ graph in one binary: figures for the first, the second named
+      both = Path.join(Path.dirname(bin), "both.bin")
+      float = Path.join(dir, "outlier_channel.onnx")
+
+      {:ok, result} =
+        Compiler.compile([float, qdq], both,
+          force: true,
+          calibration: Path.join(dir, "calibration")
+        )
+
+      assert %{
+               "graphs" => [%{"name" => "outlier_channel"}],
+               "unmeasured" => ["outlier_channel_qdq"]
+             } = result.quality
+
+      assert inspect_output(both) =~
+               ~s(graph "outlier_channel_qdq": compiled from a QDQ model, no float reference to measure)
     end
   end
 
