@@ -194,16 +194,17 @@ def describe(output):
 
 def hint(activations):
     """What to try when a recipe is below the bar: only what this task and ORT's QNN tools offer."""
-    overrides = (
-        "keep only the tensors that need it at 16 bits: quantize with onnxruntime's get_qnn_qdq_config("
-        "..., init_overrides={'TENSOR': [{'quant_type': QuantType.QUInt16}]}) (its TensorQuantOverrides) "
-        "and compile that QDQ model as it is"
-    )
     if activations == "u8":
-        return f"try --activations u16 (or --min-sqnr {BAR_SQNR_DB:g} to take it only when needed), or {overrides}"
+        return (
+            f"try --activations u16 (or --min-sqnr {BAR_SQNR_DB:g} to take it only when needed), or keep only the "
+            "tensors that need it at 16 bits: quantize with onnxruntime's get_qnn_qdq_config(..., "
+            "init_overrides={'TENSOR': [{'quant_type': QuantType.QUInt16}]}) (its TensorQuantOverrides) and "
+            "compile that QDQ model as it is"
+        )
     return (
-        "16-bit activations are not enough: check that the calibration data look like the model's real "
-        f"inputs, or {overrides.replace('at 16 bits', 'at 16 bits with 16-bit weights (QuantType.QUInt16)')}"
+        "16-bit activations are not enough: check that the calibration data look like the model's real inputs "
+        "(their ranges set the steps), and find the layer that loses the signal by comparing the QDQ model "
+        "(--save-qdq) with the float one tensor by tensor"
     )
 
 
