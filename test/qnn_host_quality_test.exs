@@ -191,6 +191,28 @@ defmodule HexagonTpu.QnnHostQualityTest do
       assert_in_delta y["step"], scale, scale * 1.0e-6
     end
 
+    test "inputs unlike the calibration's: u16 below the bar too, and the warning says so",
+         %{outlier: dir} do
+      # the held-out inputs 20x the calibration range: the input's own steps clip them
+      far = Path.join(dir, "far_eval")
+      File.mkdir_p!(far)
+      scaled_npy!(Path.join([dir, "inputs", "x_0.npy"]), Path.join(far, "x_0.npy"), 20.0)
+
+      {result, _} = compile!(dir, "outlier_channel", "far.bin", activations: :u16, eval: far)
+
+      assert %{"graphs" => [%{"outputs" => [%{"meets_bar" => false, "sqnr_db" => sqnr}]}]} =
+               result.quality
+
+      assert sqnr < 20.0
+      assert [warning] = result.warnings
+      assert warning =~ "quantized with u16 activations, 1 output(s) below the quality bar"
+
+      assert warning =~
+               "16-bit activations are not enough: check that the calibration data look like the model's real inputs"
+
+      refute warning =~ "try --activations u16"
+    end
+
     test "few calibration samples: said, and still measured", %{outlier: dir} do
       few = Path.join(dir, "few")
       File.mkdir_p!(few)
@@ -375,6 +397,15 @@ defmodule HexagonTpu.QnnHostQualityTest do
   end
 
   defp floats(%{type: {:f, 32}, data: data}), do: for(<<f::float-32-little <- data>>, do: f)
+
+  # an f32 .npy file with every value times factor (the header kept as it is)
+  defp scaled_npy!(from, to, factor) do
+    bytes = File.read!(from)
+    %{type: {:f, 32}, data: data} = QnnHost.read_npy!(from)
+    header = binary_part(bytes, 0, byte_size(bytes) - byte_size(data))
+    scaled = for <<f::float-32-little <- data>>, into: <<>>, do: <<f * factor::float-32-little>>
+    File.write!(to, header <> scaled)
+  end
 
   defp sum_sq(list), do: Enum.reduce(list, 0.0, &(&1 * &1 + &2))
 end
