@@ -51,6 +51,24 @@ defmodule HexagonTpu.QnnHostQualityTest do
       refute text =~ "BELOW"
     end
 
+    test "bad options are named before anything runs", %{tmp_dir: tmp} do
+      model = Path.join(tmp, "m.onnx")
+      File.write!(model, "not looked at")
+      bin = Path.join(tmp, "bad.bin")
+      cal = [calibration: tmp]
+
+      assert {:error, "give activations or min_sqnr (which chooses the activations), not both"} =
+               Compiler.compile(model, bin, cal ++ [activations: :u8, min_sqnr: 20])
+
+      assert {:error, "the evaluation directory /nonexistent does not exist"} =
+               Compiler.compile(model, bin, cal ++ [eval: "/nonexistent"])
+
+      assert {:error, "invalid min_sqnr \"20\": expected a number of dB"} =
+               Compiler.compile(model, bin, cal ++ [min_sqnr: "20"])
+
+      refute File.exists?(bin)
+    end
+
     test "no file is :none; a broken one is named", %{tmp_dir: tmp} do
       bin = Path.join(tmp, "m.bin")
       assert Quality.read(bin) == :none
@@ -278,19 +296,10 @@ defmodule HexagonTpu.QnnHostQualityTest do
              }
     end
 
-    test "bad options are named", %{outlier: dir} do
+    test "an evaluation directory without the model's input is named", %{outlier: dir} do
       model = Path.join(dir, "outlier_channel.onnx")
       bin = Path.join(dir, "bad.bin")
       cal = [calibration: Path.join(dir, "calibration")]
-
-      assert {:error, "give activations or min_sqnr (which chooses the activations), not both"} =
-               Compiler.compile(model, bin, cal ++ [activations: :u8, min_sqnr: 20])
-
-      assert {:error, "the evaluation directory /nonexistent does not exist"} =
-               Compiler.compile(model, bin, cal ++ [eval: "/nonexistent"])
-
-      assert {:error, "invalid min_sqnr \"20\": expected a number of dB"} =
-               Compiler.compile(model, bin, cal ++ [min_sqnr: "20"])
 
       # an evaluation directory without the model's input: the same checks as calibration data
       empty = Path.join(dir, "empty_eval")
