@@ -50,7 +50,8 @@ defmodule HexagonTpu.Compiler do
           graphs: [Context.graph_info()],
           warnings: [String.t()],
           messages: [String.t()],
-          build_id: String.t()
+          build_id: String.t(),
+          quality: HexagonTpu.Quality.t() | nil
         }
 
   @type compile_option ::
@@ -61,6 +62,8 @@ defmodule HexagonTpu.Compiler do
           | {:calibration_method, :minmax | :entropy | :percentile | :distribution}
           | {:input_shape, %{String.t() => tuple() | [pos_integer()]} | [{String.t(), tuple()}]}
           | {:activations, :u8 | :u16}
+          | {:eval, Path.t()}
+          | {:min_sqnr, number()}
           | {:weights, :u8 | :s8}
           | {:io, :quantized | :float}
           | {:force, boolean()}
@@ -114,6 +117,9 @@ defmodule HexagonTpu.Compiler do
   Options (defaults in brackets): `:htp_arch` [68], `:soc_model` [35, the QCS6490],
   `:calibration` (a directory of `<input>_<n>.npy` files), `:random_calibration` (a sample
   count), `:activations` [`:u8`] or `:u16`, `:weights` [`:s8`] or `:u8` (per channel),
+  `:eval` (a directory like `:calibration`'s: the samples the quantization quality is measured
+  on, instead of every 5th calibration sample held out), `:min_sqnr` (a bar in dB: the
+  cheapest activations, u8 then u16, that meet it on every output; not with `:activations`),
   `:io` [`:quantized`] or `:float` (the graph's input and output types), `:force` [false]
   (overwrite `output`), `:save_qdq` / `:save_ctx` [false] (keep the quantized models and ORT's
   EP-context models beside `output`, as `<model>_qdq.onnx` and `<model>_ctx.onnx`),
@@ -159,6 +165,10 @@ defmodule HexagonTpu.Compiler do
 
   A model with QuantizeLinear/DequantizeLinear nodes is compiled as it is; a float model is
   quantized first and needs `:calibration` or `:random_calibration`.
+
+  The quantization quality of the float models (see `HexagonTpu.Quality`) is written beside
+  the binary as `<output>.quality.json` and returned in `:quality` (`nil` for QDQ models only);
+  figures below the bar are also in `:warnings`, with what to try.
   """
   @spec compile(Path.t() | [Path.t()], Path.t(), [compile_option()]) ::
           {:ok, result()} | {:error, String.t()}
@@ -171,7 +181,9 @@ defmodule HexagonTpu.Compiler do
         soc_model: 35,
         calibration: nil,
         random_calibration: nil,
-        activations: :u8,
+        activations: nil,
+        eval: nil,
+        min_sqnr: nil,
         weights: :s8,
         io: :quantized,
         force: false,
@@ -191,7 +203,8 @@ defmodule HexagonTpu.Compiler do
          :ok <- check_output(output, opts[:force]),
          {:ok, args} <- script_args(models, output, opts),
          {:ok, setup} <- Python.setup(progress: opts[:progress]),
-         {:ok, messages, warnings, build_id} <- run_script(setup.python, args, opts) do
+         {:ok, messages, warnings, build_id} <- run_script(setup.python, args, opts),
+         {:ok, quality} <- quality(output) do
       case read_back(output, setup.qnn_lib_dir) do
         {:ok, graphs} ->
           {:ok,
@@ -200,12 +213,20 @@ defmodule HexagonTpu.Compiler do
              graphs: graphs,
              warnings: warnings,
              messages: messages,
-             build_id: build_id
+             build_id: build_id,
+             quality: quality
            }}
 
         {:error, message} ->
           {:error, "wrote #{output}, but cannot load it back on #{setup.qnn_lib_dir}: #{message}"}
       end
+    end
+  end
+
+  defp quality(output) do
+    case HexagonTpu.Quality.read(output) do
+      :none -> {:ok, nil}
+      other -> other
     end
   end
 
@@ -232,7 +253,7 @@ defmodule HexagonTpu.Compiler do
   end
 
   defp script_args(models, output, opts) do
-    with {:ok, activations} <- choice(opts, :activations, [:u8, :u16]),
+    with {:ok, activations} <- activations(opts),
          {:ok, weights} <- choice(opts, :weights, [:u8, :s8]),
          {:ok, io} <- choice(opts, :io, [:quantized, :float]),
          {:ok, method} <-
@@ -241,6 +262,7 @@ defmodule HexagonTpu.Compiler do
          :ok <- positive(opts, :htp_arch),
          :ok <- positive(opts, :soc_model),
          :ok <- calibration(opts),
+         :ok <- evaluation(opts),
          {:ok, names} <- graph_names(opts[:graph_name], length(models)),
          {:ok, target} <- qairt_target(opts[:qairt_target]),
          {:ok, backend} <- qnn_sdk(opts[:qnn_sdk]) do
@@ -248,9 +270,12 @@ defmodule HexagonTpu.Compiler do
         [Path.join(Python.priv_dir(), @script) | Enum.map(models, &Path.expand/1)] ++
           ["-o", Path.expand(output)] ++
           ~w(--htp-arch #{opts[:htp_arch]} --soc-model #{opts[:soc_model]}) ++
-          ~w(--activations #{activations} --weights #{weights} --io #{io}) ++
+          if(activations, do: ["--activations", activations], else: []) ++
+          ~w(--weights #{weights} --io #{io}) ++
           ["--calibration-method", Atom.to_string(method)] ++
           Enum.flat_map(shapes, &["--input-shape", &1]) ++
+          if(opts[:eval], do: ["--eval", Path.expand(opts[:eval])], else: []) ++
+          if(opts[:min_sqnr], do: ["--min-sqnr", to_string(opts[:min_sqnr])], else: []) ++
           if(opts[:calibration], do: ["--calibration", Path.expand(opts[:calibration])], else: []) ++
           if(opts[:random_calibration],
             do: ["--random-calibration", to_string(opts[:random_calibration])],
@@ -394,6 +419,36 @@ defmodule HexagonTpu.Compiler do
           not (is_integer(opts[:random_calibration]) and opts[:random_calibration] > 0) ->
         {:error,
          "invalid random_calibration #{inspect(opts[:random_calibration])}: expected a positive count"}
+
+      true ->
+        :ok
+    end
+  end
+
+  # u8 unless given; --min-sqnr chooses it instead
+  defp activations(opts) do
+    cond do
+      opts[:activations] && opts[:min_sqnr] ->
+        {:error, "give activations or min_sqnr (which chooses the activations), not both"}
+
+      opts[:activations] ->
+        with {:ok, a} <- choice(opts, :activations, [:u8, :u16]), do: {:ok, Atom.to_string(a)}
+
+      opts[:min_sqnr] ->
+        {:ok, nil}
+
+      true ->
+        {:ok, "u8"}
+    end
+  end
+
+  defp evaluation(opts) do
+    cond do
+      opts[:eval] && not File.dir?(opts[:eval]) ->
+        {:error, "the evaluation directory #{opts[:eval]} does not exist"}
+
+      opts[:min_sqnr] != nil and not is_number(opts[:min_sqnr]) ->
+        {:error, "invalid min_sqnr #{inspect(opts[:min_sqnr])}: expected a number of dB"}
 
       true ->
         :ok

@@ -21,6 +21,11 @@ Calibration data: a directory of .npy files, one per sample and input, named
 other than letters, digits, '.', '_' and '-' replaced by '_'. Each array has exactly the
 input's shape.
 
+A float model's quantization is measured against the float model on ORT's CPU EP, on held-out
+calibration samples or --eval DIR (hexagon_tpu_quality.py): the figures are printed, warned
+about below the bar, and written beside the binary as <binary>.quality.json. --min-sqnr DB
+chooses the cheapest activations (u8, then u16) that meet DB on every output.
+
 On failure it prints one line, `hexagon_tpu_compile: error: ...`, on stderr and exits 1; nodes
 the HTP refuses are each named (more than a few: in <output>.refused.txt). <output>.names keeps
 the graph's name and the model's names of its inputs and outputs (ORT renames them in the
@@ -31,6 +36,7 @@ import argparse
 import contextlib
 import glob
 import logging
+import math
 import os
 import re
 import shutil
@@ -185,12 +191,13 @@ def is_qdq(model):
 # ---------------------------------------------------------------------------- calibration
 
 
-def load_calibration(directory, inputs):
-    """A list of samples ({input name: float32 array}), read from <input>_<n>.npy files."""
+def load_calibration(directory, inputs, kind="calibration"):
+    """A list of samples ({input name: float32 array}), read from <input>_<n>.npy files (kind:
+    "calibration", or "evaluation" for --eval DIR, names the data in errors)."""
     import numpy as np
 
     if not os.path.isdir(directory):
-        raise CompileError(f"calibration directory {directory} does not exist")
+        raise CompileError(f"{kind} directory {directory} does not exist")
     per_input = {}
     for name, _dtype, shape in inputs:
         pattern = re.compile(re.escape(file_stem(name)) + r"_(\d+)\.npy$")
@@ -201,7 +208,7 @@ def load_calibration(directory, inputs):
                 found[int(match.group(1))] = path
         if not found:
             raise CompileError(
-                f"calibration data for input '{name}' is missing: expected "
+                f"{kind} data for input '{name}' is missing: expected "
                 f"{os.path.join(directory, file_stem(name))}_<n>.npy files of shape {list(shape)}"
             )
         per_input[name] = found
@@ -211,7 +218,7 @@ def load_calibration(directory, inputs):
         if indices != counts[first]:
             missing = sorted(set(counts[first]) ^ set(indices))
             raise CompileError(
-                f"calibration samples {missing} lack a file for input '{name}' or '{first}' "
+                f"{kind} samples {missing} lack a file for input '{name}' or '{first}' "
                 "(every sample needs one .npy per input)"
             )
     samples = []
@@ -222,10 +229,10 @@ def load_calibration(directory, inputs):
             try:
                 array = np.load(path, allow_pickle=False)
             except Exception as error:  # noqa: BLE001 - report any unreadable file
-                raise CompileError(f"calibration file {path} cannot be read: {error}") from None
+                raise CompileError(f"{kind} file {path} cannot be read: {error}") from None
             if tuple(array.shape) != shape:
                 raise CompileError(
-                    f"calibration file {path} for input '{name}' has shape {list(array.shape)}, "
+                    f"{kind} file {path} for input '{name}' has shape {list(array.shape)}, "
                     f"expected {list(shape)}"
                 )
             sample[name] = array.astype(np.float32)
@@ -263,7 +270,7 @@ class Warnings(logging.Handler):
             self.messages.append(message)
 
 
-def quantize(path, out_path, samples, args, work, warnings):
+def quantize(path, out_path, samples, activations, args, work, warnings):
     """Quantizes the prepared float model at path: ORT's quantization pre-processing (folds
     constants; its result is always written), then its QNN pre-processing (which writes a model
     only when it fused something: otherwise its input is the one to quantize), then the QNN
@@ -285,7 +292,7 @@ def quantize(path, out_path, samples, args, work, warnings):
         prepared,
         Reader(),
         calibrate_method=getattr(CalibrationMethod, CALIBRATION_METHODS[args.calibration_method]),
-        activation_type=types[args.activations],
+        activation_type=types[activations],
         weight_type=types[args.weights],
         per_channel=True,
     )
@@ -636,6 +643,8 @@ def compile_models(args):
         raise CompileError(f"{args.output} already exists (use --force to overwrite it)")
     if args.calibration and args.random_calibration:
         raise CompileError("give --calibration DIR or --random-calibration N, not both")
+    if args.min_sqnr is not None and args.activations:
+        raise CompileError("give --activations or --min-sqnr (which chooses the activations), not both")
     stems = [os.path.splitext(os.path.basename(p))[0] for p in args.models]
     if len(set(stems)) != len(stems):
         raise CompileError(f"models need distinct file names, given {args.models}")
@@ -662,6 +671,7 @@ def compile_models(args):
         os.remove(refused_path(args))  # a list from an earlier failure
     with tempfile.TemporaryDirectory(prefix="hexagon_tpu_compile.", dir=out_dir) as work:
         ready = []
+        qualities = {}  # float model path -> its quality record (hexagon_tpu_quality)
         for path, stem in zip(args.models, stems):
             try:
                 model = onnx.load(path, load_external_data=False)
@@ -682,7 +692,9 @@ def compile_models(args):
             if qdq_model:
                 if args.calibration or args.random_calibration:
                     say("warning", f"{path} is already quantized (QDQ): calibration data is not used")
-                say("info", f"{path}: QDQ model, compiled as it is")
+                if args.eval or args.min_sqnr is not None:
+                    say("warning", f"{path} is already quantized (QDQ): no float reference, so no quality figures")
+                say("info", f"{path}: QDQ model, compiled as it is; no float reference to measure its quality against")
                 ready.append(path)
                 continue
             path, prepared = source, path
@@ -703,25 +715,31 @@ def compile_models(args):
                     "or --random-calibration N"
                 )
             qdq = os.path.join(work, f"{stem}_qdq.onnx")
-            say(
-                "info",
-                f"{path}: quantizing ({args.activations} activations, {args.weights} per-channel "
-                f"weights, {len(samples)} calibration samples, {args.calibration_method} calibration)",
-            )
-            warnings = Warnings()
-            logging.getLogger().addHandler(warnings)
-            with captured_output(args.verbose):
-                try:
-                    quantize(prepared, qdq, samples, args, work, warnings)
-                    error = None
-                except Exception as caught:  # noqa: BLE001 - report any quantizer failure
-                    error = caught
-                finally:
-                    logging.getLogger().removeHandler(warnings)
-            for message in warnings.messages:
-                say("warning", f"{path}: the quantizer: {message}")
-            if error is not None:
-                raise CompileError(f"quantizing {path} failed: {one_line(error)}")
+            samples, evaluation, evaluated_on = evaluation_samples(path, samples, inputs, args)
+
+            def quantize_with(activations):
+                say(
+                    "info",
+                    f"{path}: quantizing ({activations} activations, {args.weights} per-channel "
+                    f"weights, {len(samples)} calibration samples, {args.calibration_method} calibration)",
+                )
+                warnings = Warnings()
+                logging.getLogger().addHandler(warnings)
+                with captured_output(args.verbose):
+                    try:
+                        quantize(prepared, qdq, samples, activations, args, work, warnings)
+                        error = None
+                    except Exception as caught:  # noqa: BLE001 - report any quantizer failure
+                        error = caught
+                    finally:
+                        logging.getLogger().removeHandler(warnings)
+                for message in warnings.messages:
+                    say("warning", f"{path}: the quantizer: {message}")
+                if error is not None:
+                    raise CompileError(f"quantizing {path} failed: {one_line(error)}")
+
+            # measured against the rewritten float model: the one quantized, with static shapes
+            qualities[path] = measured(prepared, qdq, inputs, evaluation, evaluated_on, args, quantize_with)
             check_fp16(onnx.load(qdq, load_external_data=False), args.htp_arch, qdq)
             if args.save_qdq:
                 kept = os.path.join(out_dir, f"{stem}_qdq.onnx")
@@ -763,6 +781,7 @@ def compile_models(args):
         pairs = graph_names(ctx_paths, names)
         os.replace(made, args.output)
         write_names(args.output, pairs)
+        write_quality(args, names, qualities)
         say("info", f"build id {written_id}")
         for name, qnn, _tensors in pairs:
             say("info", f"graph {name} (QNN graph {qnn})")
@@ -770,6 +789,48 @@ def compile_models(args):
             for ctx, stem in zip(ctx_paths, stems):
                 say("info", f"ORT's EP-context model: {save_ctx(ctx, args.output, stem)}")
     say("info", f"wrote {args.output}")
+
+
+def evaluation_samples(path, samples, inputs, args):
+    """(calibration samples, evaluation samples, where these come from): --eval DIR, or some of
+    the calibration samples held out (hexagon_tpu_quality.split)."""
+    import hexagon_tpu_quality as quality
+
+    if args.eval:
+        return samples, load_calibration(args.eval, inputs, "evaluation"), f"--eval {args.eval}"
+    if args.random_calibration:
+        # more samples of the same seeded stream: the calibration keeps all N it was asked for
+        count = args.random_calibration
+        extra = max(1, count // 4)
+        evaluation = random_calibration(inputs, count + extra)[count:]
+        return samples, evaluation, f"{extra} more random sample(s) (uniform in [-1, 1])"
+    calibration, evaluation, source, warning = quality.split(samples)
+    if warning:
+        say("warning", f"{path}: {warning}")
+    return calibration, evaluation, source
+
+
+def measured(path, qdq, inputs, evaluation, source, args, quantize_with):
+    """Quantizes (once, or per candidate with --min-sqnr) and measures against the float model."""
+    import hexagon_tpu_quality as quality
+
+    try:
+        record = quality.choose(path, qdq, inputs, evaluation, source, args, quantize_with, say)
+    except quality.QualityError as error:
+        raise CompileError(str(error)) from None
+    for warning in record["warnings"]:
+        say("warning", warning)
+    return record
+
+
+def write_quality(args, names, qualities):
+    import hexagon_tpu_quality as quality
+
+    graphs = [(name, path, qualities[path]) for path, name in zip(args.models, names) if path in qualities]
+    unmeasured = [name for path, name in zip(args.models, names) if path not in qualities]
+    written = quality.write(args.output, graphs, unmeasured)
+    if written:
+        say("info", f"quality figures: {written}")
 
 
 def parse(argv):
@@ -780,10 +841,12 @@ def parse(argv):
     parser.add_argument("--soc-model", type=int, default=35, help="QNN SoC model id (QCS6490: 35)")
     parser.add_argument("--calibration", metavar="DIR", help="calibration data: <input>_<n>.npy files")
     parser.add_argument("--random-calibration", type=int, metavar="N", help="quantize with N random samples")
-    parser.add_argument("--activations", choices=["u8", "u16"], default="u8")
+    parser.add_argument("--activations", choices=["u8", "u16"], help="activation type of a float model (default u8)")
     parser.add_argument("--weights", choices=["u8", "s8"], default="s8", help="per-channel weight type")
     parser.add_argument("--calibration-method", choices=sorted(CALIBRATION_METHODS), default="minmax", help="how ORT's calibrator picks the ranges")
     parser.add_argument("--input-shape", action="append", metavar="NAME=DxD...", help="the static shape of a dynamic input (repeatable)")
+    parser.add_argument("--eval", metavar="DIR", help="measure the quantization on these samples (<input>_<n>.npy) instead of held-out calibration samples")
+    parser.add_argument("--min-sqnr", type=float, metavar="DB", help="choose the cheapest activations (u8, then u16) whose SQNR meets DB on every output")
     parser.add_argument("--io", choices=["quantized", "float"], default="quantized", help="graph I/O types")
     parser.add_argument("--save-qdq", action="store_true", help="keep quantized models as <model>_qdq.onnx beside the output")
     parser.add_argument("--save-ctx", action="store_true", help="write ORT's EP-context models, <model>_ctx.onnx, beside the output")
@@ -798,6 +861,8 @@ def parse(argv):
         parser.error("give MODEL.onnx ... -o OUTPUT.bin")
     if args.random_calibration is not None and args.random_calibration <= 0:
         parser.error("--random-calibration needs a positive count")
+    if args.min_sqnr is not None and not math.isfinite(args.min_sqnr):
+        parser.error("--min-sqnr needs a finite number of dB")
     return args
 
 

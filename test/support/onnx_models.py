@@ -362,6 +362,34 @@ MODELS = {
 }
 
 
+# Models of the quantization-quality tests (test/qnn_host_quality_test.exs).
+
+
+def outlier_channel(rng):
+    """Conv -> Conv on [1, 4, 8, 8] whose middle activation has one channel 300x the others (an
+    outlier channel, as real networks have), which the second conv ignores: 8-bit activation
+    steps of the whole range swamp the small channels that make the output; 16-bit ones keep them."""
+    w1 = rng.standard_normal([8, 4, 3, 3]).astype(np.float32) * 0.25
+    w1[0] *= 300.0
+    w2 = rng.standard_normal([4, 8, 1, 1]).astype(np.float32) * 0.5
+    w2[:, 0] = 0.0
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["h"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["h", "w2", "b2"], ["y"], name="conv2"),
+    ]
+    inits = [
+        numpy_helper.from_array(w1, "w1"),
+        init(rng, "b1", [8], 0.1),
+        numpy_helper.from_array(w2, "w2"),
+        init(rng, "b2", [4], 0.1),
+    ]
+    graph = helper.make_graph(nodes, "outlier_channel", [value("x", [1, 4, 8, 8])], [value("y", [1, 4, 8, 8])], inits)
+    return helper.make_model(graph, opset_imports=OPSET), (-1.0, 1.0)
+
+
+MODELS.update({f.__name__: f for f in [outlier_channel]})
+
+
 def write_model(name, directory):
     rng = np.random.default_rng(zlib.crc32(name.encode()))
     model, (low, high) = MODELS[name](rng)

@@ -36,6 +36,10 @@ defmodule Mix.Tasks.HexagonTpu.Compile do
     * `--input-shape NAME=1x3x640x640` - the static shape to compile a dynamic input for
       (repeatable, one per input); the HTP needs static shapes
     * `--activations u8|u16` - activation type of a float model (default u8)
+    * `--min-sqnr DB` - choose the activations instead: u8, else u16, the first whose SQNR
+      (below) is at least DB on every output; an error naming the figures when neither is
+    * `--eval DIR` - measure the quantization quality on these samples (same layout as
+      `--calibration`) instead of every 5th calibration sample, held out of the calibration
     * `--weights u8|s8` - per-channel weight type of a float model (default s8)
     * `--io quantized|float` - the graph's input and output types: quantized (default: u8/u16
       tensors that this package quantizes and dequantizes on the host), or float (f32 tensors,
@@ -71,6 +75,16 @@ defmodule Mix.Tasks.HexagonTpu.Compile do
   Progress goes to stderr. Scripts should pick the lines by their prefix, e.g.
   `mix hexagon_tpu.compile --setup | sed -n 's/^qnn_lib_dir: //p'`.
 
+  ## Quantization quality
+
+  After quantizing a float model, the task runs the float model and the quantized (QDQ) one
+  with ONNX Runtime's CPU EP on samples the calibration did not see, and prints per output the
+  SQNR (dB) and the share of values within one quantization step of the output. Below the bar
+  (SQNR 20 dB; half the values within one step, for 8-bit outputs) it warns and says what to try. The
+  figures measure the quantization recipe, not the HTP, and are written beside the binary as
+  `MODEL.bin.quality.json`, which `mix hexagon_tpu.inspect MODEL.bin` shows. A QDQ model has
+  no float reference: no figures. See docs/models.md, "Quantization quality".
+
   Errors are printed as one line and the task exits with status 1.
   """
 
@@ -85,6 +99,8 @@ defmodule Mix.Tasks.HexagonTpu.Compile do
     calibration: :string,
     random_calibration: :integer,
     activations: :string,
+    eval: :string,
+    min_sqnr: :float,
     weights: :string,
     io: :string,
     force: :boolean,
@@ -148,8 +164,15 @@ defmodule Mix.Tasks.HexagonTpu.Compile do
 
     case Compiler.compile(models, output, opts) do
       {:ok, result} ->
-        Mix.shell().info("wrote #{output} (QAIRT #{result.build_id}) and #{output}.names")
+        # warnings and (with --verbose) ORT's output came through log/1 as they came
+        sidecars =
+          if result.quality,
+            do: ", #{output}.names and #{output}.quality.json",
+            else: " and #{output}.names"
+
+        Mix.shell().info("wrote #{output} (QAIRT #{result.build_id})#{sidecars}")
         Mix.shell().info(Compiler.describe(result.graphs))
+        if result.quality, do: Mix.shell().info(HexagonTpu.Quality.format(result.quality))
 
       {:error, message} ->
         fail(message)

@@ -5,6 +5,9 @@ defmodule Mix.Tasks.HexagonTpu.Inspect do
   Prints what a QNN context binary says about itself, read with the QnnSystem library alone
   (no backend, no device): the QAIRT build that made it, API and blob versions, backend, SoC
   model, HTP arch, VTCM size, every graph's inputs and outputs, and which runtimes it loads on.
+  When `MODEL.bin.quality.json` lies beside it (`mix hexagon_tpu.compile` writes it for a
+  float model it quantized), also the quantization quality measured then, per output
+  (`HexagonTpu.Quality`).
 
       mix hexagon_tpu.inspect MODEL.bin [--system-lib PATH]
 
@@ -26,8 +29,27 @@ defmodule Mix.Tasks.HexagonTpu.Inspect do
     inspect_opts = if opts[:system_lib], do: [system_lib_path: opts[:system_lib]], else: []
 
     case HexagonTpu.inspect_model(hd(args), inspect_opts) do
-      {:ok, info} -> Mix.shell().info(HexagonTpu.ModelInfo.format(info))
-      {:error, error} -> Mix.raise(Exception.message(error))
+      {:ok, info} ->
+        Mix.shell().info(HexagonTpu.ModelInfo.format(info))
+        quality(hd(args))
+
+      {:error, error} ->
+        Mix.raise(Exception.message(error))
+    end
+  end
+
+  defp quality(binary) do
+    case HexagonTpu.Quality.read(binary) do
+      {:ok, figures} ->
+        Mix.shell().info(HexagonTpu.Quality.format(figures))
+
+      :none ->
+        Mix.shell().info(
+          "  quantization quality: (none recorded: no #{Path.basename(HexagonTpu.Quality.path(binary))})"
+        )
+
+      {:error, message} ->
+        Mix.shell().error("warning: " <> message)
     end
   end
 end
