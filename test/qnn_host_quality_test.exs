@@ -97,7 +97,7 @@ defmodule HexagonTpu.QnnHostQualityTest do
       assert Enum.any?(
                progress,
                &(&1 =~
-                   "quantizing (u8 activations, s8 per-channel weights, 7 calibration samples)")
+                   "quantizing (u8 activations, s8 per-channel weights, 7 calibration samples, minmax calibration)")
              )
 
       assert %{"graphs" => [graph]} = result.quality

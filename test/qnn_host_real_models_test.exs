@@ -58,7 +58,10 @@ defmodule HexagonTpu.QnnHostRealModelsTest do
     shape: {1, 3, 128, 128},
     # MediaPipe's face detection: RGB stretched to 128x128, values in [-1, 1]
     preprocess: [mean: 0.5, std: 0.5],
-    compile: []
+    # 16-bit activations, as the task's quality figures say: with u8 the regressors measure
+    # 15.5-15.7 dB and the classificators 7.5-10.8 dB (below its 20 dB bar) and the astronaut's
+    # box comes back at IoU 0.89; with u16, 0.95 and 0.96 (measured)
+    compile: [activations: :u16]
   }
 
   @models %{
@@ -114,7 +117,10 @@ defmodule HexagonTpu.QnnHostRealModelsTest do
         RealModels.samples!(setup, inputs, m.eval, info, m.preprocess)
         started = System.monotonic_time(:millisecond)
 
-        opts = [calibration: Path.join(out, "calibration"), save_ctx: true] ++ m.compile
+        # the evaluation images measure the quantization (the task's quality figures), so every
+        # calibration image calibrates (none is held out)
+        opts =
+          [calibration: Path.join(out, "calibration"), eval: inputs, save_ctx: true] ++ m.compile
 
         case Compiler.compile(model, bin, opts) do
           {:ok, _} ->
@@ -185,9 +191,9 @@ defmodule HexagonTpu.QnnHostRealModelsTest do
           )
 
           assert iou >= 0.9, "#{image}: best IoU #{iou} with the float model's face #{inspect(f)}"
-          # measured: the quantized face scores 0.24 to 0.34 below the float model's (u8 and u16
-          # activations alike, by calibration set), still above the 0.5 threshold; more fails
-          assert abs(d.score - f.score) <= 0.4
+          # measured with u16: the astronaut's face 0.19 below the float model's score, the
+          # cameraman's 0.01 above
+          assert abs(d.score - f.score) <= 0.25
         end
       end
     end

@@ -208,9 +208,9 @@ def hint(activations):
     )
 
 
-def choose(model_path, qdq_path, inputs, evaluation, source, args, quantize, say):
-    """Quantizes model_path into qdq_path (quantize(activations)) and measures it on the
-    evaluation samples (chosen as `source` says); with args.min_sqnr, tries u8 then u16
+def choose(model_path, qdq_path, inputs, evaluation, source, args, quantize, say, reference=None):
+    """Quantizes model_path into qdq_path (quantize(activations)) and measures it against the
+    float model `reference` (default: model_path; messages name model_path) on the evaluation samples (chosen as `source` says); with args.min_sqnr, tries u8 then u16
     activations and keeps the first whose every output meets it. Returns this graph's record
     for the sidecar."""
     min_sqnr = getattr(args, "min_sqnr", None)
@@ -218,7 +218,7 @@ def choose(model_path, qdq_path, inputs, evaluation, source, args, quantize, say
     tried = []
     for activations in candidates:
         quantize(activations)
-        outputs = measure(model_path, qdq_path, inputs, evaluation)
+        outputs = measure(reference or model_path, qdq_path, inputs, evaluation)
         worst = worst_sqnr(outputs)
         tried.append({"activations": activations, "weights": args.weights, "min_sqnr_db": finite(worst)})
         for output in outputs:

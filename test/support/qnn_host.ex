@@ -153,7 +153,9 @@ defmodule HexagonTpu.Test.QnnHost do
   """
   def reference!(model, inputs, backend, opts \\ []) do
     raw? = Keyword.get(opts, :raw, false)
-    tag = "#{Path.basename(model, ".onnx")}_#{backend}#{if raw?, do: "_raw"}"
+    # one run per model file and inputs directory (two binaries of one model share a basename)
+    where = :erlang.phash2({Path.expand(model), Path.expand(inputs)})
+    tag = "#{Path.basename(model, ".onnx")}_#{backend}#{if raw?, do: "_raw"}_#{where}"
     out = Path.join([dir(), "reference", tag])
 
     once(Path.join(out, "0_0.npy"), fn ->
