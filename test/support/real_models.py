@@ -11,6 +11,8 @@ Run with the venv of `mix hexagon_tpu.compile` (test/support/real_models.ex call
                                                   detector, as the wheel ships it
           images/<name>.npy                       scikit-image 0.25.2's sample PNGs, u8 {h, w, 3} RGB,
                                                   and lfw_<n>.npy: the first faces of its lfw_subset.npy
+          site/                                   the pip-installed pins (tflite2onnx, tflite,
+                                                  opencv-python-headless's cv2), for PYTHONPATH
         and prints `dir: PATH`, then each step's time as `time <step>: <seconds>`
 
     python real_models.py example --cache DIR --out OUT
@@ -223,7 +225,6 @@ def setup(args):
                 face = np.round(faces[n] * 255).astype(np.uint8)
                 np.save(os.path.join(images, f"lfw_{n}.npy"), np.repeat(face[..., None], 3, axis=2))
         print(f"time images: {time.monotonic() - started:.1f}")
-        shutil.rmtree(site)
         os.remove(tflite)
         os.replace(tmp, out)
     except BaseException:
