@@ -153,7 +153,12 @@ defmodule HexagonTpu.Test.QnnHost do
   """
   def reference!(model, inputs, backend, opts \\ []) do
     raw? = Keyword.get(opts, :raw, false)
-    tag = "#{Path.basename(model, ".onnx")}_#{backend}#{if raw?, do: "_raw"}"
+    # kept by model file and inputs: one model run on two input sets (BlazeFace on each of its
+    # photographs) must not be handed the first set's outputs
+    tag =
+      "#{Path.basename(model, ".onnx")}_#{backend}#{if raw?, do: "_raw"}_" <>
+        Integer.to_string(:erlang.phash2({Path.expand(model), Path.expand(inputs)}), 36)
+
     out = Path.join([dir(), "reference", tag])
 
     once(Path.join(out, "0_0.npy"), fn ->
