@@ -240,9 +240,7 @@ defmodule HexagonTpu.ExampleFaceBoxesTest do
   # the float model as shipped, on ONNX Runtime CPU, on the astronaut preprocessed as the
   # example does (stretched to 128 x 128, [-1, 1]); its box in the image's pixels
   defp float_face!(setup, dir, w, h) do
-    # a model file of its own name: QnnHost.reference!/3 keeps outputs by the model's name
-    model = Path.join(dir, "face_boxes_float.onnx")
-    File.cp!(RealModels.model(setup, "face_detection_short_range.onnx"), model)
+    model = RealModels.model(setup, "face_detection_short_range.onnx")
     info = RealModels.float_input("input", {1, 3, 128, 128})
 
     inputs =
