@@ -1,8 +1,8 @@
 # HexagonTpu.Postprocess against the same definitions in numpy, in one run: YOLOv8n at 640
 # (8400 candidates x 80 classes, {1, 84, 8400}) decoded and suppressed, the same boxes and
 # scores through nms/3 ({8400, 4} xyxy and {8400, 80}), BlazeFace's SSD head, a 512x512
-# 21-class mask, and a 1000-class top 5 with softmax.
-# Prints figures; asserts nothing.
+# 21-class mask, and a 1000-class top 5 with softmax; the nms rows against OpenCV's
+# dnn.NMSBoxesBatched too. Prints figures; asserts nothing.
 #
 #   mix run bench/postprocess.exs [RUNS]
 #
@@ -89,18 +89,56 @@ boxes_file = ~s("#{file.("boxes", f32.(boxes_xyxy))}")
 scores_file = ~s("#{file.("scores", f32.(scores_nc))}")
 logits_file = ~s("#{file.("logits", f32.(logits))}")
 
-IO.puts("#{runs} runs each (numpy: a quarter of them, at least 3), median ms")
-IO.puts(String.pad_trailing("case", 58) <> String.pad_leading("ours", 9) <> String.pad_leading("numpy", 10))
+# OpenCV's cv2.dnn.NMSBoxesBatched for the nms rows (numpy turning the {N, 4} xyxy boxes and
+# {N, C} scores into its inputs first: x, y, w, h and each box's best class and score), with the
+# opencv-python-headless test/support/real_models.py installs into the cache
+# (test/support/opencv_reference.py, timed inside Python)
+opencv_site =
+  if python do
+    script = Path.expand("../test/support/real_models.py", __DIR__)
 
-row = fn label, ours, numpy ->
-  shown = if numpy, do: :erlang.float_to_binary(numpy, decimals: 2), else: "-"
+    case System.cmd(python, [script, "setup", "--cache", HexagonTpu.Compiler.cache_dir()],
+           stderr_to_stdout: true
+         ) do
+      {out, 0} -> Path.join(List.last(Regex.run(~r/^dir: (.+)$/m, out)), "site")
+      {_, _} -> nil
+    end
+  end
 
+opencv_nms_ms = fn boxes_path, scores_path, thr ->
+  if opencv_site do
+    script = Path.expand("../test/support/opencv_reference.py", __DIR__)
+    args = Enum.map([boxes_path, scores_path, n, c, thr, max(div(runs, 4), 3)], &to_string/1)
+
+    {out, 0} =
+      System.cmd(python, [script, "bench-nms" | args], env: [{"PYTHONPATH", opencv_site}])
+
+    String.to_float(String.trim(out))
+  end
+end
+
+IO.puts("#{runs} runs each (numpy, OpenCV: a quarter of them, at least 3), median ms")
+
+IO.puts(
+  String.pad_trailing("case", 58) <>
+    String.pad_leading("ours", 9) <>
+    String.pad_leading("numpy", 10) <> String.pad_leading("opencv", 10)
+)
+
+shown = fn
+  nil -> "-"
+  ms -> :erlang.float_to_binary(ms, decimals: 2)
+end
+
+row_cv = fn label, ours, numpy, opencv ->
   IO.puts(
     String.pad_trailing(label, 58) <>
-      String.pad_leading(:erlang.float_to_binary(ours, decimals: 2), 9) <>
-      String.pad_leading(shown, 10)
+      String.pad_leading(shown.(ours), 9) <>
+      String.pad_leading(shown.(numpy), 10) <> String.pad_leading(shown.(opencv), 10)
   )
 end
+
+row = fn label, ours, numpy -> row_cv.(label, ours, numpy, nil) end
 
 for thr <- [0.25, 0.5] do
   kept = Postprocess.yolov8!({output, {1, 4 + c, n}}, score_threshold: thr)
@@ -125,6 +163,13 @@ for thr <- [0.25, 0.5] do
     )
 
   row.("nms {8400, 4} x {8400, 80}, score > #{thr} (#{length(kept)} kept)", ours, numpy)
+
+  # without a limit on the kept boxes, as OpenCV's NMSBoxesBatched works (its top_k limits the
+  # candidates, not the kept boxes): the same work on both sides
+  kept = Postprocess.nms!(b, s, score_threshold: thr, max_detections: nil)
+  ours = time_ms.(fn -> Postprocess.nms!(b, s, score_threshold: thr, max_detections: nil) end)
+  opencv = opencv_nms_ms.(String.trim(boxes_file, "\""), String.trim(scores_file, "\""), thr)
+  row_cv.("nms, the same, no limit (#{length(kept)} kept)", ours, nil, opencv)
 end
 
 # BlazeFace's front head: 896 anchors x 16 values, logits

@@ -1,8 +1,8 @@
 # HexagonTpu.Preprocess against the same steps done separately in Nx and in numpy, in one run:
 # a 1280x720 RGB frame (HWC u8) to a 224x224 and a 640x640 model input, NHWC u8 quantized
 # (ImageNet mean and std), nearest and bilinear; then NV12 frames (1280x720, 1920x1080) to
-# 640x640 (letterbox) and 224x224 beside RGB frames of the same size. Prints figures; asserts
-# nothing.
+# 640x640 (letterbox) and 224x224 beside RGB frames of the same size and beside OpenCV
+# (cvtColor + resize + numpy). Prints figures; asserts nothing.
 #
 #   mix run bench/preprocess.exs [RUNS]
 #
@@ -171,13 +171,49 @@ for size <- [224, 640], resize <- [:nearest, :bilinear] do
 end
 
 # Camera frames as V4L2 hands them over: NV12 (BT.601 limited range), converted per pixel inside
-# the same pass, beside the RGB frame of the same size. A comparison against OpenCV's cvtColor +
-# resize + numpy is a follow-up (OpenCV is not in the QNN venv).
+# the same pass, beside the RGB frame of the same size, and beside OpenCV doing the steps apart
+# (cvtColor, resize, copyMakeBorder for the letterbox, then numpy's normalization and
+# quantization: test/support/opencv_reference.py, with the opencv-python-headless that
+# test/support/real_models.py installs into the cache, timed inside Python).
+opencv_site =
+  if python do
+    script = Path.expand("../test/support/real_models.py", __DIR__)
+
+    case System.cmd(python, [script, "setup", "--cache", HexagonTpu.Compiler.cache_dir()],
+           stderr_to_stdout: true
+         ) do
+      {out, 0} ->
+        Path.join(List.last(Regex.run(~r/^dir: (.+)$/m, out)), "site")
+
+      {out, _} ->
+        IO.puts("OpenCV: not set up: #{String.trim(out)}")
+        nil
+    end
+  end
+
+opencv_ms = fn fw, fh, size, fit, resize ->
+  if opencv_site do
+    script = Path.expand("../test/support/opencv_reference.py", __DIR__)
+    args = Enum.map([fw, fh, size, size, fit, resize, runs], &to_string/1)
+
+    {out, 0} =
+      System.cmd(python, [script, "bench-preprocess" | args], env: [{"PYTHONPATH", opencv_site}])
+
+    String.to_float(String.trim(out))
+  end
+end
+
 IO.puts(
   "\nNV12 vs RGB frames of the same size -> NHWC u8 (ImageNet mean/std); median ms, #{runs} runs"
 )
 
-IO.puts("frame      target   fit        resize     rgb(ms)   nv12(ms)  nv12/rgb")
+IO.puts(
+  "OpenCV: #{if opencv_site, do: "cvtColor + resize (+ copyMakeBorder) + numpy, its default threads", else: "not installed"}"
+)
+
+IO.puts(
+  "frame      target   fit        resize     rgb(ms)   nv12(ms)  nv12/rgb  opencv(ms) opencv/nv12"
+)
 
 :rand.seed(:exsss, 7)
 
@@ -195,11 +231,13 @@ for {fw, fh} <- [{1280, 720}, {1920, 1080}] do
         {:ok, _} = Preprocess.image(nv12, target, [pixel_format: :nv12] ++ opts)
       end)
 
+    cv = opencv_ms.(fw, fh, size, fit, resize)
+
     IO.puts(
       "#{String.pad_trailing("#{fw}x#{fh}", 10)} #{String.pad_trailing("#{size}x#{size}", 8)} " <>
         "#{String.pad_trailing(Atom.to_string(fit), 10)} " <>
         "#{String.pad_trailing(Atom.to_string(resize), 9)} #{show.(ours)}  #{show.(yuv)}  " <>
-        "#{ratio.(yuv, ours)}"
+        "#{ratio.(yuv, ours)}  #{show.(cv)}  #{ratio.(cv, yuv)}"
     )
   end
 end

@@ -4,8 +4,8 @@
 #   bench/scheduling.exs        a fast model's latency while a slow one is saturated, and VM ping
 #   bench/profile.exs           an execute's cost with profiling off, 1 in 100, every execute
 #   qnn_tests example load_rss  peak RSS a load adds, against the file's size
-#   bench/preprocess.exs        HexagonTpu.Preprocess against the same steps in numpy (and Nx)
-#   bench/postprocess.exs       HexagonTpu.Postprocess (YOLOv8n, NMS, SSD, mask, top k) against numpy
+#   bench/preprocess.exs        HexagonTpu.Preprocess against the same steps in numpy (and Nx), and OpenCV
+#   bench/postprocess.exs       HexagonTpu.Postprocess (YOLOv8n, NMS, SSD, mask, top k) against numpy, NMS against OpenCV
 #   bench/throughput.exs        synchronous against asynchronous pipelined throughput, 1 ms executes
 #
 #   bash bench/run.sh                 all of the above, and the kernels' table below first when

@@ -42,6 +42,9 @@ defmodule HexagonTpu.Test.RealModels do
 
   def model(setup, file), do: Path.join([setup.dir, "models", file])
 
+  @doc "The set-up's pip-installed pins (tflite2onnx, cv2), for PYTHONPATH."
+  def site(setup), do: Path.join(setup.dir, "site")
+
   @doc "A sample image as {rgb bytes, width, height}."
   def image!(setup, name) do
     %{type: {:u, 8}, shape: {h, w, 3}, data: data} =

