@@ -8,8 +8,7 @@ defmodule HexagonTpu.ExampleFaceBoxesTest do
 
   Code.require_file("../examples/png.ex", __DIR__)
   alias HexagonTpu.Examples.PNG
-  alias HexagonTpu.Postprocess
-  alias HexagonTpu.Test.{QnnHost, RealModels}
+  alias HexagonTpu.Test.{BlazeFace, QnnHost, RealModels}
 
   @example Path.expand("../examples/face_boxes.exs", __DIR__)
 
@@ -252,29 +251,7 @@ defmodule HexagonTpu.ExampleFaceBoxesTest do
     %{outputs: [outputs]} = QnnHost.reference!(model, inputs, :cpu)
     by_shape = Map.new(outputs, &{&1.shape, &1.data})
 
-    [face] =
-      Postprocess.ssd!(
-        {by_shape[{1, 896, 16}], {1, 896, 16}},
-        {by_shape[{1, 896, 1}], {1, 896, 1}},
-        anchors: [
-          num_layers: 4,
-          input_size_width: 128,
-          input_size_height: 128,
-          min_scale: 0.1484375,
-          max_scale: 0.75,
-          strides: [8, 16, 16, 16],
-          fixed_anchor_size: true
-        ],
-        x_scale: 128,
-        y_scale: 128,
-        w_scale: 128,
-        h_scale: 128,
-        reverse_output_order: true,
-        sigmoid_score: true,
-        score_clipping_thresh: 100,
-        score_threshold: 0.5,
-        iou_threshold: 0.3
-      )
+    [face] = BlazeFace.faces!(by_shape)
 
     {x1, y1, x2, y2} = face.box
     %{face | box: {x1 * w, y1 * h, x2 * w, y2 * h}}

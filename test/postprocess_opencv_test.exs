@@ -18,7 +18,7 @@ defmodule HexagonTpu.PostprocessOpencvTest do
   @moduletag timeout: 300_000
 
   alias HexagonTpu.Postprocess
-  alias HexagonTpu.Test.{JSON, QnnHost, RealModels}
+  alias HexagonTpu.Test.{BlazeFace, JSON, QnnHost, RealModels}
 
   setup_all do
     setup = RealModels.setup!()
@@ -82,25 +82,7 @@ defmodule HexagonTpu.PostprocessOpencvTest do
 
         # every candidate decoded, none suppressed (IoU > 1 never holds), in input pixels
         candidates =
-          Postprocess.ssd!(
-            {by_shape[{1, 896, 16}], {1, 896, 16}},
-            {by_shape[{1, 896, 1}], {1, 896, 1}},
-            anchors: [
-              num_layers: 4,
-              input_size_width: 128,
-              input_size_height: 128,
-              min_scale: 0.1484375,
-              max_scale: 0.75,
-              strides: [8, 16, 16, 16],
-              fixed_anchor_size: true
-            ],
-            x_scale: 128,
-            y_scale: 128,
-            w_scale: 128,
-            h_scale: 128,
-            reverse_output_order: true,
-            sigmoid_score: true,
-            score_clipping_thresh: 100,
+          BlazeFace.faces!(by_shape,
             score_threshold: threshold,
             iou_threshold: 1.0,
             max_detections: nil

@@ -6,6 +6,7 @@ defmodule HexagonTpu.PostprocessTest do
 
   alias HexagonTpu.{Error, Postprocess}
   alias HexagonTpu.Postprocess.Detection
+  alias HexagonTpu.Test.BlazeFace
 
   # Nx is optional: the :nx tests run where it is loaded.
   @compile {:no_warn_undefined, [Nx]}
@@ -101,19 +102,9 @@ defmodule HexagonTpu.PostprocessTest do
     end
   end
 
-  @blazeface [
-    num_layers: 4,
-    input_size_width: 128,
-    input_size_height: 128,
-    min_scale: 0.1484375,
-    max_scale: 0.75,
-    strides: [8, 16, 16, 16],
-    fixed_anchor_size: true
-  ]
-
   describe "SSD" do
     test "BlazeFace's anchors, and a head decoded against them" do
-      {:ok, {anchors, {896, 4}}} = Postprocess.ssd_anchors(@blazeface)
+      {:ok, {anchors, {896, 4}}} = Postprocess.ssd_anchors(BlazeFace.anchors())
       <<a0::binary-16, _::binary-496, a32::binary-16, _::binary>> = anchors
       assert a0 == f32([0.03125, 0.03125, 1, 1])
       # anchors 0 and 1 share the first cell: anchor 32 is the second of cell 16 (row 1)
@@ -130,7 +121,7 @@ defmodule HexagonTpu.PostprocessTest do
       scores = for i <- 0..(n - 1), do: if(i == 2, do: 3.0, else: -5.0)
 
       opts = [
-        anchors: @blazeface,
+        anchors: BlazeFace.anchors(),
         x_scale: 128,
         y_scale: 128,
         w_scale: 128,
@@ -151,7 +142,7 @@ defmodule HexagonTpu.PostprocessTest do
                {r(cx - 0.25), r(0.03125 - 0.125), r(cx + 0.25), r(0.03125 + 0.125)}
 
       assert_raise ArgumentError, ~r/:strides option must be a non-empty list/, fn ->
-        Postprocess.ssd_anchors(Keyword.put(@blazeface, :strides, []))
+        Postprocess.ssd_anchors(Keyword.put(BlazeFace.anchors(), :strides, []))
       end
 
       assert {:error,
@@ -410,7 +401,7 @@ defmodule HexagonTpu.PostprocessTest do
       ]
 
       anchor_cases =
-        for config <- [@blazeface, mobilenet] do
+        for config <- [BlazeFace.anchors(), mobilenet] do
           {:ok, {bytes, {n, 4}}} = Postprocess.ssd_anchors(config)
           got = for <<a::binary-16 <- bytes>>, do: for(<<v::float-32-little <- a>>, do: v)
           assert length(got) == n
@@ -428,7 +419,7 @@ defmodule HexagonTpu.PostprocessTest do
       ssd_cases =
         for reverse <- [true, false], iou <- [0.3, 0.5] do
           opts = [
-            anchors: @blazeface,
+            anchors: BlazeFace.anchors(),
             x_scale: 128,
             y_scale: 128,
             w_scale: 128,
@@ -450,7 +441,7 @@ defmodule HexagonTpu.PostprocessTest do
               n: n,
               coords: 16,
               classes: 1,
-              anchor_options: Map.new(@blazeface),
+              anchor_options: Map.new(BlazeFace.anchors()),
               x_scale: 128,
               y_scale: 128,
               w_scale: 128,

@@ -17,35 +17,10 @@ defmodule HexagonTpu.QnnHostRealModelsTest do
   @moduletag :qnn_host
   @moduletag timeout: 900_000
 
-  alias HexagonTpu.{Compiler, Graph, Postprocess, Preprocess, TensorInfo}
-  alias HexagonTpu.Test.{QnnHost, RealModels}
+  alias HexagonTpu.{Compiler, Graph, Preprocess, TensorInfo}
+  alias HexagonTpu.Test.{BlazeFace, QnnHost, RealModels}
 
   @calibration ~w(coffee chelsea motorcycle_left coins brick grass gravel color logo text horse moon cell ihc)
-
-  @blazeface_anchors [
-    num_layers: 4,
-    input_size_width: 128,
-    input_size_height: 128,
-    min_scale: 0.1484375,
-    max_scale: 0.75,
-    strides: [8, 16, 16, 16],
-    fixed_anchor_size: true
-  ]
-
-  # MediaPipe's face_detection_short_range graph: TensorsToDetectionsCalculator's options and
-  # its NonMaxSuppression (min_suppression_threshold 0.3)
-  @blazeface_decode [
-    anchors: @blazeface_anchors,
-    x_scale: 128,
-    y_scale: 128,
-    w_scale: 128,
-    h_scale: 128,
-    reverse_output_order: true,
-    sigmoid_score: true,
-    score_clipping_thresh: 100,
-    score_threshold: 0.5,
-    iou_threshold: 0.3
-  ]
 
   # BlazeFace: scikit-image holds two photographs of a face (the astronaut, the cameraman), and
   # the ranges of the score and box outputs are set by the faces calibration sees (without one
@@ -230,11 +205,7 @@ defmodule HexagonTpu.QnnHostRealModelsTest do
         {data, %TensorInfo{shape: shape}} -> {shape, data}
       end)
 
-    Postprocess.ssd!(
-      {tensors[{1, 896, 16}], {1, 896, 16}},
-      {tensors[{1, 896, 1}], {1, 896, 1}},
-      @blazeface_decode
-    )
+    BlazeFace.faces!(tensors)
   end
 
   # DB's text mask: probability above 0.3 (RapidOCR's and PaddleOCR's `thresh`)

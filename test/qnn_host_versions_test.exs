@@ -200,11 +200,14 @@ defmodule HexagonTpu.QnnHostVersionsTest do
         do: assert(QnnHost.build_id!(Path.join(into, lib)) == build_id, lib)
   end
 
+  # the graph lines of a .names file (`name qnn_name`), not its tensor lines
+  # (`graph input|output index name`)
   defp names_lines(bin) do
     (bin <> ".names")
     |> File.read!()
     |> String.split("\n", trim: true)
     |> Enum.reject(&String.starts_with?(&1, "#"))
+    |> Enum.filter(&match?([_, _], String.split(&1)))
   end
 
   # ORT on the pinned emulator running the binary's EP-context model: [{raw inputs, raw outputs}]
