@@ -269,22 +269,28 @@ fn overlapping_executes_on_one_graph_are_detected() {
 fn different_graphs_run_in_parallel_and_context_free_during_execute_is_refused() {
     let sim = Sim::load();
     let s = sim.open();
-    let bytes = identity_into(identity_f32("a", 2), "b", 2)
-        .sleep_ms(200)
-        .build()
-        .unwrap();
+    let bytes = identity_into(identity_f32("a", 2), "b", 2).build().unwrap();
     let ctx = sim.create_context(&s, &bytes).unwrap();
     let a = sim.retrieve(ctx, "a").unwrap() as usize;
     let b = sim.retrieve(ctx, "b").unwrap() as usize;
     let x = f32_bytes(&[1.0, 2.0]);
+    // Both executes held inside the backend until released: decided by ordering, not time.
+    assert_eq!(sim.configure("execute_paused", "1"), 0);
     std::thread::scope(|sc| {
         let ha = sc.spawn(|| sim.execute(&bytes, a as *mut c_void, "a", &[&x]));
         let hb = sc.spawn(|| sim.execute(&bytes, b as *mut c_void, "b", &[&x]));
-        std::thread::sleep(std::time::Duration::from_millis(100));
+        while sim.peak() < 2 {
+            assert!(
+                !ha.is_finished() && !hb.is_finished(),
+                "an execute returned while executes were paused"
+            );
+            std::thread::yield_now();
+        }
         assert_eq!(
             sim.free_context(ctx),
             QNN_COMMON_ERROR_OPERATION_NOT_PERMITTED
         );
+        assert_eq!(sim.configure("execute_paused", "0"), 0);
         assert_eq!(ha.join().unwrap().unwrap()[0], x);
         assert_eq!(hb.join().unwrap().unwrap()[0], x);
     });

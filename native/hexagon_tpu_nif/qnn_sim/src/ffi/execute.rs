@@ -209,6 +209,10 @@ pub(super) fn run(g: &GraphObj, p: &Prepared) -> Qnn_ErrorHandle_t {
     if b.sleep_ms > 0 {
         std::thread::sleep(Duration::from_millis(u64::from(b.sleep_ms)));
     }
+    // Paused: look again soon (the knob signals nothing).
+    while knobs().execute_paused {
+        std::thread::sleep(Duration::from_millis(1));
+    }
     if let Some(f) = &b.fail_execute
         && f.graph.as_ref().is_none_or(|name| *name == def.name)
     {

@@ -80,6 +80,9 @@ pub struct Knobs {
     pub async_delay_ms: u32,
     /// While set, asynchronous workers start no queued execute (they stay queued).
     pub async_paused: bool,
+    /// While set, a synchronous execute waits inside the backend (after its model's
+    /// `sleep_ms`) until it is cleared: tests hold executes in flight by ordering, not time.
+    pub execute_paused: bool,
     /// A full asynchronous queue answers `QNN_GRAPH_ERROR_EXECUTION_ASYNC_FIFO_FULL` instead
     /// of blocking the caller (QNN documents blocking).
     pub async_refuse_when_full: bool,
@@ -145,6 +148,7 @@ impl Default for Knobs {
             device_platform: None,
             async_delay_ms: 0,
             async_paused: false,
+            execute_paused: false,
             async_refuse_when_full: false,
             refuse_power_config: None,
         }
@@ -297,6 +301,7 @@ pub fn configure(key: &str, value: &str) -> i32 {
             .map(|x| k.async_delay_ms = x)
             .is_ok(),
         "async_paused" => parse_bool(value).map(|x| k.async_paused = x).is_some(),
+        "execute_paused" => parse_bool(value).map(|x| k.execute_paused = x).is_some(),
         "async_queue_full" => match value.trim() {
             "block" => {
                 k.async_refuse_when_full = false;
