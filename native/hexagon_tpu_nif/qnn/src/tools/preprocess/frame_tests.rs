@@ -120,23 +120,11 @@ fn yuv_frame(f: &FrameFormat, w: usize, h: usize, seed: u64) -> (Vec<u8>, Vec<u8
     (buf, rgb)
 }
 
+/// `tests.rs`'s spec, bilinear.
 fn base(sw: usize, sh: usize, dw: usize, dh: usize, output: Output) -> Spec {
     Spec {
-        src_width: sw,
-        src_height: sh,
-        dst_width: dw,
-        dst_height: dh,
         resize: Resize::Bilinear,
-        layout: Layout::Nhwc,
-        swap_rb: false,
-        divisor: 255.0,
-        mean: [0.485, 0.456, 0.406],
-        std: [0.229, 0.224, 0.225],
-        output,
-        frame: FrameFormat::default(),
-        crop: None,
-        content: None,
-        pad: [0; 3],
+        ..super::tests::spec(sw, sh, dw, dh, output)
     }
 }
 

@@ -17,7 +17,7 @@ fn frame(w: usize, h: usize) -> Vec<u8> {
         .collect()
 }
 
-fn spec(sw: usize, sh: usize, dw: usize, dh: usize, output: Output) -> Spec {
+pub(super) fn spec(sw: usize, sh: usize, dw: usize, dh: usize, output: Output) -> Spec {
     Spec {
         src_width: sw,
         src_height: sh,
