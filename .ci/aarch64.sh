@@ -442,7 +442,7 @@ predict(Mod) ->
                end,
         RuntimeArgs = #{log_level => error, performance => default, performance_idle => 300, site => Site},
         {ok, {Runtime, _}} = Call(fun(T) -> Mod:runtime_create(Sim, Sim, RuntimeArgs, T) end),
-        Load = #{preflight => on, priority => default, async_queue_depth => nil, site => Site},
+        Load = #{preflight => on, priority => default, async_queue_depth => nil, recover => true, site => Site},
         {ok, {Context, _Graphs, _Warnings, worker}} =
             Call(fun(T) -> Mod:context_from_file(Runtime, Model, 1 bsl 31, Load, T) end),
         {ok, Graph} = Mod:graph_retrieve(Context, <<"smoke">>, Site),

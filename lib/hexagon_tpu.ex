@@ -68,6 +68,7 @@ defmodule HexagonTpu do
           | {:profile_every, pos_integer()}
           | {:priority, :default | :low | :normal | :normal_high | :high}
           | {:async_queue_depth, pos_integer() | nil}
+          | {:recover, boolean()}
           | {:runtime, Runtime.t()}
           | {:lib_path, Path.t()}
           | {:system_lib_path, Path.t()}
@@ -92,6 +93,9 @@ defmodule HexagonTpu do
       `:normal_high`, `:high`, or `:default`; see `HexagonTpu.Context.from_file/3`)
     * `:async_queue_depth` - run the model's executes in the backend's own asynchronous
       queue, this deep, where the backend has one (see `HexagonTpu.Context.from_file/3`)
+    * `:recover` - create the context again when the device is reset under an execute, and
+      retry the execute once (`true`, the default; see `HexagonTpu.Context.from_file/3`,
+      "Device resets")
     * `:max_queued` - how many executes may wait for the model's turn when it is busy
       (`HexagonTpu.Graph.retrieve/3`; default 64); beyond that an execute answers
       `{:error, %HexagonTpu.Error{reason: :overloaded}}` at once
@@ -124,6 +128,7 @@ defmodule HexagonTpu do
           :max_queued,
           :priority,
           :async_queue_depth,
+          :recover,
           :profile_every | @runtime_opts
         ],
         fun
@@ -131,7 +136,7 @@ defmodule HexagonTpu do
 
     # checked here, with the rest, before anything is loaded
     Context.load_args!(opts, fun)
-    context_opts = Keyword.take(opts, [:preflight, :priority, :async_queue_depth])
+    context_opts = Keyword.take(opts, [:preflight, :priority, :async_queue_depth, :recover])
 
     graph_opts =
       if(opts[:max_queued], do: [max_queued: Graph.max_queued!(opts[:max_queued], fun)], else: []) ++

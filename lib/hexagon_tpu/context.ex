@@ -91,6 +91,29 @@ defmodule HexagonTpu.Context do
       has none (Qualcomm's x86 emulator answers "not supported") the context runs as without
       the option. `nil` (the default): executes queue on each graph's own thread. The
       context's `:execute_queue` says which: `:worker` or `{:backend, depth}`
+    * `:recover` - `true` (the default) or `false`: whether the context is created again
+      when the device is reset under an execute (see "Device resets")
+
+  ## Device resets
+
+  When the DSP restarts (a subsystem restart, SSR: a crash, a watchdog, a firmware reload),
+  every QNN context of the process dies: QNN answers every call on it
+  `QNN_COMMON_ERROR_SYSTEM_COMMUNICATION` (1007, or 1011, its fatal variant). With `recover:
+  true` the execute that meets it frees the dead context, creates it again from the same
+  binary on the runtime's thread (the file is read again, and must hold the same bytes; a
+  context loaded with `from_binary/3` keeps its binary for this, which `HexagonTpu.Stats`'
+  ledger counts as its `source` bytes), and is retried once. The `HexagonTpu.Graph`s already
+  retrieved keep working: each retrieves its handle again at its next execute. An execute of
+  the context that arrives meanwhile waits for the recovery, then runs. Whoever gets the
+  recovery's answer reports it: `[:hexagon_tpu, :context, :recover]` (see
+  `HexagonTpu.Telemetry`), `context_recoveries` in `HexagonTpu.Stats.native/0`, and a
+  warning in `Logger`.
+
+  An execute is answered `{:error, %HexagonTpu.Error{reason: :device_reset}}` (counted as
+  `device_resets`) when the retry meets another reset, when creating the context again fails
+  (the next execute tries again), when `recover: false`, and for an execute in the backend's
+  own queue (`async_queue_depth:`) that the reset met after its submission: QNN's thread
+  cannot wait for the recovery, which starts for the executes after it.
 
   ## Graph names
 
@@ -127,7 +150,8 @@ defmodule HexagonTpu.Context do
           preflight: true,
           graph_names: :auto,
           priority: :default,
-          async_queue_depth: nil
+          async_queue_depth: nil,
+          recover: true
         ],
         fun
       )
@@ -152,8 +176,9 @@ defmodule HexagonTpu.Context do
 
   @doc """
   Loads a context binary already in memory. It is copied once, for the runtime's own thread
-  (where QNN creates every context), and that copy is freed after the load. Takes the
-  `:preflight`, `:priority` and `:async_queue_depth` options of `from_file/3`, and
+  (where QNN creates every context); that copy is kept while the context lives to create it
+  again after a device reset, or freed after the load with `recover: false`. Takes the
+  `:preflight`, `:priority`, `:async_queue_depth` and `:recover` options of `from_file/3`, and
   `:graph_names`, a map
   `%{"qnn graph name" => "name"}` (see `from_file/3`).
   """
@@ -166,7 +191,13 @@ defmodule HexagonTpu.Context do
     opts =
       Args.keyword!(
         opts,
-        [preflight: true, graph_names: %{}, priority: :default, async_queue_depth: nil],
+        [
+          preflight: true,
+          graph_names: %{},
+          priority: :default,
+          async_queue_depth: nil,
+          recover: true
+        ],
         fun
       )
 
@@ -223,7 +254,8 @@ defmodule HexagonTpu.Context do
   @spec load_args!(keyword(), String.t()) :: %{
           preflight: :on | :strict | :off,
           priority: atom(),
-          async_queue_depth: pos_integer() | nil
+          async_queue_depth: pos_integer() | nil,
+          recover: boolean()
         }
   def load_args!(opts, fun) do
     depth = Keyword.get(opts, :async_queue_depth)
@@ -231,10 +263,16 @@ defmodule HexagonTpu.Context do
     unless depth == nil or (is_integer(depth) and depth in 1..300),
       do: Args.type_error!(fun, "the :async_queue_depth option", "1 to 300, or nil", depth)
 
+    recover = Keyword.get(opts, :recover, true)
+
+    unless is_boolean(recover),
+      do: Args.type_error!(fun, "the :recover option", "true or false", recover)
+
     %{
       preflight: preflight!(Keyword.get(opts, :preflight, true), fun),
       priority: priority!(Keyword.get(opts, :priority, :default), fun),
-      async_queue_depth: depth
+      async_queue_depth: depth,
+      recover: recover
     }
   end
 

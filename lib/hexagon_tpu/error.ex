@@ -41,6 +41,10 @@ defmodule HexagonTpu.Error do
       layout (not dense) or a quantization encoding this package cannot size or does not know
     * `:overloaded` - the graph is busy and its queue of waiting executes is at its limit
       (`max_queued:` of `HexagonTpu.Graph.retrieve/3` and `HexagonTpu.load_model/2`)
+    * `:device_reset` - the device (the DSP) was reset under the execute and recovering did
+      not bring it through: the retry met another reset, creating the context again failed,
+      or the context was loaded with `recover: false`; `qnn_code` is QNN's 1007 or 1011 (see
+      "Device resets" in `HexagonTpu.Context.from_file/3`)
     * `:timeout` - no answer within the execute's `timeout:`; the answer never arrives later
     * `:exiting` - the VM is stopping: QNN is not called any more (see "Stopping the VM" in
       the README)
@@ -67,6 +71,7 @@ defmodule HexagonTpu.Error do
           | :internal
           | :exiting
           | :overloaded
+          | :device_reset
           | :timeout
           | :binary_newer_than_runtime
           | :wrong_backend

@@ -365,7 +365,8 @@ defmodule HexagonTpu.Native do
                release_errors executes_waiting executes_overloaded executes_timed_out
                executes_skipped tensors_converted convert_ns_total performance_votes
                performance_votes_refused profiles_created profiles_alive profile_samples
-               profile_errors runtime_jobs_pending log_lines log_dropped)a
+               profile_errors runtime_jobs_pending context_recoveries device_resets log_lines
+               log_dropped)a
   def counters, do: opaque(Map.new(@counters, &{&1, 0}))
   @doc false
   def counter_names, do: @counters

@@ -57,7 +57,7 @@ defmodule HexagonTpu.Stats do
           age_ms: non_neg_integer(),
           detail: String.t(),
           bytes: non_neg_integer(),
-          held: [{:binary | :spill_fill, non_neg_integer()}]
+          held: [{:binary | :spill_fill | :source, non_neg_integer()}]
         }
 
   @typedoc "Live objects of one kind created at one site, and how many there are."
@@ -96,6 +96,9 @@ defmodule HexagonTpu.Stats do
       `HexagonTpu.Performance`)
     * `runtime_jobs_pending` - loads, closes and frees handed to runtimes' own threads (where
       QNN's handles are created and freed) and not yet done
+    * `context_recoveries` / `device_resets` - contexts created again after a device reset
+      (a DSP restart) killed them, and executes answered `:device_reset` because recovering
+      did not bring them through (see "Device resets" in `HexagonTpu.Context.from_file/3`)
     * `log_lines` / `log_dropped` - lines of QNN's log forwarded to `Logger`, and those dropped
       by the rate limit (see `HexagonTpu.QnnLog`)
 
@@ -130,10 +133,12 @@ defmodule HexagonTpu.Stats do
     * `:bytes` - the host memory the object accounts for, the sum of `:held`
     * `:held` - that memory by part, a keyword list: a context's `binary:` (the size of the
       context binary QNN was given: QNN deserializes it and keeps its copy on the host until
-      the context is freed; this package keeps none) and, where QnnSystem reports it,
-      `spill_fill:` (the spill-fill buffer the HTP backend allocates for the context's graphs,
-      the largest of them, as their graph blob info says). `[]` for runtimes and graphs (a
-      graph's memory is its context's)
+      the context is freed), where QnnSystem reports it, `spill_fill:` (the spill-fill
+      buffer the HTP backend allocates for the context's graphs, the largest of them, as
+      their graph blob info says), and for a context loaded from memory with `recover: true`
+      (the default) `source:` (the binary this package keeps to create the context again
+      after a device reset; one loaded from a file reads the file again). `[]` for runtimes
+      and graphs (a graph's memory is its context's)
 
   An object is listed from its creation until its QNN handles are freed: by `close/1`, or
   by the garbage collector once no process references it (see `sweep/0`). A closed runtime

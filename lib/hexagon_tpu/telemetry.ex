@@ -81,6 +81,17 @@ defmodule HexagonTpu.Telemetry do
       * Metadata: `:source`, `:backend`, `:telemetry_span_context`, `:kind`, `:reason`,
         `:stacktrace`.
 
+  ## Device resets
+
+    * `[:hexagon_tpu, :context, :recover]` - when an execute that a device reset (a DSP
+      restart) met returns, retried on its context created again (see "Device resets" in
+      `HexagonTpu.Context.from_file/3`); emitted before that execute's `:stop`. An execute
+      that recovering did not bring through emits none: its `:stop` has `error:
+      :device_reset`.
+      * Measurements: `:duration` (how long the execute waited for the context to be created
+        again).
+      * Metadata: `:graph`, `:context`.
+
   ## Periodic statistics
 
     * `[:hexagon_tpu, :monitor, :stats]` - every `interval_ms` from each running `HexagonTpu.Monitor`.

@@ -118,7 +118,7 @@ defmodule HexagonTpu.Graph.Call do
   # execute's answer.
   @spec finish(t(), {:ok, tuple()} | {:error, Error.t()}) :: {term(), map(), map()}
   def finish(call, {:ok, answer}) do
-    {binaries, execute_ns, reported} = Profile.split(answer)
+    {binaries, execute_ns, reported} = split(call, answer)
     outputs = outputs(binaries, call)
     {measurements, metadata} = stop_of(call, execute_ns, %{status: :ok}, reported)
     {Profile.reply(call.graph, outputs, reported, call.options.profile), measurements, metadata}
@@ -133,7 +133,7 @@ defmodule HexagonTpu.Graph.Call do
   # The telemetry stop of an execute that answered `result` (or was `:cancelled`).
   @spec stop(t(), {:ok, tuple()} | {:error, Error.t()} | :cancelled) :: {map(), map()}
   def stop(call, {:ok, answer}) do
-    {_binaries, execute_ns, reported} = Profile.split(answer)
+    {_binaries, execute_ns, reported} = split(call, answer)
     stop_of(call, execute_ns, %{status: :ok}, reported)
   end
 
@@ -141,6 +141,19 @@ defmodule HexagonTpu.Graph.Call do
     do: stop_of(call, 0, %{status: :error, error: reason}, nil)
 
   def stop(call, :cancelled), do: stop_of(call, 0, %{status: :cancelled}, nil)
+
+  # An execute's answer without its recovery (reported here, once, as its own event).
+  defp split(call, {binaries, execute_ns, profile, recovery_ns}) do
+    Telemetry.execute(
+      [:hexagon_tpu, :context, :recover],
+      %{duration: System.convert_time_unit(recovery_ns, :nanosecond, :native)},
+      start_metadata(call.graph)
+    )
+
+    Profile.split(if profile, do: {binaries, execute_ns, profile}, else: {binaries, execute_ns})
+  end
+
+  defp split(_call, answer), do: Profile.split(answer)
 
   defp stop_of(call, execute_ns, status, profile) do
     metadata =

@@ -12,6 +12,7 @@ rustler::atoms! {
     runtime,
     binary,
     spill_fill,
+    source,
     context,
     graph,
     queued,

@@ -72,12 +72,14 @@ impl From<PriorityArg> for Option<qnn::context::Priority> {
 
 /// How a context is loaded, one map from `HexagonTpu.Context.load_args!/2`: the pre-flight
 /// mode, the priority, the backend queue's depth (`nil`: executes queue on the graphs' own
-/// threads) and `site`, the Elixir caller, for the ledger of live objects.
+/// threads), whether it is created again after a device reset, and `site`, the Elixir caller,
+/// for the ledger of live objects.
 #[derive(NifMap)]
 pub struct LoadArgs {
     preflight: PreflightArg,
     priority: PriorityArg,
     async_queue_depth: Option<u32>,
+    recover: bool,
     site: String,
 }
 
@@ -87,6 +89,7 @@ impl LoadArgs {
             preflight: self.preflight.into(),
             priority: self.priority.into(),
             async_queue_depth: self.async_queue_depth,
+            recover: self.recover,
         };
         (qnn::Site::named(self.site), options)
     }

@@ -350,14 +350,18 @@ fn slices<'b>(binaries: &'b [Binary<'_>]) -> Vec<&'b [u8]> {
 }
 
 /// `{[output_binary], execute_ns}` once the execute ran: its outputs converted as asked (and
-/// a third element, the profile's map, when it was profiled). Every way to run an execute ends
+/// a third element, the profile's map, when it was profiled; when the execute was retried
+/// after a device reset, a fourth, the nanoseconds it waited for its context to be created
+/// again, with the profile's map or `nil` third). Every way to run an execute ends
 /// here; the submission (and with it the call's vote) is dropped once it is encoded.
 fn finish_and_encode<'a>(env: Env<'a>, (submission, executed): Ran) -> Result<Term<'a>, Failure> {
     let (report, profile) = executed?;
     let outputs = (submission.execution).finish(submission.graph.info(), OwnedBinary::new)?;
     let outputs: Vec<Binary<'a>> = outputs.into_iter().map(|b| b.release(env)).collect();
-    Ok(match profile {
-        None => (outputs, report.execute_ns).encode(env),
-        Some(p) => (outputs, report.execute_ns, crate::profile::encode(env, &p)).encode(env),
+    let profile = profile.map(|p| crate::profile::encode(env, &p));
+    Ok(match (profile, report.recovery_ns) {
+        (None, None) => (outputs, report.execute_ns).encode(env),
+        (Some(p), None) => (outputs, report.execute_ns, p).encode(env),
+        (p, Some(waited)) => (outputs, report.execute_ns, p, waited).encode(env),
     })
 }

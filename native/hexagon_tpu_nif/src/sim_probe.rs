@@ -24,6 +24,8 @@ struct SimCountersTerm<'a> {
     profiles_live: u64,
     async_in_flight: u64,
     async_notifications: u64,
+    ssr_restarts: u64,
+    ssr_dead_contexts: u64,
 }
 
 /// qnn_sim's last accepted `setPowerConfig`: each option's values, `nil` when absent.
@@ -61,6 +63,8 @@ fn qnn_sim_counters<'a>(env: Env<'a>, path: String) -> Term<'a> {
             profiles_live: c.profiles_live,
             async_in_flight: c.async_in_flight,
             async_notifications: c.async_notifications,
+            ssr_restarts: c.ssr_restarts,
+            ssr_dead_contexts: c.ssr_dead_contexts,
         })
         .map_err(Failure::from);
     ok_or_error(env, result)

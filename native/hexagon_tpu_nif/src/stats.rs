@@ -41,7 +41,7 @@ struct LiveEntryTerm {
 }
 
 /// Every live runtime, context and graph, oldest first:
-/// `[%{id, kind, site, age_ms, detail, bytes, held}]` (`held`: `[binary: n, spill_fill: n]`,
+/// `[%{id, kind, site, age_ms, detail, bytes, held}]` (`held`: `[binary: n, spill_fill: n, source: n]`,
 /// the parts of `bytes`).
 /// Copies the ledger under its lock (taken only at object creation and release, never by
 /// executes): cheap enough for a normal scheduler at the ledger sizes a leak hunt sees.
@@ -66,6 +66,7 @@ fn ledger_live() -> Vec<LiveEntryTerm> {
                     let part = match part {
                         qnn::Part::Binary => atoms::binary(),
                         qnn::Part::SpillFill => atoms::spill_fill(),
+                        qnn::Part::Source => atoms::source(),
                     };
                     (part, n)
                 })

@@ -323,3 +323,42 @@ fn wait_for(done: impl Fn() -> bool) -> bool {
     }
     false
 }
+
+#[test]
+fn a_reset_in_the_backend_queue_answers_its_executes_and_the_next_run_on_the_context_recovered() {
+    let (lib, runtime, context) = backend_context(&identity(0));
+    let graph = Graph::retrieve(&context, "identity", &Site::here()).unwrap();
+    let before = qnn::counters();
+    // Three executes in the backend's queue when the DSP restarts under the first.
+    qnn::sim_probe::configure(&lib, "async_paused", "1").unwrap();
+    let answers = submit(&graph, 3, None);
+    while qnn::sim_probe::async_in_flight(&lib).unwrap() < 3 {
+        std::thread::yield_now();
+    }
+    qnn::sim_probe::configure(&lib, "ssr_after_executes", "0").unwrap();
+    qnn::sim_probe::configure(&lib, "async_paused", "0").unwrap();
+    for i in 0..3 {
+        let (index, outputs) = answers.recv_timeout(WAIT).expect("notified");
+        assert_eq!(index, i);
+        match outputs {
+            Err(Error::DeviceReset { graph, detail, .. }) => {
+                assert_eq!(graph, "identity");
+                assert!(detail.contains("not retried"), "{detail}");
+            }
+            other => panic!("execute {i}: expected a device reset, got {other:?}"),
+        }
+    }
+    // QNN had those buffers, so they were answered; the executes after them wait for the
+    // recovery the first notification started, then run on the new context.
+    let answers = submit(&graph, 2, None);
+    for i in 0..2 {
+        let (index, outputs) = answers.recv_timeout(WAIT).expect("notified");
+        assert_eq!((index, outputs.unwrap()), (i, input(i)));
+    }
+    let after = qnn::counters();
+    assert_eq!(after.device_resets - before.device_resets, 3);
+    assert_eq!(after.context_recoveries - before.context_recoveries, 1);
+    assert_eq!(qnn::sim_probe::ssr_dead_contexts(&lib).unwrap(), 0);
+    drop((graph, context, runtime));
+    freed(&lib);
+}

@@ -14,9 +14,14 @@ pub(crate) struct Closable<T> {
 
 impl<T> Closable<T> {
     pub(crate) fn new(what: &'static str, core: T) -> Self {
+        Self::from_arc(what, Arc::new(core))
+    }
+
+    /// For a core made with [`Arc::new_cyclic`] (one that refers to itself).
+    pub(crate) fn from_arc(what: &'static str, core: Arc<T>) -> Self {
         Closable {
             what,
-            core: Mutex::new(Some(Arc::new(core))),
+            core: Mutex::new(Some(core)),
         }
     }
 

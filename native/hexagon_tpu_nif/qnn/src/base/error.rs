@@ -80,6 +80,15 @@ pub enum Error {
         waiting: usize,
         limit: usize,
     },
+    /// The device was reset (a DSP subsystem restart: QNN answered
+    /// `QNN_COMMON_ERROR_SYSTEM_COMMUNICATION`, or its fatal variant) and the execute could not
+    /// be brought through it: `detail` says why.
+    #[error("graph {graph:?}: the device was reset ({name}, {code}); {detail}", name = sys::error_name(*.code))]
+    DeviceReset {
+        graph: String,
+        code: u32,
+        detail: String,
+    },
     /// The pre-flight verdict refused the binary before QNN was asked (`qnn::preflight`).
     #[error("{message}")]
     Preflight {
@@ -117,6 +126,7 @@ impl Error {
             Error::Internal { .. } => "internal",
             Error::Exiting => "exiting",
             Error::Overloaded { .. } => "overloaded",
+            Error::DeviceReset { .. } => "device_reset",
             Error::Preflight { reason, .. } => reason.as_str(),
         }
     }
@@ -124,8 +134,38 @@ impl Error {
     /// The QNN error code (low 16 bits of the handle), when QNN reported the failure.
     pub fn qnn_code(&self) -> Option<u32> {
         match self {
-            Error::Qnn { code, .. } => Some(*code),
+            Error::Qnn { code, .. } | Error::DeviceReset { code, .. } => Some(*code),
             _ => None,
+        }
+    }
+
+    /// Whether QNN answered a device reset (a DSP subsystem restart):
+    /// `QNN_COMMON_ERROR_SYSTEM_COMMUNICATION` or its fatal variant.
+    pub(crate) fn is_device_reset(&self) -> bool {
+        matches!(
+            self,
+            Error::Qnn {
+                code: sys::QNN_COMMON_ERROR_SYSTEM_COMMUNICATION
+                    | sys::QNN_COMMON_ERROR_SYSTEM_COMMUNICATION_FATAL,
+                ..
+            }
+        )
+    }
+
+    /// This error as graph `name`'s (a [`Error::DeviceReset`] learnt from its context names
+    /// no graph yet).
+    pub(crate) fn in_graph(self, name: &str) -> Self {
+        match self {
+            Error::DeviceReset {
+                graph,
+                code,
+                detail,
+            } if graph.is_empty() => Error::DeviceReset {
+                graph: name.to_string(),
+                code,
+                detail,
+            },
+            other => other,
         }
     }
 

@@ -1,7 +1,20 @@
-//! `Context`: a context binary deserialized into a backend.
+//! `Context`: a context binary deserialized into a backend, and created again from the same
+//! binary when a device reset (a DSP subsystem restart, SSR) kills it.
+//!
+//! After a reset QNN answers every call on the context, and on its graphs,
+//! `QNN_COMMON_ERROR_SYSTEM_COMMUNICATION` (or its fatal variant) until the context is freed
+//! and created again (measured on Qualcomm's emulator, forced by a debugger; ONNX Runtime's QNN
+//! EP recovers the same way). The execute that meets the reset asks for the recovery
+//! ([`ContextCore::recover_from`]); once nobody uses the dead handle, the runtime's thread frees
+//! it and creates the context again from its [`Source`]; every caller that wanted the handle
+//! meanwhile waits for that and then goes on with the new one. Graphs retrieve their handle
+//! again at their next use ([`HandleUse::generation`] says it changed), so the `Graph`s users
+//! hold keep working.
 
+use std::hash::{DefaultHasher, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Instant;
 
 use crate::base::closable::Closable;
 use crate::base::error::{Error, Result};
@@ -12,6 +25,7 @@ use crate::exec::owner::Handles;
 use crate::exec::runtime::{Runtime, RuntimeCore};
 use crate::exec::turn::TurnSlot;
 use crate::ffi::loader::BackendLibrary;
+use crate::ffi::log::{self, LogLevel};
 use crate::model::metadata::{self, GraphInfo, GraphMetadata};
 use crate::model::model_file;
 use crate::model::preflight::{self, Finding, Mode, RuntimeSide};
@@ -30,7 +44,13 @@ unsafe impl Send for RawContext {}
 /// The QNN context handle and the state graphs share with it.
 pub(crate) struct ContextCore {
     pub runtime: Arc<RuntimeCore>,
+    /// Itself, for the recovery a last [`HandleUse`] hands to the owner thread.
+    me: Weak<ContextCore>,
     handle: Mutex<HandleState>,
+    /// What it was loaded from and how, to create it again after a device reset; `None` when
+    /// recovery is off.
+    source: Option<Source>,
+    options: LoadOptions,
     pub graphs: Vec<Arc<GraphMetadata>>,
     /// Where it was loaded from (its path, or `<binary N bytes>`): its name in a trace.
     name: Arc<str>,
@@ -44,8 +64,16 @@ pub(crate) struct ContextCore {
 /// flight: the last of them hands the free to the owner thread, so the owner thread (which
 /// every context of the runtime shares) never waits for an execute.
 struct HandleState {
-    /// `None` once the free has been handed to the owner thread.
+    /// `None` once the free has been handed to the owner thread, and while a recovery runs or
+    /// after one failed.
     raw: Option<RawContext>,
+    /// How many times the context was created again: the graph handles retrieved before a
+    /// recovery are dead after it.
+    generation: u64,
+    /// A recovery asked for and not done yet: who waits for it.
+    recovery: Option<Recovery>,
+    /// Why the latest recovery failed: the context is down until a caller asks again.
+    down: Option<String>,
     /// Calls using the handle now ([`HandleUse`]s).
     users: usize,
     /// Set by `close`: no new use; the free happens when `users` reaches zero, then `done`.
@@ -53,10 +81,80 @@ struct HandleState {
     alive: Alive,
 }
 
+/// A recovery asked for: the callers waiting for it, and whether the owner thread has it.
+struct Recovery {
+    waiters: Vec<Done<()>>,
+    started: bool,
+}
+
+/// What a context was loaded from, kept to create it again after a device reset.
+pub(crate) enum Source {
+    /// A file, read again then: it must still hold the same bytes.
+    File {
+        path: PathBuf,
+        len: usize,
+        fingerprint: u64,
+    },
+    /// Bytes given in memory, kept (the ledger counts them: [`Part::Source`]).
+    Bytes(Arc<Vec<u8>>),
+}
+
+impl Source {
+    /// The source of `binary`, read from `path` if given, and the binary.
+    fn of(binary: Vec<u8>, path: Option<&Path>) -> (Source, Arc<Vec<u8>>) {
+        match path {
+            Some(path) => {
+                let source = Source::File {
+                    path: path.to_path_buf(),
+                    len: binary.len(),
+                    fingerprint: fingerprint(&binary),
+                };
+                (source, Arc::new(binary))
+            }
+            None => {
+                let binary = Arc::new(binary);
+                (Source::Bytes(Arc::clone(&binary)), binary)
+            }
+        }
+    }
+
+    /// The binary again, checked against what was loaded.
+    fn bytes(&self) -> Result<Arc<Vec<u8>>> {
+        match self {
+            Source::Bytes(bytes) => Ok(Arc::clone(bytes)),
+            Source::File {
+                path,
+                len,
+                fingerprint: loaded,
+            } => {
+                // No larger than it was: a longer file is a changed one.
+                let bytes = model_file::read(path, *len as u64)?;
+                if bytes.len() != *len || fingerprint(&bytes) != *loaded {
+                    return Err(Error::Io {
+                        path: path.clone(),
+                        message: "the file changed since the context was loaded from it, so the \
+                                  context cannot be created again from it"
+                            .into(),
+                    });
+                }
+                Ok(Arc::new(bytes))
+            }
+        }
+    }
+}
+
+fn fingerprint(bytes: &[u8]) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    hasher.write(bytes);
+    hasher.finish()
+}
+
 /// A use of the context handle for one QNN call: the handle is not freed meanwhile.
 pub(crate) struct HandleUse<'a> {
     core: &'a ContextCore,
     raw: sys::Qnn_ContextHandle_t,
+    /// The handle's generation ([`HandleState::generation`]).
+    pub generation: u64,
 }
 
 impl std::ops::Deref for HandleUse<'_> {
@@ -76,7 +174,13 @@ impl Drop for HandleUse<'_> {
 /// asynchronous execute, until QNN notifies it).
 pub(crate) struct OwnedHandleUse {
     core: Arc<ContextCore>,
+    pub raw: sys::Qnn_ContextHandle_t,
+    /// The handle's generation ([`HandleState::generation`]).
+    pub generation: u64,
 }
+
+// SAFETY: the context handle is an opaque token QNN allows on any thread (see `RawContext`).
+unsafe impl Send for OwnedHandleUse {}
 
 impl Drop for OwnedHandleUse {
     fn drop(&mut self) {
@@ -90,46 +194,184 @@ impl ContextCore {
     }
 
     /// The handle for a QNN call, or `Closed` once the context is closing (a caller never waits
-    /// for a free).
+    /// for a free). While the context is being recovered from a device reset the caller waits
+    /// for the recovery (the handle it would get is dead), and a context whose latest recovery
+    /// failed is recovered again first.
     pub(crate) fn try_handle(&self) -> Result<HandleUse<'_>> {
-        let mut state = self.lock();
-        match state.raw {
-            Some(raw) if state.closing.is_none() => {
-                state.users += 1;
-                Ok(HandleUse {
-                    core: self,
-                    raw: raw.0,
-                })
+        loop {
+            let mut state = self.lock();
+            if state.closing.is_some() {
+                return Err(Error::Closed { what: "context" });
             }
-            _ => Err(Error::Closed { what: "context" }),
+            match state.raw {
+                Some(raw) if state.recovery.is_none() => {
+                    state.users += 1;
+                    return Ok(HandleUse {
+                        core: self,
+                        raw: raw.0,
+                        generation: state.generation,
+                    });
+                }
+                _ if state.recovery.is_some() || state.down.is_some() => {
+                    let generation = state.generation;
+                    drop(state);
+                    blocking(|done| self.recover_from(generation, done))?;
+                }
+                _ => return Err(Error::Closed { what: "context" }),
+            }
+        }
+    }
+
+    /// Whether a device reset can be recovered from here (recovery is on).
+    pub(crate) fn recovers(&self) -> bool {
+        self.source.is_some()
+    }
+
+    /// A device reset killed the handle of `generation`: creates the context again (once
+    /// nobody uses the dead handle) unless that was done already; `done` gets the result, on
+    /// the owner thread, or here when there is nothing to do.
+    pub(crate) fn recover_from(&self, generation: u64, done: Done<()>) {
+        let mut state = self.lock();
+        if state.closing.is_some() {
+            drop(state);
+            return done(Err(Error::Closed { what: "context" }));
+        }
+        if let Some(recovery) = &mut state.recovery {
+            return recovery.waiters.push(done);
+        }
+        if state.generation != generation && state.raw.is_some() {
+            // Recovered already, since that handle was taken.
+            drop(state);
+            return done(Ok(()));
+        }
+        if self.source.is_none() || (state.raw.is_none() && state.down.is_none()) {
+            drop(state);
+            return done(Err(Error::Closed { what: "context" }));
+        }
+        state.recovery = Some(Recovery {
+            waiters: vec![done],
+            started: false,
+        });
+        if state.users == 0 {
+            self.start_recovery(&mut state);
+        }
+    }
+
+    /// Hands the recovery to the owner thread, with nobody using the dead handle.
+    fn start_recovery(&self, state: &mut HandleState) {
+        let Some(recovery) = &mut state.recovery else {
+            return;
+        };
+        recovery.started = true;
+        let dead = state.raw.take();
+        // `recover_from` is called only through a live `Arc` (a graph or a call holds one).
+        let Some(core) = self.me.upgrade() else {
+            return;
+        };
+        self.runtime
+            .owner
+            .run(Box::new(move |handles| core.recreate(handles, dead)));
+    }
+
+    /// On the owner thread: frees the dead handle and creates the context again from its
+    /// source, then answers every caller that waited.
+    fn recreate(&self, handles: &mut Handles, dead: Option<RawContext>) {
+        let started = Instant::now();
+        let span = trace::span(Phase::ContextRecover, &self.name);
+        if let Some(dead) = dead {
+            // SAFETY: the dead handle came from this backend's contextCreateFromBinary and,
+            // taken out of its state with no call using it, is freed exactly once. After a
+            // reset QNN frees it (or answers the reset's code, which changes nothing here).
+            let _ = unsafe { handles.lib.context_free(dead.0) };
+        }
+        let created = match &self.source {
+            Some(source) => source
+                .bytes()
+                .and_then(|bytes| create_handle(handles, &bytes, &self.options, self.queue)),
+            None => Err(Error::Closed { what: "context" }),
+        };
+        drop(span);
+        let mut state = self.lock();
+        let waiters = state.recovery.take().map(|r| r.waiters).unwrap_or_default();
+        let answer = match created {
+            Ok(raw) => {
+                state.raw = Some(raw);
+                state.generation += 1;
+                state.down = None;
+                counters::record_recovery();
+                log::notice(
+                    LogLevel::Warn,
+                    &handles.lib,
+                    format!(
+                        "hexagon_tpu: the device was reset; context {} created again in {} ms",
+                        self.name,
+                        started.elapsed().as_millis()
+                    ),
+                );
+                Ok(())
+            }
+            Err(error) => {
+                let why = format!("creating the context again failed: {error}");
+                log::notice(
+                    LogLevel::Error,
+                    &handles.lib,
+                    format!(
+                        "hexagon_tpu: the device was reset; context {}: {why}",
+                        self.name
+                    ),
+                );
+                state.down = Some(why.clone());
+                Err(why)
+            }
+        };
+        if state.closing.is_some() && state.users == 0 {
+            // Closed meanwhile: free what was made, or just answer.
+            let done = state.closing.take();
+            if state.raw.is_some() {
+                self.free_later(&mut state, done, None);
+            } else {
+                let alive = std::mem::replace(&mut state.alive, Alive::released());
+                drop(alive);
+                if let Some(done) = done {
+                    done(Ok(()));
+                }
+            }
+        }
+        drop(state);
+        for waiter in waiters {
+            waiter(answer.clone().map_err(|detail| Error::DeviceReset {
+                graph: String::new(),
+                code: sys::QNN_COMMON_ERROR_SYSTEM_COMMUNICATION,
+                detail,
+            }));
         }
     }
 
     /// [`ContextCore::try_handle`] for a call that outlives the caller's borrow: the handle,
     /// and the use that keeps it from being freed until dropped.
-    pub(crate) fn try_handle_owned(
-        self: &Arc<Self>,
-    ) -> Result<(sys::Qnn_ContextHandle_t, OwnedHandleUse)> {
-        let raw = {
-            let in_use = self.try_handle()?;
-            let raw = *in_use;
-            // The use is handed to the owned guard: not ended here.
-            std::mem::forget(in_use);
-            raw
-        };
-        Ok((
+    pub(crate) fn try_handle_owned(self: &Arc<Self>) -> Result<OwnedHandleUse> {
+        let in_use = self.try_handle()?;
+        let (raw, generation) = (in_use.raw, in_use.generation);
+        // The use is handed to the owned guard: not ended here.
+        std::mem::forget(in_use);
+        Ok(OwnedHandleUse {
+            core: Arc::clone(self),
             raw,
-            OwnedHandleUse {
-                core: Arc::clone(self),
-            },
-        ))
+            generation,
+        })
     }
 
-    /// A use of the handle ended: the last one after a close hands the free on.
+    /// A use of the handle ended: the last one after a close hands the free on, the last one
+    /// on a handle a device reset killed hands the recovery on.
     fn end_use(&self) {
         let mut state = self.lock();
         state.users -= 1;
-        if state.users == 0 && state.closing.is_some() {
+        if state.users > 0 {
+            return;
+        }
+        if state.recovery.as_ref().is_some_and(|r| !r.started) {
+            self.start_recovery(&mut state);
+        } else if state.closing.is_some() && state.recovery.is_none() {
             let done = state.closing.take();
             self.free_later(&mut state, done, None);
         }
@@ -139,9 +381,26 @@ impl ContextCore {
     /// on the owner thread. Never waits.
     fn close_then(self: Arc<Self>, done: Done<()>) {
         let mut state = self.lock();
-        if state.raw.is_none() || state.closing.is_some() {
+        if state.closing.is_some() {
             drop(state);
             return done(Err(Error::Closed { what: "context" }));
+        }
+        if state.recovery.is_some() {
+            // The recovery frees what it makes, then answers.
+            state.closing = Some(done);
+            return;
+        }
+        if state.raw.is_none() {
+            if state.down.is_none() {
+                drop(state);
+                return done(Err(Error::Closed { what: "context" }));
+            }
+            // Down after a failed recovery: nothing of QNN's to free.
+            let alive = std::mem::replace(&mut state.alive, Alive::released());
+            state.down = None;
+            drop(state);
+            drop(alive);
+            return done(Ok(()));
         }
         if state.users == 0 {
             // This reference goes with the free, before the answer: a `Runtime::close` right
@@ -202,6 +461,9 @@ impl Drop for ContextCore {
             state,
             HandleState {
                 raw: None,
+                generation: 0,
+                recovery: None,
+                down: None,
                 users: 0,
                 closing: None,
                 alive: Alive::released(),
@@ -243,14 +505,27 @@ impl Priority {
 }
 
 /// How [`Context::load_with`] loads: the pre-flight verdict's mode, the context priority
-/// (`None`: QNN's default, no config passed), and the depth of the backend's asynchronous
+/// (`None`: QNN's default, no config passed), the depth of the backend's asynchronous
 /// execution queue to use when the backend has one (`None`: executes queue on the graphs'
-/// worker threads).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// worker threads), and whether the context is created again when a device reset kills it
+/// (`recover`, on by default: the context then keeps its source, see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LoadOptions {
     pub preflight: Mode,
     pub priority: Option<Priority>,
     pub async_queue_depth: Option<u32>,
+    pub recover: bool,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            preflight: Mode::default(),
+            priority: None,
+            async_queue_depth: None,
+            recover: true,
+        }
+    }
 }
 
 /// Where a context's queued executes wait and run.
@@ -320,13 +595,22 @@ impl Context {
             }
             let mut held = vec![(Part::Binary, bytes.len() as u64)];
             held.extend(read.spill_fill_size.map(|n| (Part::SpillFill, n)));
+            if options.recover && source.is_none() {
+                held.push((Part::Source, bytes.len() as u64));
+            }
             Ok((core, read.graphs, verdict.warnings, Held(held)))
         });
         let (core, graphs, warnings, held) = match prepared {
             Ok(prepared) => prepared,
             Err(error) => return done(Err(error)),
         };
-        let source = source.map(Path::to_path_buf);
+        let path = source.map(Path::to_path_buf);
+        let (keep, binary) = if options.recover {
+            let (kept, binary) = Source::of(binary, path.as_deref());
+            (Some(kept), binary)
+        } else {
+            (None, Arc::new(binary))
+        };
         let site = site.clone();
         let owner = Arc::clone(&core);
         owner.owner.run(Box::new(move |handles| {
@@ -337,12 +621,13 @@ impl Context {
                 &binary,
                 options,
                 Origin {
-                    source,
+                    path,
+                    source: keep,
                     site: site.as_str(),
                     held,
                 },
             );
-            // QNN keeps its own copy: the bytes go before the answer.
+            // QNN keeps its own copy: the bytes go before the answer (unless kept to recover).
             drop(binary);
             done(created.map(|mut context| {
                 if let Some(context) = Arc::get_mut(&mut context) {
@@ -413,7 +698,9 @@ fn describe(source: Option<&Path>, len: usize) -> String {
 /// Where a context comes from, as the context and its ledger entry record it.
 struct Origin<'a> {
     /// The file it was loaded from, if any.
-    source: Option<PathBuf>,
+    path: Option<PathBuf>,
+    /// What it is created again from after a device reset (`None`: recovery is off).
+    source: Option<Source>,
     site: &'a str,
     /// What it holds on the host.
     held: Held,
@@ -428,10 +715,14 @@ fn create(
     options: LoadOptions,
     origin: Origin<'_>,
 ) -> Result<Arc<Context>> {
-    let Origin { source, site, held } = origin;
+    let Origin {
+        path,
+        source,
+        site,
+        held,
+    } = origin;
     let lib = &handles.lib;
-    let loaded_from: Arc<str> = describe(source.as_deref(), bytes.len()).into();
-    let span = trace::span(Phase::CreateFromBinary, &loaded_from);
+    let loaded_from: Arc<str> = describe(path.as_deref(), bytes.len()).into();
     // The backend's queue only where it says it executes asynchronously (Qualcomm's x86
     // emulator has the entry but answers "not supported").
     let queue = match options.async_queue_depth {
@@ -443,6 +734,48 @@ fn create(
         }
         _ => ExecuteQueue::Worker,
     };
+    let span = trace::span(Phase::CreateFromBinary, &loaded_from);
+    let handle = create_handle(handles, bytes, &options, queue)?;
+    drop(span);
+    let infos: Vec<GraphInfo> = graphs.iter().map(|g| g.info.clone()).collect();
+    let names: Vec<&str> = infos.iter().map(|g| g.name.as_str()).collect();
+    let detail = format!("{loaded_from} (graphs: {})", names.join(", "));
+    let core = Arc::new_cyclic(|me| ContextCore {
+        runtime,
+        me: me.clone(),
+        handle: Mutex::new(HandleState {
+            raw: Some(handle),
+            generation: 0,
+            recovery: None,
+            down: None,
+            users: 0,
+            closing: None,
+            alive: Alive::holding(Kind::Context, site, detail, held),
+        }),
+        source,
+        options,
+        turns: graphs.iter().map(|_| Arc::default()).collect(),
+        graphs,
+        name: loaded_from,
+        queue,
+    });
+    Ok(Arc::new(Context {
+        graphs: infos,
+        warnings: Vec::new(),
+        source: path,
+        core: Closable::from_arc("context", core),
+    }))
+}
+
+/// `contextCreateFromBinary` with the configs `options` and `queue` ask for, on the owner
+/// thread: at the load, and again after a device reset.
+fn create_handle(
+    handles: &mut Handles,
+    bytes: &[u8],
+    options: &LoadOptions,
+    queue: ExecuteQueue,
+) -> Result<RawContext> {
+    let lib = &handles.lib;
     // A NULL-terminated list of configs, or NULL for QNN's defaults.
     let configs: Vec<sys::QnnContext_Config_t> = options
         .priority
@@ -469,7 +802,6 @@ fn create(
     // config list is NULL or NULL-terminated and outlives the call.
     let handle =
         unsafe { lib.context_create_from_binary(handles.backend, handles.device, config, bytes) }?;
-    drop(span);
     if handle.is_null() {
         return Err(Error::invalid_model(
             "contextCreateFromBinary returned a NULL context",
@@ -477,28 +809,7 @@ fn create(
     }
     // Deserializing may have made QNN register exit-time destructors; ours must run first.
     crate::base::exit::guard_exit();
-    let infos: Vec<GraphInfo> = graphs.iter().map(|g| g.info.clone()).collect();
-    let names: Vec<&str> = infos.iter().map(|g| g.name.as_str()).collect();
-    let detail = format!("{loaded_from} (graphs: {})", names.join(", "));
-    let core = ContextCore {
-        runtime,
-        handle: Mutex::new(HandleState {
-            raw: Some(RawContext(handle)),
-            users: 0,
-            closing: None,
-            alive: Alive::holding(Kind::Context, site, detail, held),
-        }),
-        turns: graphs.iter().map(|_| Arc::default()).collect(),
-        graphs,
-        name: loaded_from,
-        queue,
-    };
-    Ok(Arc::new(Context {
-        graphs: infos,
-        warnings: Vec::new(),
-        source,
-        core: Closable::new("context", core),
-    }))
+    Ok(RawContext(handle))
 }
 
 impl std::fmt::Debug for Context {

@@ -1,13 +1,13 @@
 //! `Graph`: one executable graph of a context.
 
 use std::ffi::CString;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crate::base::closable::Closable;
 use crate::base::error::{Error, Result};
-use crate::base::sync::Done;
+use crate::base::sync::{Done, blocking, lock};
 use crate::exec::context::{Context, ContextCore, ExecuteQueue, OwnedHandleUse};
 use crate::exec::profile::{self, Profiler};
 pub use crate::exec::turn::QueuePolicy;
@@ -27,12 +27,25 @@ pub struct ExecuteReport {
     /// ([`ExecuteQueue::Backend`]), from its submission (`graphExecuteAsync`) to QNN's
     /// notification, so the wait behind the executes queued before it is in it.
     pub execute_ns: u64,
+    /// When the device was reset under this execute and its context created again (see
+    /// [`crate::context`]) before the execute was retried: how long the caller waited for
+    /// that, in nanoseconds.
+    pub recovery_ns: Option<u64>,
+}
+
+/// A graph's handle and the generation of its context's handle it was retrieved from.
+#[derive(Clone, Copy)]
+struct GraphHandle {
+    generation: u64,
+    raw: sys::Qnn_GraphHandle_t,
 }
 
 /// The live part of a graph: released by `close` or drop.
 struct GraphState {
     context: Arc<ContextCore>,
-    handle: sys::Qnn_GraphHandle_t,
+    /// Retrieved again when its context was created again after a device reset.
+    handle: Mutex<GraphHandle>,
+    c_name: CString,
     /// Whether an execute has returned (QNN may build state lazily at the first).
     executed: AtomicBool,
     _alive: Alive,
@@ -92,22 +105,13 @@ impl Graph {
             .ok_or_else(not_found)?;
         // Names read from the binary never contain NUL, so a name that matched has none either.
         let c_name = CString::new(name).map_err(|_| not_found())?;
-        let handle: sys::Qnn_GraphHandle_t;
-        {
-            let _span = trace::span(Phase::GraphRetrieve, name);
+        let handle = {
             let context_handle = core.try_handle()?;
-            // SAFETY: the context is live (a `HandleUse` keeps it from being freed).
-            handle = unsafe {
-                core.runtime
-                    .backend_lib
-                    .graph_retrieve(*context_handle, &c_name)
-            }?;
-        }
-        if handle.is_null() {
-            return Err(Error::invalid_model(format!(
-                "graphRetrieve returned a NULL handle for {name:?}"
-            )));
-        }
+            GraphHandle {
+                generation: context_handle.generation,
+                raw: retrieve_raw(&core, *context_handle, &c_name)?,
+            }
+        };
         Ok(Arc::new(Graph {
             metadata,
             turn: Arc::clone(&core.turns[index]),
@@ -115,7 +119,8 @@ impl Graph {
                 "graph",
                 GraphState {
                     context: core,
-                    handle,
+                    handle: Mutex::new(handle),
+                    c_name,
                     executed: AtomicBool::new(false),
                     _alive: Alive::new(Kind::Graph, site.as_str(), name.to_string()),
                 },
@@ -248,6 +253,38 @@ impl Graph {
     }
 }
 
+/// `graphRetrieve` of `name` in the context handle `raw` (kept live by the caller's use).
+fn retrieve_raw(
+    core: &ContextCore,
+    raw: sys::Qnn_ContextHandle_t,
+    name: &std::ffi::CStr,
+) -> Result<sys::Qnn_GraphHandle_t> {
+    let _span = trace::span_lazy(Phase::GraphRetrieve, || name.to_string_lossy().into_owned());
+    // SAFETY: the context is live (the caller's use keeps it from being freed).
+    let handle = unsafe { core.runtime.backend_lib.graph_retrieve(raw, name) }?;
+    if handle.is_null() {
+        return Err(Error::invalid_model(format!(
+            "graphRetrieve returned a NULL handle for {name:?}"
+        )));
+    }
+    Ok(handle)
+}
+
+impl GraphState {
+    /// The graph's handle in the context handle `in_use` holds: retrieved again when that is
+    /// not the one it was retrieved from (the context was created again after a device reset).
+    fn handle_in(&self, in_use: &OwnedHandleUse) -> Result<sys::Qnn_GraphHandle_t> {
+        let mut handle = lock(&self.handle);
+        if handle.generation != in_use.generation {
+            *handle = GraphHandle {
+                generation: in_use.generation,
+                raw: retrieve_raw(&self.context, in_use.raw, &self.c_name)?,
+            };
+        }
+        Ok(handle.raw)
+    }
+}
+
 impl Turn<'_> {
     /// Runs the graph once. `inputs[i]` must hold exactly `info().inputs[i].byte_size` bytes in
     /// the model's own data type, and `outputs[i]` exactly `info().outputs[i].byte_size`; QNN
@@ -285,6 +322,22 @@ impl Turn<'_> {
         outputs: &mut [&mut [u8]],
         level: Option<profile::Level>,
     ) -> Result<(ExecuteReport, Option<profile::Profile>)> {
+        // SAFETY: the caller's contract.
+        let result = unsafe { self.execute_recovering(inputs, outputs, level) };
+        result.map_err(|error| answer(error, self.graph))
+    }
+
+    /// [`Turn::execute_unchecked`], retried once when a device reset met it and its context
+    /// was created again.
+    ///
+    /// # Safety
+    /// As for [`Turn::execute_unchecked`].
+    unsafe fn execute_recovering(
+        &self,
+        inputs: &[&[u8]],
+        outputs: &mut [&mut [u8]],
+        level: Option<profile::Level>,
+    ) -> Result<(ExecuteReport, Option<profile::Profile>)> {
         let graph = self.graph;
         #[cfg(feature = "test-support")]
         crate::observe::hooks::panic_if_armed();
@@ -292,24 +345,39 @@ impl Turn<'_> {
         let mut tensors = self.tensors(inputs, outputs);
         let lib = &state.context.runtime.backend_lib;
         let profiling = graph.profiler.begin(&state.context.runtime, level)?;
-        let (call, in_call) = ExecuteCall::begin(graph, Arc::clone(&state))?;
-        // SAFETY: the graph handle is live (the call's `OwnedHandleUse` holds its context), and
-        // holding the turn (`self`) serializes every execute on the handle. The tensor arrays
-        // describe buffers of the metadata's sizes (the caller's contract), outlive the call,
-        // and outputs are exclusively borrowed. The profile handle is the graph's, used by this
-        // execute alone.
-        let status = unsafe {
-            lib.graph_execute(
-                &in_call.in_qnn,
-                state.handle,
-                tensors.arrays(),
-                profiling.as_ref().map_or(std::ptr::null_mut(), |p| p.raw()),
-            )
+        let mut recovery_ns = None;
+        let report = loop {
+            let (call, in_call) = ExecuteCall::begin(graph, Arc::clone(&state))?;
+            // SAFETY: the graph handle is live (the call's `OwnedHandleUse` holds its
+            // context), and holding the turn (`self`) serializes every execute on the handle.
+            // The tensor arrays describe buffers of the metadata's sizes (the caller's
+            // contract), outlive the call, and outputs are exclusively borrowed. The profile
+            // handle is the graph's, used by this execute alone.
+            let status = unsafe {
+                lib.graph_execute(
+                    &in_call.in_qnn,
+                    call.handle,
+                    tensors.arrays(),
+                    profiling.as_ref().map_or(std::ptr::null_mut(), |p| p.raw()),
+                )
+            };
+            let (started, generation) = (call.started, call.in_use.generation);
+            // Checked in QNN still: a failure's text is asked of the library.
+            let answered = call.answered("graphExecute", status);
+            drop(in_call);
+            match answered {
+                Ok(report) => break (report, started),
+                Err(error) if error.is_device_reset() => {
+                    recovery_ns = Some(recover(&state, generation, recovery_ns, error)?);
+                }
+                Err(error) => return Err(error),
+            }
         };
-        let started = call.started;
-        // Checked in QNN still: a failure's text is asked of the library.
-        let report = call.answered("graphExecute", status)?;
-        drop(in_call);
+        let (report, started) = report;
+        let report = ExecuteReport {
+            recovery_ns,
+            ..report
+        };
         let profile = match profiling {
             Some(profiling) => graph
                 .profiler
@@ -348,48 +416,73 @@ impl Turn<'_> {
     /// untouched until `done` is called: QNN reads and writes them until it notifies.
     pub(crate) unsafe fn execute_async_unchecked(
         &self,
-        tensors: AsyncTensors,
-        done: Box<dyn FnOnce(Result<ExecuteReport>) + Send>,
+        mut tensors: AsyncTensors,
+        mut done: Box<dyn FnOnce(Result<ExecuteReport>) + Send>,
     ) {
         let graph = self.graph;
-        let started = graph.state.get().and_then(|state| {
-            let (call, in_call) = ExecuteCall::begin(graph, Arc::clone(&state))?;
-            Ok((state, call, in_call))
-        });
-        let (state, call, in_call) = match started {
-            Ok(started) => started,
+        let state = match graph.state.get() {
+            Ok(state) => state,
             Err(error) => return done(Err(error)),
         };
-        let call = Box::into_raw(Box::new(AsyncCall {
-            tensors,
-            call,
-            done,
-        }));
-        // SAFETY: the graph handle is live (the call's owned use keeps its context); holding the
-        // turn orders the submissions. `call` owns the tensor arrays and is leaked to QNN until
-        // the notification takes it back (`notify`, which accepts it), or until the call fails
-        // below, when QNN will not notify; the buffers behind the tensors are the caller's
-        // contract.
-        let submitted = unsafe {
-            state.context.runtime.backend_lib.graph_execute_async(
-                &in_call.in_qnn,
-                state.handle,
-                (*call).tensors.arrays(),
-                notify,
-                call.cast(),
-            )
-        };
-        if matches!(submitted, Ok(status) if status.is_ok()) {
-            return;
+        let mut recovery_ns = None;
+        loop {
+            let (call, in_call) = match ExecuteCall::begin(graph, Arc::clone(&state)) {
+                Ok(begun) => begun,
+                Err(error) => return done(Err(answer(error, graph))),
+            };
+            let (handle, generation) = (call.handle, call.in_use.generation);
+            let call = Box::into_raw(Box::new(AsyncCall {
+                tensors,
+                call,
+                recovery_ns,
+                done,
+            }));
+            // SAFETY: the graph handle is live (the call's owned use keeps its context);
+            // holding the turn orders the submissions. `call` owns the tensor arrays and is
+            // leaked to QNN until the notification takes it back (`notify`, which accepts it),
+            // or until the call fails below, when QNN will not notify; the buffers behind the
+            // tensors are the caller's contract.
+            let submitted = unsafe {
+                state.context.runtime.backend_lib.graph_execute_async(
+                    &in_call.in_qnn,
+                    handle,
+                    (*call).tensors.arrays(),
+                    notify,
+                    call.cast(),
+                )
+            };
+            if matches!(submitted, Ok(status) if status.is_ok()) {
+                return;
+            }
+            // SAFETY: nothing was queued, so QNN will not notify: `call` is still ours.
+            let AsyncCall {
+                tensors: kept,
+                call,
+                done: kept_done,
+                ..
+            } = *unsafe { Box::from_raw(call) };
+            let error = match submitted {
+                Ok(status) => call.refused("graphExecuteAsync", status),
+                Err(error) => Err(error),
+            };
+            drop(in_call);
+            let error = error.err().unwrap_or(Error::Internal {
+                message: "graphExecuteAsync refused without an error".into(),
+            });
+            (tensors, done) = (kept, kept_done);
+            // Refused at the submission, so QNN has none of the buffers: the execute can be
+            // submitted again once the context is created again (this is the graph's worker
+            // thread, which may wait).
+            match error {
+                error if error.is_device_reset() => {
+                    match recover(&state, generation, recovery_ns, error) {
+                        Ok(ns) => recovery_ns = Some(ns),
+                        Err(error) => return done(Err(answer(error, graph))),
+                    }
+                }
+                error => return done(Err(error)),
+            }
         }
-        // SAFETY: nothing was queued, so QNN will not notify: `call` is still ours.
-        let AsyncCall { call, done, .. } = *unsafe { Box::from_raw(call) };
-        let error = match submitted {
-            Ok(status) => call.refused("graphExecuteAsync", status),
-            Err(error) => Err(error),
-        };
-        drop(in_call);
-        done(error);
     }
 
     /// The graph whose turn this is.
@@ -421,6 +514,41 @@ impl AsyncTensors {
     }
 }
 
+/// An execute's error as its caller gets it: a device reset names the graph, and is counted.
+fn answer(error: Error, graph: &Graph) -> Error {
+    if let Error::DeviceReset { .. } = error {
+        counters::record_device_reset();
+    }
+    error.in_graph(graph.name())
+}
+
+/// A device reset (`error`) met an execute on the context handle of `generation`: waits for
+/// the context to be created again and returns how long that took, so that the execute is
+/// retried once; or the execute's [`Error::DeviceReset`] (`retried`: the retry met another).
+fn recover(state: &GraphState, generation: u64, retried: Option<u64>, error: Error) -> Result<u64> {
+    let reset = |detail: &str| Error::DeviceReset {
+        graph: String::new(),
+        code: error
+            .qnn_code()
+            .unwrap_or(sys::QNN_COMMON_ERROR_SYSTEM_COMMUNICATION),
+        detail: detail.to_string(),
+    };
+    if retried.is_some() {
+        return Err(reset(
+            "the context was created again and the execute retried on it, which met another \
+             reset",
+        ));
+    }
+    if !state.context.recovers() {
+        return Err(reset(
+            "recovery is off (recover: false); load the model again",
+        ));
+    }
+    let waited = Instant::now();
+    blocking(|done| state.context.recover_from(generation, done))?;
+    Ok(u64::try_from(waited.elapsed().as_nanos()).unwrap_or(u64::MAX))
+}
+
 /// One execute in QNN, synchronous (`graphExecute`) or in the backend's queue
 /// (`graphExecuteAsync`): its accounting, written once for both. [`ExecuteCall::begin`] takes a
 /// use of the context's handle (kept until QNN has answered, so the context is not freed under
@@ -430,7 +558,9 @@ impl AsyncTensors {
 struct ExecuteCall {
     state: Arc<GraphState>,
     /// Keeps the context (and so the graph's handle) from being freed until QNN has answered.
-    _in_use: OwnedHandleUse,
+    in_use: OwnedHandleUse,
+    /// The graph's handle in that context handle.
+    handle: sys::Qnn_GraphHandle_t,
     /// When QNN was called: `execute_ns` counts from here to the answer.
     started: Instant,
 }
@@ -439,14 +569,16 @@ impl ExecuteCall {
     /// The use of the handle, and what is held for the QNN call itself ([`InCall`]: for an
     /// asynchronous execute, until it is submitted).
     fn begin(graph: &Graph, state: Arc<GraphState>) -> Result<(ExecuteCall, InCall)> {
-        let (_, in_use) = state.context.try_handle_owned()?;
+        let in_use = state.context.try_handle_owned()?;
+        let handle = state.handle_in(&in_use)?;
         let in_call = InCall {
             _span: trace::span(Phase::GraphExecute, graph.name()),
             in_qnn: crate::base::exit::enter()?,
         };
         let call = ExecuteCall {
             state,
-            _in_use: in_use,
+            in_use,
+            handle,
             started: Instant::now(),
         };
         Ok((call, in_call))
@@ -463,7 +595,10 @@ impl ExecuteCall {
             // The first execute may have made QNN register exit-time destructors.
             crate::base::exit::guard_exit();
         }
-        Ok(ExecuteReport { execute_ns })
+        Ok(ExecuteReport {
+            execute_ns,
+            recovery_ns: None,
+        })
     }
 
     /// QNN refused to queue the execute (and will not notify): the caller's error, but no
@@ -487,6 +622,8 @@ struct AsyncCall {
     tensors: AsyncTensors,
     /// Holds the context until the notification.
     call: ExecuteCall,
+    /// How long its submission waited for a recovery, if it did.
+    recovery_ns: Option<u64>,
     done: Box<dyn FnOnce(Result<ExecuteReport>) + Send>,
 }
 
@@ -498,11 +635,38 @@ unsafe extern "C" fn notify(param: *mut std::ffi::c_void, status: sys::Qnn_Notif
         let AsyncCall {
             tensors,
             call,
+            recovery_ns,
             done,
         } = *unsafe { Box::from_raw(param.cast::<AsyncCall>()) };
         // QNN is done with the buffers; the context's use ends once `done` has the result.
         drop(tensors);
-        let result = call.answered("graphExecuteAsync", sys::Status(status.error));
+        let (context, generation) = (Arc::clone(&call.state.context), call.in_use.generation);
+        let graph = call.state.c_name.to_string_lossy().into_owned();
+        let result = match call.answered("graphExecuteAsync", sys::Status(status.error)) {
+            Ok(report) => Ok(ExecuteReport {
+                recovery_ns,
+                ..report
+            }),
+            // The execute cannot be submitted again from QNN's thread, which must not wait:
+            // it is answered, and the recovery starts for the executes after it.
+            Err(error) if error.is_device_reset() => {
+                let code = error.qnn_code().unwrap_or_default();
+                let detail = if context.recovers() {
+                    context.recover_from(generation, Box::new(|_| {}));
+                    "an execute in the backend's queue is not retried; the context is being \
+                     created again for the next"
+                } else {
+                    "recovery is off (recover: false); load the model again"
+                };
+                counters::record_device_reset();
+                Err(Error::DeviceReset {
+                    graph,
+                    code,
+                    detail: detail.to_string(),
+                })
+            }
+            Err(error) => Err(error),
+        };
         done(result);
     }));
 }

@@ -108,6 +108,11 @@ counters! {
         /// Loads, frees and closes handed to runtimes' own threads and not yet done (a handle
         /// whose free is queued is still counted alive).
         runtime_jobs_pending,
+        /// Contexts created again from their source after a device reset (SSR) killed them.
+        context_recoveries,
+        /// Executes answered `:device_reset`: the device was reset and recovering did not help
+        /// (it failed, the retry met another reset, or recovery is off).
+        device_resets,
         /// Lines of QNN's log forwarded to the sink.
         log_lines,
         /// Lines of QNN's log dropped (rate limit, full queue, or no sink).
@@ -188,6 +193,16 @@ pub(crate) fn record_performance_vote(refused: bool) {
     if refused {
         KEPT.performance_votes_refused.fetch_add(1, Relaxed);
     }
+}
+
+/// A context was created again after a device reset.
+pub(crate) fn record_recovery() {
+    KEPT.context_recoveries.fetch_add(1, Relaxed);
+}
+
+/// An execute was answered with [`Error::DeviceReset`](crate::Error::DeviceReset).
+pub(crate) fn record_device_reset() {
+    KEPT.device_resets.fetch_add(1, Relaxed);
 }
 
 pub(crate) fn record_release_error() {

@@ -53,11 +53,14 @@ impl LiveEntry {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Part {
     /// The context binary QNN was given: QNN deserializes it and keeps its copy on the host
-    /// until the context is freed (this package keeps none).
+    /// until the context is freed.
     Binary,
     /// The spill-fill buffer QnnSystem reports for the context's graphs (the largest; they
     /// share one).
     SpillFill,
+    /// The binary of a context loaded from memory, kept to create the context again after a
+    /// device reset (one loaded from a file reads the file again then).
+    Source,
 }
 
 impl Part {
@@ -65,6 +68,7 @@ impl Part {
         match self {
             Part::Binary => "binary",
             Part::SpillFill => "spill_fill",
+            Part::Source => "source",
         }
     }
 }

@@ -69,6 +69,9 @@ pub enum Phase {
     Op,
     /// `QnnContext_free`, on the runtime's thread.
     ContextFree,
+    /// `context.recover`: a context created again from its source after a device reset (its
+    /// dead handle freed, `QnnContext_createFromBinary` inside), on the runtime's thread.
+    ContextRecover,
     /// `runtime.free`: the device, backend and log handles freed on the runtime's thread.
     RuntimeFree,
 }
@@ -94,6 +97,7 @@ impl Phase {
             Phase::Dequantize => "execute.dequantize",
             Phase::Op => "op",
             Phase::ContextFree => "QnnContext_free",
+            Phase::ContextRecover => "context.recover",
             Phase::RuntimeFree => "runtime.free",
         }
     }
@@ -111,7 +115,8 @@ impl Phase {
             | Phase::ContextLoad
             | Phase::Metadata
             | Phase::CreateFromBinary
-            | Phase::ContextFree => "context",
+            | Phase::ContextFree
+            | Phase::ContextRecover => "context",
             Phase::GraphRetrieve
             | Phase::Wait
             | Phase::Execute

@@ -118,6 +118,9 @@ pub struct SimCounters {
     /// Asynchronous executes accepted and not yet notified, and notifications sent.
     pub async_in_flight: u64,
     pub async_notifications: u64,
+    /// Simulated DSP restarts, and the contexts they killed that are not freed yet.
+    pub ssr_restarts: u64,
+    pub ssr_dead_contexts: u64,
 }
 
 /// The options of qnn_sim's last accepted `setPowerConfig`.
@@ -185,6 +188,8 @@ pub fn counters(lib_path: &Path) -> Result<SimCounters> {
         profiles_live: profiles_live(lib_path)?,
         async_in_flight: async_in_flight(lib_path)?,
         async_notifications: async_notifications(lib_path)?,
+        ssr_restarts: ssr_restarts(lib_path)?,
+        ssr_dead_contexts: ssr_dead_contexts(lib_path)?,
     })
 }
 
@@ -219,4 +224,14 @@ pub fn configure(lib_path: &Path, key: &str, value: &str) -> Result<()> {
 /// would call `graphExecute`: proves that a panic answers its caller and leaves the graph usable.
 pub fn panic_in_next_executes(count: u64) {
     crate::observe::hooks::arm_execute_panics(count);
+}
+
+/// DSP restarts qnn_sim has simulated (its `ssr_after_executes` knob).
+pub fn ssr_restarts(lib_path: &Path) -> Result<u64> {
+    read_counter(lib_path, "QnnSim_ssrRestarts")
+}
+
+/// Contexts a simulated restart killed that are not freed yet.
+pub fn ssr_dead_contexts(lib_path: &Path) -> Result<u64> {
+    read_counter(lib_path, "QnnSim_ssrDeadContexts")
 }

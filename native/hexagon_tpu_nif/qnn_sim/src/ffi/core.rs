@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString, c_char, c_void};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 
 use qnn_sys::*;
@@ -516,6 +516,9 @@ unsafe fn create_from_binary(
         if let Some(code) = knobs().fail_context_create {
             return err(code);
         }
+        if let Some(code) = super::ssr::on_create() {
+            return code;
+        }
         // SAFETY: the caller passes NULL or a NULL-terminated array of readable configs.
         let priority = match unsafe { context_priority(config) } {
             Ok(priority) => priority,
@@ -555,10 +558,13 @@ unsafe fn create_from_binary(
             return err(QNN_DEVICE_ERROR_INVALID_HANDLE);
         }
         let ctx_id = reg.reserve();
+        let dead = Arc::new(AtomicBool::new(false));
         let graphs = (0..model.graphs.len())
             .map(|index| {
                 let g = GraphObj {
                     context: ctx_id,
+                    device: d,
+                    dead: Arc::clone(&dead),
                     model: Arc::clone(&model),
                     index,
                     checksum,
@@ -580,6 +586,7 @@ unsafe fn create_from_binary(
                 device: d,
                 graphs,
                 queue,
+                dead,
             })),
         );
         // SAFETY: checked non-NULL; caller's out-parameter.
@@ -618,6 +625,9 @@ pub unsafe extern "C" fn QnnContext_free(
             reg.objects.remove(g);
         }
         reg.objects.remove(&h);
+        if super::ssr::is_dead(&ctx.dead) {
+            super::ssr::freed_dead();
+        }
         // The worker may need the registry (to log) before it can end.
         drop(reg);
         ctx.queue.close();
@@ -640,6 +650,9 @@ pub unsafe extern "C" fn QnnGraph_retrieve(
         let Some(Obj::Context(ctx)) = reg.get(handle_id(context), Kind::Context) else {
             return err(QNN_GRAPH_ERROR_INVALID_CONTEXT);
         };
+        if super::ssr::is_dead(&ctx.dead) {
+            return super::ssr::code();
+        }
         if name.is_null() || out.is_null() {
             return err(QNN_GRAPH_ERROR_INVALID_ARGUMENT);
         }

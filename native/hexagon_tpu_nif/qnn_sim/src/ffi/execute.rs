@@ -145,6 +145,8 @@ unsafe fn match_tensors(
 /// A graph handle's object, or `QNN_GRAPH_ERROR_INVALID_HANDLE`.
 pub(super) fn lookup_graph(graph: Qnn_GraphHandle_t) -> Result<Arc<GraphObj>, Qnn_ErrorHandle_t> {
     match registry().get(handle_id(graph), Kind::Graph) {
+        // After a DSP restart, at once, until its context is freed and created again.
+        Some(Obj::Graph(g)) if super::ssr::is_dead(&g.dead) => Err(super::ssr::code()),
         Some(Obj::Graph(g)) => Ok(Arc::clone(g)),
         _ => Err(err(QNN_GRAPH_ERROR_INVALID_HANDLE)),
     }
@@ -194,6 +196,10 @@ pub(super) unsafe fn prepare(
 /// `fail_execute`, the numerics, and the outputs written into the caller's buffers.
 pub(super) fn run(g: &GraphObj, p: &Prepared) -> Qnn_ErrorHandle_t {
     let def = &g.model.graphs[g.index];
+    // A queued execute whose context a restart killed meanwhile.
+    if super::ssr::is_dead(&g.dead) {
+        return super::ssr::code();
+    }
     let lines = knobs().log_per_execute;
     if lines > 0 {
         let reg = registry();
@@ -212,6 +218,9 @@ pub(super) fn run(g: &GraphObj, p: &Prepared) -> Qnn_ErrorHandle_t {
     // Paused: look again soon (the knob signals nothing).
     while knobs().execute_paused {
         std::thread::sleep(Duration::from_millis(1));
+    }
+    if let Some(restart) = super::ssr::on_execute(g.device) {
+        return restart;
     }
     if let Some(f) = &b.fail_execute
         && f.graph.as_ref().is_none_or(|name| *name == def.name)

@@ -13,6 +13,7 @@ mod metadata;
 pub mod perf;
 pub mod profile;
 pub mod providers;
+pub mod ssr;
 pub mod state;
 pub mod system;
 
@@ -194,4 +195,16 @@ pub extern "C" fn QnnSim_profilesLive() -> u64 {
 #[unsafe(no_mangle)]
 pub extern "C" fn QnnSim_lifetimeViolations() -> u64 {
     counter(|| LIFETIME_VIOLATIONS.load(Ordering::SeqCst))
+}
+
+/// DSP restarts so far (`ssr_after_executes`; see `ssr`).
+#[unsafe(no_mangle)]
+pub extern "C" fn QnnSim_ssrRestarts() -> u64 {
+    counter(|| ssr::RESTARTS.load(Ordering::SeqCst))
+}
+
+/// Contexts a restart killed that are not freed yet.
+#[unsafe(no_mangle)]
+pub extern "C" fn QnnSim_ssrDeadContexts() -> u64 {
+    counter(ssr::dead_live)
 }

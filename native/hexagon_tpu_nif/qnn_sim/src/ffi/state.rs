@@ -324,7 +324,10 @@ pub fn configure(key: &str, value: &str) -> i32 {
             }
             _ => false,
         },
-        _ => return CONFIGURE_UNKNOWN_KEY,
+        _ => match super::ssr::configure(key, value) {
+            Some(ok) => ok,
+            None => return CONFIGURE_UNKNOWN_KEY,
+        },
     };
     if ok {
         KNOBS_GENERATION.fetch_add(1, Ordering::SeqCst);
@@ -362,6 +365,7 @@ fn reset_counters() {
     }
     lock(&FAULT_CALLS).clear();
     super::perf::reset();
+    super::ssr::reset();
 }
 
 /// Counts one call against a library-scoped fault and returns its 0-based number.
@@ -383,11 +387,17 @@ pub struct ContextObj {
     pub graphs: Vec<(String, u64)>,
     /// The asynchronous execution queue its graphs share.
     pub queue: Arc<AsyncQueue>,
+    /// Set by a DSP restart ([`super::ssr`]): every call on it or its graphs is refused.
+    pub dead: Arc<AtomicBool>,
 }
 
 /// A graph of a loaded context.
 pub struct GraphObj {
     pub context: u64,
+    /// Its context's device (a restart kills every context of one device).
+    pub device: u64,
+    /// Its context's [`ContextObj::dead`].
+    pub dead: Arc<AtomicBool>,
     pub model: Arc<Model>,
     pub index: usize,
     pub checksum: u64,
