@@ -175,7 +175,7 @@ defmodule HexagonTpu.StatsTest do
         {:error, _} = Graph.execute(graph, [:atom])
 
         failing_graph =
-          Support.load!(Models.identity(t, t, fail_execute: {1007, :always}), runtime: runtime)
+          Support.load!(Models.identity(t, t, fail_execute: {1003, :always}), runtime: runtime)
 
         {:error, _} = Graph.execute(failing_graph, [f32([1, 2])])
         :ok = Context.close(context)
@@ -196,7 +196,7 @@ defmodule HexagonTpu.StatsTest do
     graph = Support.load!(Models.identity(t, t, sleep_ms: 2), runtime: runtime)
 
     failing =
-      Support.load!(Models.identity(t, t, fail_execute: {1007, {:after, 2}}), runtime: runtime)
+      Support.load!(Models.identity(t, t, fail_execute: {1003, {:after, 2}}), runtime: runtime)
 
     before = Stats.native()
     for _ <- 1..3, do: {:ok, _} = Graph.execute(graph, [f32([1, 2])])
@@ -208,7 +208,7 @@ defmodule HexagonTpu.StatsTest do
 
     assert {:ok, _} = Graph.execute(failing, [f32([1, 2])])
     assert {:ok, _} = Graph.execute(failing, [f32([1, 2])])
-    assert {:error, %{reason: :qnn_error, qnn_code: 1007}} = Graph.execute(failing, [f32([1, 2])])
+    assert {:error, %{reason: :qnn_error, qnn_code: 1003}} = Graph.execute(failing, [f32([1, 2])])
     after_ = Stats.native()
     assert after_.executes - middle.executes == 3
     assert after_.execute_errors - middle.execute_errors == 1
@@ -392,9 +392,15 @@ defmodule HexagonTpu.StatsTest do
       assert [%{held: [binary: ^plain_size], bytes: ^plain_size}, _] = at.(line)
       spilled_bytes = spilled_size + 123_456
 
-      assert [%{kind: :context, held: [binary: ^spilled_size, spill_fill: 123_456]} = c] =
-               at.(line + 1)
+      # Loaded from memory, it keeps its binary to be created again after a device reset.
+      assert [
+               %{
+                 kind: :context,
+                 held: [binary: ^spilled_size, spill_fill: 123_456, source: ^spilled_size]
+               } = c
+             ] = at.(line + 1)
 
+      spilled_bytes = spilled_bytes + spilled_size
       assert c.bytes == spilled_bytes
       assert [%{kind: :graph, held: [], bytes: 0}] = at.(line + 2)
       assert [%{kind: :runtime, held: [], bytes: 0}] = at.(line - 2)
@@ -413,7 +419,9 @@ defmodule HexagonTpu.StatsTest do
       # spill-fill: the latter is larger
       assert spilled_bytes > 2 * plain_size
       assert Enum.at(lines, 2) =~ ~r/^ +#{k.(spilled_bytes)} bytes  1 context  /
-      assert Enum.at(lines, 2) =~ "[binary #{k.(spilled_size)}, spill_fill 123,456]"
+
+      assert Enum.at(lines, 2) =~
+               "[binary #{k.(spilled_size)}, spill_fill 123,456, source #{k.(spilled_size)}]"
 
       assert Enum.at(lines, 3) =~
                ~r/^ +#{k.(2 * plain_size)} bytes  2 contexts  .*:#{line}\)  \[binary #{k.(2 * plain_size)}\]$/

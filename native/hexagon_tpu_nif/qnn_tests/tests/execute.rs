@@ -198,10 +198,7 @@ fn injected_execute_failure_reports_code_and_name() {
             let y = g.identity("y", x, spec.clone());
             g.output(y);
         })
-        .fail_execute(Fault::after(
-            qnn::sys::QNN_COMMON_ERROR_SYSTEM_COMMUNICATION,
-            1,
-        ))
+        .fail_execute(Fault::after(qnn::sys::QNN_COMMON_ERROR_SYSTEM, 1))
         .build()
         .unwrap();
     let (context, graph) = load(&runtime, &model);
@@ -210,11 +207,10 @@ fn injected_execute_failure_reports_code_and_name() {
     graph.execute(&[&input], &mut [&mut output]).unwrap();
     let err = graph.execute(&[&input], &mut [&mut output]).unwrap_err();
     assert_eq!(err.reason(), "qnn_error");
-    assert_eq!(err.qnn_code(), Some(1007));
+    assert_eq!(err.qnn_code(), Some(1003));
     let message = err.to_string();
     assert!(
-        message.contains("graphExecute")
-            && message.contains("QNN_COMMON_ERROR_SYSTEM_COMMUNICATION"),
+        message.contains("graphExecute") && message.contains("QNN_COMMON_ERROR_SYSTEM (1003)"),
         "{message}"
     );
     drop((graph, context));

@@ -78,12 +78,16 @@ fn ledger_tracks_sites_and_agrees_with_counters() {
         (graphs[0].site.as_str(), graphs[0].detail.as_str()),
         ("graph site", "identity")
     );
-    // A context holds its binary's bytes (this model's graph infos report no spill-fill);
-    // runtimes and graphs hold none of their own.
-    let binary = qnn::Held(vec![(qnn::Part::Binary, model.len() as u64)]);
-    assert_eq!(contexts[0].held, binary);
-    assert_eq!(contexts[1].held, binary);
-    assert_eq!(contexts[0].held.total(), model.len() as u64);
+    // A context holds its binary's bytes (this model's graph infos report no spill-fill); one
+    // loaded from memory keeps them too, to be created again after a device reset (one from a
+    // file reads it again). Runtimes and graphs hold none of their own.
+    let size = model.len() as u64;
+    assert_eq!(contexts[0].held, qnn::Held(vec![(qnn::Part::Binary, size)]));
+    assert_eq!(
+        contexts[1].held,
+        qnn::Held(vec![(qnn::Part::Binary, size), (qnn::Part::Source, size)])
+    );
+    assert_eq!(contexts[0].held.total(), size);
     assert_eq!(runtimes[0].held, qnn::Held::default());
     assert_eq!(graphs[0].held.total(), 0);
     assert!(
