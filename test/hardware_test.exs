@@ -1,6 +1,8 @@
 defmodule HexagonTpu.HardwareTest do
   # On the Radxa Dragon Q6A itself (QCS6490 HTP), with the QNN runtime in /usr/lib:
   #   HEXAGON_TPU_TEST_MODEL=/data/model.bin mix test --include hardware
+  # The device-reset test restarts the CDSP (as root, with debugfs mounted), so it runs only
+  # with HEXAGON_TPU_TEST_SSR=1 too.
   use ExUnit.Case, async: false
 
   @moduletag :hardware
@@ -48,5 +50,57 @@ defmodule HexagonTpu.HardwareTest do
       end)
 
     Support.assert_no_leaks(before, after_)
+  end
+
+  test "a DSP restart under a model: the next predict recovers, with the same outputs" do
+    if System.get_env("HEXAGON_TPU_TEST_SSR") != "1",
+      do: flunk("set HEXAGON_TPU_TEST_SSR=1: this test restarts the CDSP")
+
+    path = System.get_env("HEXAGON_TPU_TEST_MODEL") || flunk("set HEXAGON_TPU_TEST_MODEL")
+    cdsp = cdsp_remoteproc!()
+    {:ok, runtime} = Runtime.htp()
+    {:ok, model} = HexagonTpu.load_model(path, runtime: runtime)
+    inputs = zero_inputs(model)
+    {:ok, expected} = HexagonTpu.predict(model, inputs, output: :binary)
+    before = Stats.native()
+
+    # The kernel's remoteproc crash trigger; with recovery enabled it boots the CDSP again.
+    File.write!(Path.join(cdsp.debugfs, "recovery"), "enabled")
+    File.write!(Path.join(cdsp.debugfs, "crash"), "fatal-error")
+
+    Support.wait_until(fn -> File.read!(Path.join(cdsp.sysfs, "state")) == "running\n" end,
+      timeout: 30_000
+    )
+
+    assert {:ok, ^expected} = HexagonTpu.predict(model, inputs, output: :binary)
+    after_ = Stats.native()
+    assert after_.context_recoveries - before.context_recoveries == 1
+    assert after_.device_resets == before.device_resets
+    :ok = HexagonTpu.Context.close(model.context)
+    :ok = Runtime.close(runtime)
+  end
+
+  defp zero_inputs(model) do
+    for info <- Graph.inputs(model) do
+      if info.f32_conversion,
+        do: :binary.copy(<<0.0::float-32-little>>, HexagonTpu.TensorInfo.size(info)),
+        else: :binary.copy(<<0>>, info.byte_size)
+    end
+  end
+
+  # The CDSP's remoteproc: its sysfs folder (name, state) and its debugfs one (crash, recovery).
+  defp cdsp_remoteproc! do
+    found =
+      for dir <- Path.wildcard("/sys/class/remoteproc/remoteproc*"),
+          File.read!(Path.join(dir, "name")) =~ "cdsp",
+          do: dir
+
+    case found do
+      [sysfs | _] ->
+        %{sysfs: sysfs, debugfs: Path.join("/sys/kernel/debug/remoteproc", Path.basename(sysfs))}
+
+      [] ->
+        flunk("no remoteproc named cdsp under /sys/class/remoteproc")
+    end
   end
 end

@@ -59,6 +59,8 @@ defmodule HexagonTpu.Trace do
 
     * `QnnContext_free` - on the runtime's thread, when a context is closed or collected.
     * `runtime.free` - on the runtime's thread: the device, backend and log handles freed.
+    * `context.recover` - on the runtime's thread: a context created again after a device
+      reset (its dead handle freed; `QnnContext_createFromBinary` inside).
 
   `otherData` holds the recording's counts: `emitted`, `dropped`, `capacity`.
   """
