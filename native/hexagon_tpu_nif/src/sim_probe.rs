@@ -23,6 +23,7 @@ struct SimCountersTerm<'a> {
     profiles_created: u64,
     profiles_live: u64,
     async_in_flight: u64,
+    peak_async_in_flight: u64,
     async_notifications: u64,
 }
 
@@ -60,6 +61,7 @@ fn qnn_sim_counters<'a>(env: Env<'a>, path: String) -> Term<'a> {
             profiles_created: c.profiles_created,
             profiles_live: c.profiles_live,
             async_in_flight: c.async_in_flight,
+            peak_async_in_flight: c.peak_async_in_flight,
             async_notifications: c.async_notifications,
         })
         .map_err(Failure::from);

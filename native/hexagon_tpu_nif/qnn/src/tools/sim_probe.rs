@@ -117,6 +117,8 @@ pub struct SimCounters {
     pub profiles_live: u64,
     /// Asynchronous executes accepted and not yet notified, and notifications sent.
     pub async_in_flight: u64,
+    /// The most asynchronous executes in flight at once ([`peak_async_in_flight`]).
+    pub peak_async_in_flight: u64,
     pub async_notifications: u64,
 }
 
@@ -184,6 +186,7 @@ pub fn counters(lib_path: &Path) -> Result<SimCounters> {
         profiles_created: profiles_created(lib_path)?,
         profiles_live: profiles_live(lib_path)?,
         async_in_flight: async_in_flight(lib_path)?,
+        peak_async_in_flight: peak_async_in_flight(lib_path)?,
         async_notifications: async_notifications(lib_path)?,
     })
 }
