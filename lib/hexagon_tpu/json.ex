@@ -159,8 +159,9 @@ defmodule HexagonTpu.JSON do
   @number ~r/\A-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/
 
   defp number(rest, all) do
-    [text | parts] = Regex.run(@number, rest) || fail(all, rest, "a number expected")
-    rest = binary_part(rest, byte_size(text), byte_size(rest) - byte_size(text))
+    at = rest
+    [text | parts] = Regex.run(@number, rest) || fail(all, at, "a number expected")
+    rest = binary_part(at, byte_size(text), byte_size(at) - byte_size(text))
 
     value =
       case parts do
@@ -171,7 +172,7 @@ defmodule HexagonTpu.JSON do
           # "1e5" has no fraction, which Float.parse/1 reads but String.to_float/1 does not.
           case Float.parse(text) do
             {float, ""} -> float
-            _ -> fail(all, rest, "a number a float can hold expected")
+            _ -> fail(all, at, "a number a float can hold expected")
           end
       end
 
