@@ -411,7 +411,8 @@ defmodule HexagonTpu.Bench do
 
     throughput = if :throughput in settings.only, do: throughput(ctx)
     modes = if :modes in settings.only and settings.modes != [], do: modes(ctx)
-    profile = if :profile in settings.only and settings.profile, do: profile(ctx)
+    profiled? = :profile in settings.only and settings.profile != nil
+    profile = if profiled?, do: profile(ctx)
     counted = Stats.native().executes - before.executes
 
     total =
@@ -419,7 +420,7 @@ defmodule HexagonTpu.Bench do
         if(latency, do: settings.iterations, else: 0) +
         if(throughput, do: length(settings.in_flight) * settings.throughput_executes, else: 0) +
         if(modes, do: length(settings.modes) * (1 + settings.mode_iterations), else: 0) +
-        if profile, do: 1, else: 0
+        if profiled?, do: 1, else: 0
 
     %__MODULE__{
       model: describe(model),
