@@ -108,6 +108,36 @@ defmodule HexagonTpu.BenchTest do
     assert %{peak_async_in_flight: 4, execute_count: 10} = Support.qnn_sim_counters(lib)
   end
 
+  test "host time splits into the inputs' quantize and the outputs' dequantize", %{lib: lib} do
+    # u8 in (quantized from f32 on the host), f32 out (the softmax's: nothing to dequantize)
+    graph =
+      Support.load!(Models.classifier([0.01, 0.02, 0.03], Enum.to_list(1..12), [0, 0, 0]),
+        lib: lib
+      )
+
+    assert {:ok, result} = Bench.run(graph, iterations: 5, only: [:latency], progress: false)
+    assert %{executes: 5, tensors_converted: 1.0, dequantize_us: 0.0} = h = result.host
+    assert h.quantize_us > 0
+  end
+
+  test "a long run shows a progress line on standard error, and erases it", %{load: load} do
+    # 1 + 4 executes of at least 300 ms each: longer than the second the line waits for
+    path = Models.build!(add_model(sleep_ms: 300))
+    opts = load ++ [iterations: 4, warmup: 0, only: [:latency]]
+
+    stderr =
+      ExUnit.CaptureIO.capture_io(:stderr, fn ->
+        assert {:ok, _} = Bench.run(path, opts)
+      end)
+
+    assert stderr =~ ~r/^\rhexagon_tpu.bench: latency \d\/4\e\[K/
+    assert String.ends_with?(stderr, "\r\e[K")
+
+    assert ExUnit.CaptureIO.capture_io(:stderr, fn ->
+             assert {:ok, _} = Bench.run(path, opts ++ [progress: false])
+           end) == ""
+  end
+
   test "the JSON decodes and has every key the schema names, the table every section",
        %{load: load, path: path} do
     {:ok, result} = Bench.run(path, load ++ @small)
