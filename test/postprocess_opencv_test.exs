@@ -18,7 +18,8 @@ defmodule HexagonTpu.PostprocessOpencvTest do
   @moduletag timeout: 300_000
 
   alias HexagonTpu.Postprocess
-  alias HexagonTpu.Test.{BlazeFace, JSON, QnnHost, RealModels}
+  alias HexagonTpu.JSON
+  alias HexagonTpu.Test.{BlazeFace, QnnHost, RealModels}
 
   setup_all do
     setup = RealModels.setup!()

@@ -557,7 +557,7 @@ defmodule HexagonTpu.PostprocessTest do
     {output, status} = System.cmd(python, [script, "run", json, out], stderr_to_stdout: true)
     if status != 0, do: raise("postprocess_numpy.py failed (#{status}): #{output}")
 
-    for answer <- HexagonTpu.Test.JSON.decode!(File.read!(out)) do
+    for answer <- HexagonTpu.JSON.decode!(File.read!(out)) do
       for item <- answer do
         case item do
           [i, c, s, box] when is_list(box) ->

@@ -11,7 +11,8 @@ defmodule HexagonTpu.PreprocessOpencvTest do
   @moduletag timeout: 300_000
 
   alias HexagonTpu.{Preprocess, TensorInfo}
-  alias HexagonTpu.Test.{JSON, RealModels}
+  alias HexagonTpu.JSON
+  alias HexagonTpu.Test.RealModels
 
   # random frames (random chroma: every saturation path), then scikit-image's astronaut and
   # cameraman put into YUV by formulas of this test, with rows padded as V4L2 may pad them

@@ -100,7 +100,7 @@ defmodule HexagonTpu.PreprocessYuvTest do
       |> Enum.with_index()
       |> Enum.each(fn {{frame, _p}, i} -> File.write!(Path.join(dir, "frame#{i}"), frame) end)
 
-      json = HexagonTpu.Test.JSON.encode(Enum.map(cases, &elem(&1, 1)))
+      json = HexagonTpu.JSON.encode(Enum.map(cases, &elem(&1, 1)))
       File.write!(Path.join(dir, "cases.json"), json)
       script = Path.expand("support/preprocess_yuv_numpy.py", __DIR__)
       {output, status} = System.cmd(python, [script, dir], stderr_to_stdout: true)
@@ -185,7 +185,7 @@ defmodule HexagonTpu.PreprocessYuvTest do
         )
 
       # the fixed-point conversion is within one of the float formula, rounded
-      assert %{"float_max_diff" => float_diff} = HexagonTpu.Test.JSON.decode!(summary)
+      assert %{"float_max_diff" => float_diff} = HexagonTpu.JSON.decode!(summary)
       assert float_diff <= 1
 
       diffs =

@@ -74,7 +74,7 @@ defmodule HexagonTpu.QnnHostQualityTest do
       assert Quality.read(bin) == :none
       File.write!(Quality.path(bin), ~S({"version": 1, "graphs": [1,]}))
       assert {:error, message} = Quality.read(bin)
-      assert message == "#{Quality.path(bin)}: not JSON: unexpected text"
+      assert message == "#{Quality.path(bin)}: invalid JSON at byte 28: a value expected"
       File.write!(Quality.path(bin), ~S({"version": 2, "graphs": []}))
 
       assert {:error, "#{Quality.path(bin)}: not a quality file of version 1"} ==

@@ -363,7 +363,8 @@ defmodule HexagonTpu.Native do
   @counters ~w(runtimes_alive contexts_alive graphs_alive runtimes_created contexts_created
                graphs_created executes execute_errors execute_ns_total execute_ns_last
                release_errors executes_waiting executes_overloaded executes_timed_out
-               executes_skipped tensors_converted convert_ns_total performance_votes
+               executes_skipped tensors_converted convert_ns_total quantize_ns_total
+               dequantize_ns_total performance_votes
                performance_votes_refused profiles_created profiles_alive profile_samples
                profile_errors runtime_jobs_pending context_recoveries device_resets log_lines
                log_dropped)a

@@ -29,7 +29,7 @@ defmodule HexagonTpu.Quality do
 
     with {:ok, text} <- File.read(file),
          {:ok, %{"version" => 1, "graphs" => graphs} = figures} when is_list(graphs) <-
-           decode(text) do
+           HexagonTpu.JSON.decode(text) do
       {:ok, figures}
     else
       {:error, :enoent} -> :none
@@ -98,117 +98,4 @@ defmodule HexagonTpu.Quality do
   defp num(n) when is_integer(n), do: Integer.to_string(n)
   defp num(n) when is_float(n), do: :erlang.float_to_binary(n, decimals: 1)
   defp num(_), do: "?"
-
-  # --- a strict JSON decoder (RFC 8259) for this one file: Elixir 1.14 has no JSON module, and
-  # the package has no dependency for one.
-
-  @doc false
-  @spec decode(binary()) :: {:ok, term()} | {:error, String.t()}
-  def decode(text) do
-    case value(skip(text)) do
-      {:ok, term, rest} ->
-        if skip(rest) == "", do: {:ok, term}, else: {:error, "not JSON: trailing text"}
-
-      {:error, _} = error ->
-        error
-    end
-  catch
-    {:json, message} -> {:error, "not JSON: #{message}"}
-  end
-
-  defp skip(<<c, rest::binary>>) when c in ~c" \t\r\n", do: skip(rest)
-  defp skip(rest), do: rest
-
-  defp value(<<?{, rest::binary>>), do: object(skip(rest), %{})
-  defp value(<<?[, rest::binary>>), do: array(skip(rest), [])
-  defp value(<<?", rest::binary>>), do: string(rest, [])
-  defp value(<<"true", rest::binary>>), do: {:ok, true, rest}
-  defp value(<<"false", rest::binary>>), do: {:ok, false, rest}
-  defp value(<<"null", rest::binary>>), do: {:ok, nil, rest}
-  defp value(text), do: number(text)
-
-  # after { (an empty object may close) and after , (a member must follow)
-  defp object(<<?}, rest::binary>>, acc), do: {:ok, acc, rest}
-  defp object(text, acc), do: member(text, acc)
-
-  defp member(<<?", rest::binary>>, acc) do
-    {:ok, key, rest} = string(rest, [])
-
-    case skip(rest) do
-      <<?:, rest::binary>> ->
-        {:ok, val, rest} = value(skip(rest))
-        acc = Map.put(acc, key, val)
-
-        case skip(rest) do
-          <<?,, rest::binary>> -> member(skip(rest), acc)
-          <<?}, rest::binary>> -> {:ok, acc, rest}
-          _ -> throw({:json, "expected , or } in an object"})
-        end
-
-      _ ->
-        throw({:json, "expected : after a key"})
-    end
-  end
-
-  defp member(_, _), do: throw({:json, "expected a key"})
-
-  defp array(<<?], rest::binary>>, []), do: {:ok, [], rest}
-  defp array(text, acc), do: element(text, acc)
-
-  defp element(text, acc) do
-    {:ok, val, rest} = value(text)
-
-    case skip(rest) do
-      <<?,, rest::binary>> -> element(skip(rest), [val | acc])
-      <<?], rest::binary>> -> {:ok, Enum.reverse([val | acc]), rest}
-      _ -> throw({:json, "expected , or ] in an array"})
-    end
-  end
-
-  @escapes %{
-    ?" => ?",
-    ?\\ => ?\\,
-    ?/ => ?/,
-    ?b => ?\b,
-    ?f => ?\f,
-    ?n => ?\n,
-    ?r => ?\r,
-    ?t => ?\t
-  }
-
-  defp string(<<?", rest::binary>>, acc),
-    do: {:ok, IO.chardata_to_string(Enum.reverse(acc)), rest}
-
-  defp string(<<?\\, ?u, hex::binary-size(4), rest::binary>>, acc) do
-    case Integer.parse(hex, 16) do
-      {code, ""} when code not in 0xD800..0xDFFF -> string(rest, [<<code::utf8>> | acc])
-      _ -> throw({:json, "unsupported \\u escape"})
-    end
-  end
-
-  defp string(<<?\\, c, rest::binary>>, acc) when is_map_key(@escapes, c),
-    do: string(rest, [@escapes[c] | acc])
-
-  defp string(<<c::utf8, rest::binary>>, acc) when c >= 0x20 and c != ?\\,
-    do: string(rest, [<<c::utf8>> | acc])
-
-  defp string(_, _), do: throw({:json, "bad string"})
-
-  defp number(text) do
-    case Regex.run(~r/^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/, text) do
-      [literal, _integer | fraction_exponent] ->
-        rest = binary_part(text, byte_size(literal), byte_size(text) - byte_size(literal))
-        float? = Enum.any?(fraction_exponent, &(&1 != ""))
-        {:ok, if(float?, do: float(literal), else: String.to_integer(literal)), rest}
-
-      nil ->
-        throw({:json, "unexpected text"})
-    end
-  end
-
-  # "1e5" has no fraction, which Float.parse accepts but :erlang.binary_to_float does not
-  defp float(literal) do
-    {f, ""} = Float.parse(literal)
-    f
-  end
 end

@@ -90,7 +90,8 @@ defmodule HexagonTpu.Stats do
     * `tensors_converted` / `convert_ns_total` - tensors converted on the host for executes
       (inputs quantized or narrowed from f32, outputs dequantized or widened to f32), and the
       nanoseconds those conversions took: the host's share of an inference beside
-      `execute_ns_total`
+      `execute_ns_total`; `quantize_ns_total` / `dequantize_ns_total` - of those nanoseconds,
+      the inputs' and the outputs' (`HexagonTpu.Bench` reports them per execute)
     * `performance_votes` / `performance_votes_refused` - HTP performance votes sent, and those
       refused by the backend or for want of its perf infrastructure (see
       `HexagonTpu.Performance`)

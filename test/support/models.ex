@@ -3,7 +3,8 @@ defmodule HexagonTpu.Test.Models do
   # Small models for qnn_sim, written as the JSON specs its builder CLI reads
   # (native/hexagon_tpu_nif/qnn_sim/README.md) and built into context binaries on demand.
 
-  alias HexagonTpu.Test.{JSON, Support}
+  alias HexagonTpu.JSON
+  alias HexagonTpu.Test.Support
 
   @doc """
   A tensor: QNN dtype name (`:ufixed_point_8`, `:float_32`, ...), dims and quantization in

@@ -102,7 +102,7 @@ defmodule HexagonTpu.Test.PreprocessReference do
           %{type: "#{kind}#{bits}", scale: scale, zero_point: zp, qmin: qmin, qmax: qmax}
       end
 
-    HexagonTpu.Test.JSON.encode(%{
+    HexagonTpu.JSON.encode(%{
       p
       | mean: Tuple.to_list(p.mean),
         std: Tuple.to_list(p.std),

@@ -6,7 +6,7 @@ defmodule HexagonTpu.Test.TraceCheck do
 
   import ExUnit.Assertions
 
-  alias HexagonTpu.Test.JSON
+  alias HexagonTpu.JSON
 
   @doc "Parses and checks the file at `path`; returns `{complete_events, json}` (X events, by ts)."
   def read!(path) do

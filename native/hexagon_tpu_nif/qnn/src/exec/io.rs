@@ -137,7 +137,7 @@ pub fn prepare<B: DerefMut<Target = [u8]>>(
                 let started = Instant::now();
                 form.to_model(bytes, &mut model)
                     .map_err(|e| conversion_failed("input", tensor, e))?;
-                counters::record_conversion(elapsed_ns(started));
+                counters::record_conversion(true, elapsed_ns(started));
                 Some(model)
             }
         });
@@ -243,7 +243,7 @@ impl<B: DerefMut<Target = [u8]>> Execution<B> {
                     let started = Instant::now();
                     form.to_f32(&buffer, &mut f32s)
                         .map_err(|e| conversion_failed("output", tensor, e))?;
-                    counters::record_conversion(elapsed_ns(started));
+                    counters::record_conversion(false, elapsed_ns(started));
                     outputs.push(f32s);
                 }
             }

@@ -100,6 +100,10 @@ counters! {
         tensors_converted,
         /// Sum of the time those conversions took (quantize, dequantize, f16).
         convert_ns_total,
+        /// Of `convert_ns_total`, the inputs' share (to the model's types).
+        quantize_ns_total,
+        /// Of `convert_ns_total`, the outputs' share (to f32).
+        dequantize_ns_total,
         /// Performance votes sent to backends (`setPowerConfig`, and withdrawals to
         /// `:default`), accepted or not ([`crate::perf`]).
         performance_votes,
@@ -180,10 +184,16 @@ pub(crate) fn record_profile_sample(failed: bool) {
     }
 }
 
-/// One tensor converted on the host, taking `ns`.
-pub(crate) fn record_conversion(ns: u64) {
+/// One tensor converted on the host, taking `ns`: an input (`quantize`) or an output.
+pub(crate) fn record_conversion(quantize: bool, ns: u64) {
     KEPT.tensors_converted.fetch_add(1, Relaxed);
     KEPT.convert_ns_total.fetch_add(ns, Relaxed);
+    let share = if quantize {
+        &KEPT.quantize_ns_total
+    } else {
+        &KEPT.dequantize_ns_total
+    };
+    share.fetch_add(ns, Relaxed);
 }
 
 /// A performance vote, `refused` or not. A refusal without a backend call (no perf

@@ -117,6 +117,8 @@ pub struct SimCounters {
     pub profiles_live: u64,
     /// Asynchronous executes accepted and not yet notified, and notifications sent.
     pub async_in_flight: u64,
+    /// The most asynchronous executes in flight at once ([`peak_async_in_flight`]).
+    pub peak_async_in_flight: u64,
     pub async_notifications: u64,
     /// Simulated DSP restarts, and the contexts they killed that are not freed yet.
     pub ssr_restarts: u64,
@@ -187,6 +189,7 @@ pub fn counters(lib_path: &Path) -> Result<SimCounters> {
         profiles_created: profiles_created(lib_path)?,
         profiles_live: profiles_live(lib_path)?,
         async_in_flight: async_in_flight(lib_path)?,
+        peak_async_in_flight: peak_async_in_flight(lib_path)?,
         async_notifications: async_notifications(lib_path)?,
         ssr_restarts: ssr_restarts(lib_path)?,
         ssr_dead_contexts: ssr_dead_contexts(lib_path)?,
