@@ -5,7 +5,12 @@
 # FUZZ_SECONDS per target (default 20). The `.names` parser's loop is an ExUnit test
 # (test/names_fuzz_test.exs), run by the test suite.
 set -euo pipefail
-cd "$(dirname "$0")/../native/hexagon_tpu_nif"
+cd "$(dirname "$0")/.."
+# shellcheck source=.ci/lib.sh
+source .ci/lib.sh
+# libfuzzer-sys compiles libFuzzer (C++) with the cc crate.
+apt_install g++
+cd native/hexagon_tpu_nif
 seconds="${FUZZ_SECONDS:-20}"
 target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
 host=$(rustc -vV | sed -n 's/^host: //p')
