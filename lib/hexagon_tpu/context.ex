@@ -347,8 +347,9 @@ defmodule HexagonTpu.Context do
   # Two kinds of line: `name qnn_graph_name`, and (since the compile task keeps the model's
   # tensor names) `graph input|output index tensor_name`, where graph is either of the graph's
   # names, index the tensor's position in the binary, and '%', '#' and whitespace in the tensor
-  # name are percent-encoded.
-  defp parse_names(text, file) do
+  # name are percent-encoded. Public for test/names_fuzz_test.exs only.
+  @doc false
+  def parse_names(text, file) do
     text
     |> String.split("\n")
     |> Enum.with_index(1)

@@ -163,6 +163,15 @@ pub fn ssd(
             format!("x, y, w and h scales must be finite and non-zero, got {scales:?}"),
         );
     }
+    // `clamp(-t, t)` panics for a negative or NaN `t`.
+    if let Some(t) = s.score_clipping_thresh
+        && (t.is_nan() || t <= 0.0)
+    {
+        return invalid(
+            "score_clipping_thresh",
+            format!("must be a number > 0, got {t}"),
+        );
+    }
     check_len(
         "boxes",
         raw_boxes,

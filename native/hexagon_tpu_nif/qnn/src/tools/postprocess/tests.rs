@@ -629,3 +629,20 @@ fn ssd_decodes_against_anchors() {
         "boxes: expected [3, 4] (one row per anchor) = 12 f32 values, got 11"
     );
 }
+
+/// Found by the `postprocess` fuzz target (fuzz/corpus/postprocess/crash-ssd-negative-score-clipping):
+/// a negative or NaN clipping threshold reached `f64::clamp(-t, t)`, which panics.
+#[test]
+fn ssd_refuses_a_clipping_threshold_that_is_not_positive() {
+    let anchors = [[0.5, 0.5, 1.0, 1.0]];
+    for t in [-6.8e9, -1.0, 0.0, -0.0, f32::NAN] {
+        let mut spec = ssd_spec();
+        spec.score_clipping_thresh = Some(t);
+        let err = ssd(&[0.0; 4], &[3.0], &anchors, &spec).unwrap_err();
+        assert_eq!(err.argument, "score_clipping_thresh", "{t}");
+        assert_eq!(err.message, format!("must be a number > 0, got {t}"));
+    }
+    let mut spec = ssd_spec();
+    spec.score_clipping_thresh = Some(f32::INFINITY);
+    assert_eq!(ssd(&[0.0; 4], &[3.0], &anchors, &spec).unwrap().len(), 1);
+}
