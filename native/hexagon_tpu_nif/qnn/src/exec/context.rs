@@ -5,10 +5,10 @@
 //! `QNN_COMMON_ERROR_SYSTEM_COMMUNICATION` (or its fatal variant) until the context is freed
 //! and created again (measured on Qualcomm's emulator, forced by a debugger; ONNX Runtime's QNN
 //! EP recovers the same way). The execute that meets the reset asks for the recovery
-//! ([`ContextCore::recover_from`]); once nobody uses the dead handle, the runtime's thread frees
-//! it and creates the context again from its [`Source`]; every caller that wanted the handle
+//! (`ContextCore::recover_from`); once nobody uses the dead handle, the runtime's thread frees
+//! it and creates the context again from its `Source`; every caller that wanted the handle
 //! meanwhile waits for that and then goes on with the new one. Graphs retrieve their handle
-//! again at their next use ([`HandleUse::generation`] says it changed), so the `Graph`s users
+//! again at their next use (the handle's generation says it changed), so the `Graph`s users
 //! hold keep working.
 
 use std::hash::{DefaultHasher, Hasher};
