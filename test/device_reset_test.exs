@@ -40,7 +40,7 @@ defmodule HexagonTpu.DeviceResetTest do
   test "an execute the reset meets is retried on its context created again, and reported",
        ctx do
     {:ok, model} = HexagonTpu.load_model(ctx.path, runtime: ctx.runtime)
-    assert {:ok, [out]} = HexagonTpu.predict(model, [input(0)])
+    assert {:ok, [out]} = HexagonTpu.predict(model, [input(0)], output: :binary)
     assert out == input(0)
     before = Stats.native()
     Support.attach_events([[:hexagon_tpu, :context, :recover]])
@@ -48,7 +48,7 @@ defmodule HexagonTpu.DeviceResetTest do
 
     log =
       logged(before, fn ->
-        assert {:ok, [out]} = HexagonTpu.predict(model, [input(1)])
+        assert {:ok, [out]} = HexagonTpu.predict(model, [input(1)], output: :binary)
         assert out == input(1)
       end)
 
@@ -80,7 +80,7 @@ defmodule HexagonTpu.DeviceResetTest do
       assert error.message =~ ~s(graph "identity": the device was reset)
       assert error.message =~ "retried"
       # The context is dead again: the next predict recovers it.
-      assert {:ok, [out]} = HexagonTpu.predict(model, [input(1)])
+      assert {:ok, [out]} = HexagonTpu.predict(model, [input(1)], output: :binary)
       assert out == input(1)
     end)
 
@@ -115,7 +115,7 @@ defmodule HexagonTpu.DeviceResetTest do
 
     log =
       logged(before, fn ->
-        assert {:ok, [out]} = Graph.execute(graph, [input(3)])
+        assert {:ok, [out]} = Graph.execute(graph, [input(3)], output: :binary)
         assert out == input(3)
       end)
 

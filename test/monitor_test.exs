@@ -59,6 +59,8 @@ defmodule HexagonTpu.MonitorTest do
   end
 
   test "warns on sustained growth of live resources, naming where they were created" do
+    # Alive before the growth, from one site with more than the growth's: not named.
+    earlier = for _ <- 1..4, do: earlier_runtime()
     pid = start_supervised!({Monitor, interval_ms: @hour, growth_samples: 3})
     %{runtimes_alive: from} = Monitor.sample(pid)
     line = __ENV__.line + 6
@@ -72,19 +74,28 @@ defmodule HexagonTpu.MonitorTest do
             runtime
           end
 
-        Enum.each(kept, &Runtime.close/1)
+        Enum.each(kept ++ earlier, &Runtime.close/1)
       end)
 
     assert log =~ "runtimes_alive grew #{from} → #{from + 3} in 3 consecutive samples"
 
-    # The runtimes are created in a comprehension: its anonymous fn is the creation site.
+    # The runtimes are created in a comprehension: its anonymous fn is the creation site, and
+    # the only one named (runtimes alive from earlier tests were not created in the growth).
     assert log =~ "top creation sites: anonymous fn/"
 
     assert log =~
              ~S(in HexagonTpu.MonitorTest."test warns on sustained growth of live resources, ) <>
                ~s(naming where they were created"/1 \(test/monitor_test.exs:#{line}\) ×3)
 
+    refute log =~ "earlier_runtime"
+    refute log =~ "shared runtime"
     assert log =~ "leaking"
+  end
+
+  # Not a tail call, so that this function is the creation site.
+  defp earlier_runtime do
+    {:ok, runtime} = Runtime.create(Support.runtime_opts(Support.sim_lib()))
+    runtime
   end
 
   test "no warning when resources come and go" do

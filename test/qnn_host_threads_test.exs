@@ -1,12 +1,9 @@
 defmodule HexagonTpu.QnnHostThreadsTest do
   # QNN's handles and QNN's log against Qualcomm's own HTP emulator: the backend notices when
   # a device handle is freed on another thread than it was made on, and prints to stdout
-  # unless it is given a log callback.
+  # unless it is given a log callback. Runs in a child VM of its own (see its first lines).
   use ExUnit.Case, async: false
 
-  import ExUnit.CaptureLog
-
-  alias HexagonTpu.{Context, Stats}
   alias HexagonTpu.Test.{QnnHost, Support}
 
   @moduletag :qnn_host
@@ -28,6 +25,11 @@ defmodule HexagonTpu.QnnHostThreadsTest do
 
     assert status == 0, output
     assert output =~ "CHILD stopping"
+    # A corrupt binary's explanation, in QNN's own words, at :error, tagged with the library
+    # (in the child: the emulator printed it to stdout once in this VM, after other tests).
+    assert [_, code] = Regex.run(~r/CHILD corrupt_binary_code=(\d+)/, output)
+    assert code in ["5005", "5007"]
+    assert output =~ ~r/\[error\] QNN: .*(create context|deserializ|Failed)/i
     # QNN's own lines went to Logger (the emulator's start-up chatter, demoted to :debug)...
     [_, lines] = Regex.run(~r/CHILD log_lines=(\d+)/, output)
     assert String.to_integer(lines) > 0
@@ -44,28 +46,5 @@ defmodule HexagonTpu.QnnHostThreadsTest do
       |> Enum.reject(&(&1 =~ "LIBNATIVE: No alternate configuration present"))
 
     assert raw == []
-  end
-
-  test "a corrupt binary's explanation from QNN arrives in Logger", %{u8: u8} do
-    good = File.read!(u8.bin)
-    offset = div(byte_size(good), 2)
-    <<pre::binary-size(offset), _::binary-size(64), post::binary>> = good
-    bad = pre <> :binary.copy(<<0xA5>>, 64) <> post
-
-    {:ok, runtime} =
-      HexagonTpu.Runtime.create(Keyword.put(QnnHost.runtime_opts(), :log_level, :warn))
-
-    log =
-      capture_log(fn ->
-        before = Stats.native().log_lines
-        assert {:error, %HexagonTpu.Error{qnn_code: code}} = Context.from_binary(runtime, bad)
-        assert code in [5005, 5007]
-        assert Support.wait_until(fn -> Stats.native().log_lines > before end)
-        Process.sleep(50)
-        :sys.get_state(HexagonTpu.QnnLog)
-      end)
-
-    # QNN's own words for the failure, at :error, tagged with the library.
-    assert log =~ ~r/\[error\] QNN: .*(create context|deserializ|Failed)/i
   end
 end

@@ -31,8 +31,10 @@ defmodule HexagonTpu.Monitor do
   A warning repeats every further `:growth_samples` (or `:saturation_samples`) samples while
   the condition lasts.
 
-  A growth warning names where the live objects of the growing kind were created (the three
-  sites with the most, from `HexagonTpu.Stats.live_by_site/0`, read only when warning):
+  A growth warning names where the growth was created: the three sites with the most live
+  objects of the growing kind created since the growth began (`HexagonTpu.Stats.leaked/2`
+  between the sample before it and this one, read only when warning; the runtimes
+  `HexagonTpu.load_model/2` keeps for reuse are never named):
 
       [warning] hexagon_tpu: contexts_alive grew 3 → 9 in 5 consecutive samples; top creation
       sites: MyApp.Vision.handle_call/3 (lib/my_app/vision.ex:57) ×6, MyApp.Boot.run/0
@@ -115,7 +117,7 @@ defmodule HexagonTpu.Monitor do
       msacc: Schedulers.msacc_snapshot(),
       last: nil,
       # Per counter: {consecutive rises, value before the first of them}.
-      growth: Map.new(@alive, &{&1, {0, 0}}),
+      growth: Map.new(@alive, &{&1, {0, nil}}),
       saturated: 0,
       timer: nil
     }
@@ -183,33 +185,35 @@ defmodule HexagonTpu.Monitor do
 
     growth =
       Map.new(@alive, fn key ->
-        {streak, from} = state.growth[key]
+        # `since`: the sample before the growth began.
+        {streak, since} = state.growth[key]
 
-        {streak, from} =
+        {streak, since} =
           cond do
-            native[key] <= previous[key] -> {0, 0}
-            streak == 0 -> {1, previous[key]}
-            true -> {streak + 1, from}
+            native[key] <= previous[key] -> {0, nil}
+            streak == 0 -> {1, previous}
+            true -> {streak + 1, since}
           end
 
         if streak > 0 and rem(streak, n) == 0 do
           Logger.warning(
-            "hexagon_tpu: #{key} grew #{from} → #{native[key]} in #{streak} consecutive " <>
-              "samples; #{top_sites(@kinds[key])}. QNN resources may be leaking (references " <>
-              "kept alive, or close/1 never called). See HexagonTpu.Stats.live/0."
+            "hexagon_tpu: #{key} grew #{since[key]} → #{native[key]} in #{streak} consecutive " <>
+              "samples; #{top_sites(@kinds[key], since, native)}. QNN resources may be " <>
+              "leaking (references kept alive, or close/1 never called). See " <>
+              "HexagonTpu.Stats.live/0."
           )
         end
 
-        {key, {streak, from}}
+        {key, {streak, since}}
       end)
 
     %{state | growth: growth}
   end
 
-  defp top_sites(kind) do
-    case Enum.filter(Stats.live_by_site(), &(elem(&1, 1) == kind)) do
+  defp top_sites(kind, since, now) do
+    case Enum.filter(Stats.leaked(since, now), &(elem(&1, 1) == kind)) do
       [] ->
-        "no live #{kind} on the ledger now"
+        "no #{kind} created since is alive on the ledger now"
 
       sites ->
         "top creation sites: " <>

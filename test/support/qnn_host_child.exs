@@ -1,6 +1,6 @@
 # Run by test/qnn_host_threads_test.exs in a VM of its own, so that its stdout is the VM's
-# and an orderly stop can be watched: every way a QNN handle is freed, against Qualcomm's
-# emulator, with QNN's log in Logger at :warn.
+# and an orderly stop can be watched: a corrupt binary's explanation, and every way a QNN
+# handle is freed, against Qualcomm's emulator, with QNN's log in Logger at :warn.
 #   elixir -pa EBIN test/support/qnn_host_child.exs LIB_DIR MODEL.bin
 [lib_dir, model] = System.argv()
 {:ok, _} = Application.ensure_all_started(:hexagon_tpu)
@@ -21,6 +21,19 @@ run = fn runtime ->
   {:ok, _} = Graph.execute(graph, inputs, quantize: :none, dequantize: :none, output: :binary)
   context
 end
+
+# A corrupt binary: QNN's explanation must come through the log callback (Logger), here in a
+# VM no other test's runtimes have touched.
+{:ok, runtime} = Runtime.create(opts)
+good = File.read!(model)
+offset = div(byte_size(good), 2)
+<<pre::binary-size(offset), _::binary-size(64), post::binary>> = good
+
+{:error, %HexagonTpu.Error{qnn_code: code}} =
+  Context.from_binary(runtime, pre <> :binary.copy(<<0xA5>>, 64) <> post)
+
+IO.puts("CHILD corrupt_binary_code=#{code}")
+:ok = Runtime.close(runtime)
 
 # Freed by the garbage collector: runtimes and contexts dropped in other processes.
 for _ <- 1..4 do
