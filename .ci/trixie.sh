@@ -35,9 +35,8 @@ trixie_suite=trixie
 trixie_mirror="${HEXAGON_TPU_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # Elixir and the erts headers; gcc and libc6-dev, cargo's linker (a forced build of the NIF);
 # ca-certificates, for PyPI and the Rust registry; python3-venv, for the QNN venv; libatomic1,
-# which Qualcomm's libQnnSystem.so needs; erlang-tools, for :cover (the .names parser's
-# coverage-guided loop, test/names_fuzz_test.exs), which Debian 13's elixir does not pull in.
-trixie_packages=elixir,erlang-dev,erlang-tools,gcc,libc6-dev,ca-certificates,python3-venv,libatomic1
+# which Qualcomm's libQnnSystem.so needs.
+trixie_packages=elixir,erlang-dev,gcc,libc6-dev,ca-certificates,python3-venv,libatomic1
 trixie_max_age_days="${HEXAGON_TPU_TRIXIE_MAX_AGE_DAYS:-30}"
 trixie_cache="${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/hexagon_tpu"
 trixie_link="$trixie_cache/$trixie_suite"
