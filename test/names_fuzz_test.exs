@@ -52,11 +52,6 @@ defmodule HexagonTpu.NamesFuzzTest do
     seeds = for f <- Path.wildcard(Path.join(@seeds, "*")), do: File.read!(f)
     assert length(seeds) >= 3
 
-    # Mix prunes the code path to the project's applications (Elixir 1.15 and later): :cover
-    # lives in :tools.
-    if function_exported?(Mix, :ensure_application!, 1),
-      do: apply(Mix, :ensure_application!, [:tools])
-
     {:ok, _} = :cover.start()
 
     try do

@@ -7,6 +7,11 @@ end
 if Code.ensure_loaded?(:telemetry) and function_exported?(:telemetry, :start_stand_in, 0),
   do: :telemetry.start_stand_in()
 
+# :cover (test/names_fuzz_test.exs) lives in :tools, which Mix prunes from the code path
+# (Elixir 1.15 and later) as no application here depends on it.
+if function_exported?(Mix, :ensure_application!, 1),
+  do: apply(Mix, :ensure_application!, [:tools])
+
 # Models are built per run from their JSON specs (see test/support/models.ex).
 File.rm_rf!(HexagonTpu.Test.Models.dir())
 
