@@ -52,6 +52,7 @@ defmodule HexagonTpu.MixProject do
       {:rustler_precompiled, "~> 0.8"},
       {:rustler, ">= 0.36.2", optional: true},
       {:telemetry, "~> 1.3"},
+      {:telemetry_metrics, "~> 1.0", optional: true},
       {:nx, "~> 0.7", optional: true},
       {:ex_doc, "~> 0.34", only: :dev, runtime: false}
     ]

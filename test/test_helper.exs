@@ -42,6 +42,16 @@ exclude =
     [:nx | exclude]
   end
 
+# Telemetry.Metrics (an optional dependency of the Hex package) is among the Hex sources only
+# when they hold it (HEXAGON_TPU_HEX_SOURCES/telemetry_metrics).
+exclude =
+  if Code.ensure_loaded?(Telemetry.Metrics) do
+    exclude
+  else
+    IO.puts("Telemetry.Metrics is not available: excluding the tests tagged :telemetry_metrics")
+    [:telemetry_metrics | exclude]
+  end
+
 # RustlerPrecompiled's and Rustler's loaders (test/nif_not_loaded_hex_test.exs) need their
 # sources (HEXAGON_TPU_HEX_SOURCES: .ci/elixir-1.18.sh sets it to ../shared/hex) and, for
 # rustler 0.38, Elixir 1.15 or newer.

@@ -111,9 +111,113 @@ defmodule HexagonTpu.Telemetry do
         &MyApp.Metrics.handle_event/4,
         nil
       )
+
+  ## Metrics for a reporter
+
+  `metrics/0` gives `Telemetry.Metrics` definitions of these events, for any reporter
+  (Prometheus, StatsD, Phoenix LiveDashboard, `Telemetry.Metrics.ConsoleReporter`):
+
+      children = [
+        {HexagonTpu.Monitor, interval_ms: 10_000},
+        {TelemetryMetricsPrometheus, metrics: HexagonTpu.Telemetry.metrics()}
+      ]
   """
 
-  @compile {:no_warn_undefined, :telemetry}
+  @compile {:no_warn_undefined, [:telemetry, Telemetry.Metrics]}
+
+  @execute_stop [:hexagon_tpu, :graph, :execute, :stop]
+  @execute_stop_name "hexagon_tpu.graph.execute.stop"
+  @monitor_gauges [
+    :runtimes_alive,
+    :contexts_alive,
+    :graphs_alive,
+    :dirty_cpu,
+    :dirty_io,
+    :memory_binary,
+    :memory_total
+  ]
+
+  @doc """
+  `Telemetry.Metrics` definitions of the package's events, for a reporter.
+
+  Needs the optional dependency `{:telemetry_metrics, "~> 1.0"}` (raises `RuntimeError`
+  saying so without it). Times are in milliseconds, tags are plain terms a reporter can
+  print or label with (`:graph` is the graph's name):
+
+    * `hexagon_tpu.graph.execute.stop.duration` - a `summary` and a `distribution` of the
+      whole call (`HexagonTpu.predict/3`, `HexagonTpu.Graph.execute/3`, an `await/2`),
+      tagged `:graph` and `:status` (`:ok`, `:error`, `:cancelled`);
+    * `hexagon_tpu.graph.execute.stop.execute_ns` - a `summary` of QNN's `graphExecute`
+      alone, tagged `:graph`, for the executes that reached QNN (its value is `0` otherwise);
+    * `hexagon_tpu.graph.execute.count` - a `counter` of calls, tagged `:graph`, `:status`;
+    * `hexagon_tpu.graph.execute.errors` - a `counter` of the calls that failed, tagged
+      `:graph` and `:error` (the `HexagonTpu.Error` reason);
+    * `hexagon_tpu.context.load.stop.duration` - a `summary` of context loads, tagged
+      `:status`;
+    * `hexagon_tpu.context.recover.duration` - a `summary` of recoveries from a device
+      reset, tagged `:graph`; `hexagon_tpu.context.recover.count`, their `counter`;
+    * `hexagon_tpu.execute.profile.execute_us` and `.accelerator_cycles` - a `summary` of the
+      sampled profiles (`profile_every:`), tagged `:graph`;
+    * `hexagon_tpu.monitor.stats.*` - the `last_value` of what a running `HexagonTpu.Monitor`
+      samples: `runtimes_alive`, `contexts_alive`, `graphs_alive`, `dirty_cpu`, `dirty_io`
+      (`0.0..1.0`), `memory_binary` and `memory_total` (bytes).
+
+  Take the ones you want (`Enum.filter/2` on `:name`) or add your own beside them.
+  """
+  @spec metrics() :: [struct()]
+  def metrics do
+    unless HexagonTpu.Optional.available?(Telemetry.Metrics) do
+      raise "HexagonTpu.Telemetry.metrics/0 needs the telemetry_metrics package: add " <>
+              "{:telemetry_metrics, \"~> 1.0\"} to your project's dependencies"
+    end
+
+    ms = {:native, :millisecond}
+    graph = [tags: [:graph]]
+
+    [
+      Telemetry.Metrics.summary(@execute_stop_name <> ".duration",
+        unit: ms,
+        tags: [:graph, :status]
+      ),
+      Telemetry.Metrics.distribution(@execute_stop_name <> ".duration",
+        unit: ms,
+        tags: [:graph, :status],
+        reporter_options: [buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]]
+      ),
+      Telemetry.Metrics.summary(
+        @execute_stop_name <> ".execute_ns",
+        graph ++ [unit: {:nanosecond, :millisecond}, keep: &(&1[:status] == :ok)]
+      ),
+      # A counter counts events; its measurement (:duration, which every stop has) is there
+      # for the reporters that read one.
+      Telemetry.Metrics.counter("hexagon_tpu.graph.execute.count",
+        event_name: @execute_stop,
+        measurement: :duration,
+        tags: [:graph, :status]
+      ),
+      Telemetry.Metrics.counter("hexagon_tpu.graph.execute.errors",
+        event_name: @execute_stop,
+        measurement: :duration,
+        tags: [:graph, :error],
+        keep: &(&1[:status] == :error)
+      ),
+      Telemetry.Metrics.summary("hexagon_tpu.context.load.stop.duration",
+        unit: ms,
+        tags: [:status]
+      ),
+      Telemetry.Metrics.summary("hexagon_tpu.context.recover.duration", graph ++ [unit: ms]),
+      Telemetry.Metrics.counter(
+        "hexagon_tpu.context.recover.count",
+        graph ++ [measurement: :duration]
+      ),
+      Telemetry.Metrics.summary("hexagon_tpu.execute.profile.execute_us", graph),
+      Telemetry.Metrics.summary("hexagon_tpu.execute.profile.accelerator_cycles", graph)
+    ] ++
+      for(
+        key <- @monitor_gauges,
+        do: Telemetry.Metrics.last_value("hexagon_tpu.monitor.stats.#{key}")
+      )
+  end
 
   @doc false
   # Emits an event when :telemetry is loaded.

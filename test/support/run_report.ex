@@ -10,7 +10,7 @@ defmodule HexagonTpu.Test.RunReport do
   # tests ran; .ci/run prints each leg's line.
   use GenServer
 
-  @tags [:nx, :qnn_host, :hex_sources, :hardware]
+  @tags [:nx, :qnn_host, :hex_sources, :telemetry_metrics, :hardware]
 
   @impl true
   def init(_opts) do
