@@ -221,6 +221,17 @@ layouts! {
     }
     struct Qnn_Tensor_t, size 144, align 8 { version @ 0, tensor as "__bindgen_anon_1" @ 8 }
 
+    // QnnMem.h.
+    struct Qnn_MemShape_t, size 24, align 8 { numDim @ 0, dimSize @ 8, shapeConfig @ 16 }
+    struct Qnn_MemIonInfo_t, size 4, align 4 { fd @ 0 }
+    struct Qnn_MemDmaBufInfo_t, size 16, align 8 { fd @ 0, data @ 8 }
+    union Qnn_MemDescriptorUnion_t as "Qnn_MemDescriptor_t.__bindgen_anon_1", size 16, align 8 {
+        ionInfo @ 0, customInfo @ 0, dmaBufInfo @ 0,
+    }
+    struct Qnn_MemDescriptor_t, size 48, align 8 {
+        memShape @ 0, dataType @ 24, memType @ 28, info as "__bindgen_anon_1" @ 32,
+    }
+
     struct QnnDevice_CoreInfoV1_t, size 16, align 8 {
         coreId @ 0, coreType @ 4, coreInfoExtension @ 8,
     }
@@ -388,6 +399,11 @@ mod tests {
         ("Qnn_TensorV2_t", 13),
         ("Qnn_TensorUnion_t", 2),
         ("Qnn_Tensor_t", 2),
+        ("Qnn_MemShape_t", 3),
+        ("Qnn_MemIonInfo_t", 1),
+        ("Qnn_MemDmaBufInfo_t", 2),
+        ("Qnn_MemDescriptorUnion_t", 3),
+        ("Qnn_MemDescriptor_t", 4),
         ("QnnDevice_CoreInfoV1_t", 3),
         ("QnnDevice_CoreInfo_t", 2),
         ("QnnDevice_HardwareDeviceInfoV1_t", 5),

@@ -19,8 +19,10 @@ mod context;
 mod device;
 mod interface;
 pub mod layout;
+mod mem;
 mod perf;
 mod profile;
+mod rpcmem;
 mod system;
 mod tensor;
 
@@ -29,8 +31,10 @@ pub use context::*;
 pub use device::*;
 pub use interface::*;
 pub use layout::{DECLARED, FieldLayout, StructLayout};
+pub use mem::*;
 pub use perf::*;
 pub use profile::*;
+pub use rpcmem::*;
 pub use system::*;
 pub use tensor::*;
 

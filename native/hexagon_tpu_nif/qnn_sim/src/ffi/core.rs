@@ -630,6 +630,8 @@ pub unsafe extern "C" fn QnnContext_free(
         }
         // The worker may need the registry (to log) before it can end.
         drop(reg);
+        // QNN deregisters what the context still has registered.
+        super::mem::free_context(h);
         ctx.queue.close();
         0
     })

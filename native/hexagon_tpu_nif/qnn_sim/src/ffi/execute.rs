@@ -43,6 +43,8 @@ struct CallerTensor {
     mem_type: u32,
     data: *mut c_void,
     size: u32,
+    /// `QNN_TENSORMEMTYPE_MEMHANDLE`'s handle (NULL otherwise).
+    handle: Qnn_MemHandle_t,
 }
 
 /// # Safety
@@ -76,6 +78,11 @@ unsafe fn read_tensor(t: *const Qnn_Tensor_t) -> Option<CallerTensor> {
         } else {
             (std::ptr::null_mut(), 0)
         };
+        let handle = if v1.memType == QNN_TENSORMEMTYPE_MEMHANDLE {
+            v1.memory.memHandle
+        } else {
+            std::ptr::null_mut()
+        };
         Some(CallerTensor {
             id: v1.id,
             name: v1.name,
@@ -85,61 +92,91 @@ unsafe fn read_tensor(t: *const Qnn_Tensor_t) -> Option<CallerTensor> {
             mem_type: v1.memType,
             data,
             size,
+            handle,
         })
     }
 }
 
+/// Why a caller's tensors do not match the graph's.
+enum Mismatch {
+    /// Any other mismatch (`QNN_GRAPH_ERROR_INVALID_TENSOR`).
+    Tensor,
+    /// A MEMHANDLE tensor naming no live registration of the graph's context (also answered
+    /// `QNN_GRAPH_ERROR_INVALID_TENSOR`, and counted by [`super::mem::STALE_USES`]).
+    Stale,
+}
+
 /// Matches the caller's tensors to the graph's (by id; name, type, shape and buffer checked)
-/// and returns, per graph tensor in graph order, the caller's (pointer, size).
+/// and returns, per graph tensor in graph order, the caller's (pointer, size): a RAW tensor's
+/// client buffer, or a MEMHANDLE tensor's registered mapping (its region pushed to `regions`,
+/// which keeps it mapped until the execute ends).
 ///
 /// # Safety
 /// `tensors` must be NULL or point to `n` readable tensors whose name/dims pointers are NULL
 /// or valid for what they describe.
 unsafe fn match_tensors(
     g: &GraphDef,
+    context: u64,
     list: &[u32],
     tensors: *const Qnn_Tensor_t,
     n: u32,
-) -> Option<Vec<(*mut c_void, usize)>> {
+    regions: &mut Vec<Arc<super::mem::Region>>,
+) -> Result<Vec<(*mut c_void, usize)>, Mismatch> {
     if n as usize != list.len() || (n > 0 && tensors.is_null()) {
-        return None;
+        return Err(Mismatch::Tensor);
     }
     let mut found: Vec<Option<(*mut c_void, usize)>> = vec![None; list.len()];
     for k in 0..n as usize {
         // SAFETY: `k < n` and the caller guarantees `n` readable tensors.
-        let t = unsafe { read_tensor(tensors.add(k)) }?;
-        let pos = list.iter().position(|&i| g.tensor(i).id == t.id)?;
+        let t = unsafe { read_tensor(tensors.add(k)) }.ok_or(Mismatch::Tensor)?;
+        let pos = list
+            .iter()
+            .position(|&i| g.tensor(i).id == t.id)
+            .ok_or(Mismatch::Tensor)?;
         let def = g.tensor(list[pos]);
         if found[pos].is_some() {
-            return None; // the same tensor twice
+            return Err(Mismatch::Tensor); // the same tensor twice
         }
         if !t.name.is_null() {
             // SAFETY: non-NULL; the caller's tensor names are NUL-terminated strings.
             let name = unsafe { CStr::from_ptr(t.name) };
             if name.to_bytes() != def.name.as_bytes() {
-                return None;
+                return Err(Mismatch::Tensor);
             }
         }
         if t.data_type != def.spec.dtype.code() || t.rank as usize != def.spec.dims.len() {
-            return None;
+            return Err(Mismatch::Tensor);
         }
         if t.rank > 0 {
             if t.dims.is_null() {
-                return None;
+                return Err(Mismatch::Tensor);
             }
             // SAFETY: non-NULL and the caller's dims array has `rank` entries.
             let dims = unsafe { std::slice::from_raw_parts(t.dims, t.rank as usize) };
             if dims != def.spec.dims.as_slice() {
-                return None;
+                return Err(Mismatch::Tensor);
             }
         }
-        let expected = def.spec.byte_size()?;
-        if t.mem_type != QNN_TENSORMEMTYPE_RAW || t.data.is_null() || t.size as usize != expected {
-            return None;
+        let expected = def.spec.byte_size().ok_or(Mismatch::Tensor)?;
+        match t.mem_type {
+            QNN_TENSORMEMTYPE_RAW if !t.data.is_null() && t.size as usize == expected => {
+                found[pos] = Some((t.data, expected));
+            }
+            QNN_TENSORMEMTYPE_MEMHANDLE => {
+                let region = super::mem::resolve(t.handle, context).ok_or(Mismatch::Stale)?;
+                if region.len < expected {
+                    return Err(Mismatch::Tensor);
+                }
+                found[pos] = Some((region.ptr(), expected));
+                regions.push(region);
+            }
+            _ => return Err(Mismatch::Tensor),
         }
-        found[pos] = Some((t.data, expected));
     }
-    found.into_iter().collect()
+    found
+        .into_iter()
+        .collect::<Option<_>>()
+        .ok_or(Mismatch::Tensor)
 }
 
 /// A graph handle's object, or `QNN_GRAPH_ERROR_INVALID_HANDLE`.
@@ -158,14 +195,17 @@ pub(super) struct Prepared {
     pub graph: Arc<GraphObj>,
     ins: Vec<(*mut c_void, usize)>,
     outs: Vec<(*mut c_void, usize)>,
+    /// The registrations MEMHANDLE tensors named: kept mapped until the execute ends.
+    regions: Vec<Arc<super::mem::Region>>,
 }
 
 // SAFETY: the pointers are the caller's client buffers, which QNN's contract keeps valid (and
-// unused by the caller) until the execute is answered, whichever thread runs it.
+// unused by the caller) until the execute is answered, whichever thread runs it, or mappings
+// of registered memory that `regions` keeps mapped as long as the `Prepared` lives.
 unsafe impl Send for Prepared {}
 
 /// Matches the caller's tensors with the graph's (`QNN_GRAPH_ERROR_INVALID_TENSOR` for any
-/// mismatch).
+/// mismatch, a stale memory handle included).
 ///
 /// # Safety
 /// As for `QnnGraph_execute`'s tensors.
@@ -177,18 +217,40 @@ pub(super) unsafe fn prepare(
     num_outputs: u32,
 ) -> Result<Prepared, Qnn_ErrorHandle_t> {
     let def = &g.model.graphs[g.index];
+    let mut regions = Vec::new();
     // SAFETY: forwarded caller contract for `inputs`.
-    let Some(ins) = (unsafe { match_tensors(def, &def.inputs, inputs, num_inputs) }) else {
-        return Err(err(QNN_GRAPH_ERROR_INVALID_TENSOR));
+    let ins = unsafe {
+        match_tensors(
+            def,
+            g.context,
+            &def.inputs,
+            inputs,
+            num_inputs,
+            &mut regions,
+        )
     };
-    // SAFETY: forwarded caller contract for `outputs`.
-    let Some(outs) = (unsafe { match_tensors(def, &def.outputs, outputs, num_outputs) }) else {
+    let outs = ins.and_then(|ins| {
+        // SAFETY: forwarded caller contract for `outputs`.
+        unsafe {
+            match_tensors(
+                def,
+                g.context,
+                &def.outputs,
+                outputs,
+                num_outputs,
+                &mut regions,
+            )
+        }
+        .map(|outs| (ins, outs))
+    });
+    let Ok((ins, outs)) = outs else {
         return Err(err(QNN_GRAPH_ERROR_INVALID_TENSOR));
     };
     Ok(Prepared {
         graph: Arc::clone(g),
         ins,
         outs,
+        regions,
     })
 }
 
@@ -222,6 +284,11 @@ pub(super) fn run(g: &GraphObj, p: &Prepared) -> Qnn_ErrorHandle_t {
     if let Some(restart) = super::ssr::on_execute(g.device) {
         return restart;
     }
+    // Deregistered (or its context freed) while the execute waited in a queue.
+    if p.regions.iter().any(|r| !r.is_live()) {
+        super::mem::count_stale();
+        return err(QNN_GRAPH_ERROR_INVALID_TENSOR);
+    }
     if let Some(f) = &b.fail_execute
         && f.graph.as_ref().is_none_or(|name| *name == def.name)
     {
@@ -250,6 +317,9 @@ pub(super) fn run(g: &GraphObj, p: &Prepared) -> Qnn_ErrorHandle_t {
         // vector, so the ranges cannot overlap.
         unsafe { std::ptr::copy_nonoverlapping(r.as_ptr(), ptr.cast::<u8>(), n) };
     }
+    if !p.regions.is_empty() {
+        super::mem::MEMHANDLE_EXECUTES.fetch_add(1, Ordering::SeqCst);
+    }
     0
 }
 
@@ -260,7 +330,8 @@ pub(super) fn run(g: &GraphObj, p: &Prepared) -> Qnn_ErrorHandle_t {
 ///
 /// # Safety
 /// `inputs`/`outputs` must be NULL or point to `num_inputs`/`num_outputs` tensors whose RAW
-/// client buffers are valid for `dataSize` bytes (inputs readable, outputs writable).
+/// client buffers are valid for `dataSize` bytes (inputs readable, outputs writable); a
+/// MEMHANDLE tensor's handle is looked up, never dereferenced.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn QnnGraph_execute(
     graph: Qnn_GraphHandle_t,

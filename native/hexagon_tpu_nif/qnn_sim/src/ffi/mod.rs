@@ -9,6 +9,7 @@
 pub mod core;
 pub mod execute;
 pub mod execute_async;
+pub mod mem;
 mod metadata;
 pub mod perf;
 pub mod profile;
@@ -63,7 +64,50 @@ pub extern "C" fn QnnSim_liveHandles() -> u64 {
             + self::core::platform_infos_out()
             + perf::live_power_config_ids()
             + execute_async::ASYNC_WORKERS.load(Ordering::SeqCst)
+            + mem::live()
     })
+}
+
+/// `QnnMem_register` handles made, whatever became of them.
+#[unsafe(no_mangle)]
+pub extern "C" fn QnnSim_memRegistrations() -> u64 {
+    counter(|| mem::REGISTRATIONS.load(Ordering::SeqCst))
+}
+
+/// Registrations ended by `QnnMem_deRegister`.
+#[unsafe(no_mangle)]
+pub extern "C" fn QnnSim_memDeregistrations() -> u64 {
+    counter(|| mem::DEREGISTRATIONS.load(Ordering::SeqCst))
+}
+
+/// Registrations alive now (also in `QnnSim_liveHandles`).
+#[unsafe(no_mangle)]
+pub extern "C" fn QnnSim_memLiveRegistrations() -> u64 {
+    counter(mem::live)
+}
+
+/// Registrations ended by freeing their context (`contextFree` deregisters them).
+#[unsafe(no_mangle)]
+pub extern "C" fn QnnSim_memFreedWithContext() -> u64 {
+    counter(|| mem::FREED_WITH_CONTEXT.load(Ordering::SeqCst))
+}
+
+/// Executes that ran with at least one `QNN_TENSORMEMTYPE_MEMHANDLE` tensor.
+#[unsafe(no_mangle)]
+pub extern "C" fn QnnSim_memHandleExecutes() -> u64 {
+    counter(|| mem::MEMHANDLE_EXECUTES.load(Ordering::SeqCst))
+}
+
+/// Executes refused because a MEMHANDLE tensor named no live registration of its context.
+#[unsafe(no_mangle)]
+pub extern "C" fn QnnSim_memStaleUses() -> u64 {
+    counter(|| mem::STALE_USES.load(Ordering::SeqCst))
+}
+
+/// `QnnMem_register` calls refused, whatever the code.
+#[unsafe(no_mangle)]
+pub extern "C" fn QnnSim_memRegisterRefusals() -> u64 {
+    counter(|| mem::REGISTER_REFUSALS.load(Ordering::SeqCst))
 }
 
 /// Asynchronous executes accepted and not yet answered (queued, or running on a worker), all

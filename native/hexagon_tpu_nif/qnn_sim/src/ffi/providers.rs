@@ -21,7 +21,7 @@ use super::state::*;
 use super::system::*;
 
 /// Table entries that `null_entries` may name (the ones this backend implements).
-const ENTRY_NAMES: [&str; 30] = [
+const ENTRY_NAMES: [&str; 32] = [
     "propertyHasCapability",
     "profileCreate",
     "profileSetConfig",
@@ -48,6 +48,8 @@ const ENTRY_NAMES: [&str; 30] = [
     "deviceFreePlatformInfo",
     "deviceGetInfrastructure",
     "errorGetMessage",
+    "memRegister",
+    "memDeRegister",
     "systemContextCreate",
     "systemContextGetBinaryInfo",
     "systemContextGetMetaData",
@@ -173,6 +175,8 @@ fn core_table(nulls: &[String]) -> QnnInterface_ImplementationV2_32_t {
     set!(profileGetEventData, QnnProfile_getEventData);
     set!(profileGetExtendedEventData, QnnProfile_getExtendedEventData);
     set!(profileFree, QnnProfile_free);
+    set!(memRegister, super::mem::QnnMem_register);
+    set!(memDeRegister, super::mem::QnnMem_deRegister);
     t
 }
 

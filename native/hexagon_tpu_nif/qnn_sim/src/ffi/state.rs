@@ -88,6 +88,9 @@ pub struct Knobs {
     pub async_refuse_when_full: bool,
     /// The code every valid `setPowerConfig` answers (a refused performance vote).
     pub refuse_power_config: Option<u32>,
+    /// `QnnMem_register` answers `QNN_COMMON_ERROR_NOT_SUPPORTED` before looking at its
+    /// arguments, as Qualcomm's x86 emulator does.
+    pub mem_register_unsupported: bool,
 }
 
 /// The device `deviceGetPlatformInfo` describes: an on-chip HTP.
@@ -151,6 +154,7 @@ impl Default for Knobs {
             execute_paused: false,
             async_refuse_when_full: false,
             refuse_power_config: None,
+            mem_register_unsupported: false,
         }
     }
 }
@@ -302,6 +306,9 @@ pub fn configure(key: &str, value: &str) -> i32 {
             .is_ok(),
         "async_paused" => parse_bool(value).map(|x| k.async_paused = x).is_some(),
         "execute_paused" => parse_bool(value).map(|x| k.execute_paused = x).is_some(),
+        "mem_register_unsupported" => parse_bool(value)
+            .map(|x| k.mem_register_unsupported = x)
+            .is_some(),
         "async_queue_full" => match value.trim() {
             "block" => {
                 k.async_refuse_when_full = false;
@@ -366,6 +373,7 @@ fn reset_counters() {
     lock(&FAULT_CALLS).clear();
     super::perf::reset();
     super::ssr::reset();
+    super::mem::reset();
 }
 
 /// Counts one call against a library-scoped fault and returns its 0-based number.

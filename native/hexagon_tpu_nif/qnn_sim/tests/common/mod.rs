@@ -279,6 +279,10 @@ impl Sim {
     pub fn async_notifications(&self) -> u64 {
         self.counter(b"QnnSim_asyncNotifications")
     }
+    /// Any `QnnSim_*` counter by its symbol name.
+    pub fn counter_named(&self, name: &str) -> u64 {
+        self.counter(name.as_bytes())
+    }
 
     /// All core providers, copied.
     pub fn providers(&self) -> Vec<QnnInterface_t> {
