@@ -570,3 +570,16 @@ fn rpcmem_buffers_end_to_end_through_the_fake_library() {
     assert_eq!(f.counter("QnnSim_memHandleExecutes"), 1);
     f.finish();
 }
+
+#[test]
+fn null_entries_can_hide_the_qnnmem_entries() {
+    let sim = Sim::load();
+    assert!(sim.core().memRegister.is_some() && sim.core().memDeRegister.is_some());
+    assert_eq!(
+        sim.configure("null_entries", "memRegister,memDeRegister"),
+        0
+    );
+    assert!(sim.core().memRegister.is_none() && sim.core().memDeRegister.is_none());
+    assert_eq!(sim.configure("null_entries", ""), 0);
+    assert!(sim.core().memRegister.is_some());
+}
