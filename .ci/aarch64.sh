@@ -272,47 +272,22 @@ check_glibc() {
   fi
 }
 
-# Debian's arm64 erlang-base (OTP 25, JIT), unpacked with its runtime libraries
-# into a cache directory. Uses a private apt state directory, so the host's apt
-# configuration (architectures, sources, lists) is left untouched. The packages unpacked are
-# written beside the root: a root from another list is made again.
+# Debian's arm64 erlang-base (OTP 25, JIT), unpacked with its runtime libraries into a cache
+# directory (arm64_debian_root in lib.sh: a private apt state, the host's apt configuration
+# untouched; a root from another package list is made again).
 arm64_erlang_root() {
-  local base="$CACHE_DIR/arm64-erlang"
-  local root="$base/root"
-  if compgen -G "$root/usr/lib/erlang/erts-*/bin/beam.smp" >/dev/null &&
-    [ "$(cat "$base/packages" 2>/dev/null)" = "${ARM64_ROOT_PACKAGES[*]}" ]; then
-    echo "$root"
-    return 0
-  fi
-  local mirror="${DEBIAN_MIRROR:-http://deb.debian.org}"
-  local keyring=/usr/share/keyrings/debian-archive-keyring.gpg
-  mkdir -p "$base/etc" "$base/lists/partial" "$base/cache/archives/partial" "$base/debs"
-  cat >"$base/etc/sources.list" <<EOF
-deb [signed-by=$keyring] $mirror/debian bookworm main
-deb [signed-by=$keyring] $mirror/debian bookworm-updates main
-deb [signed-by=$keyring] $mirror/debian-security bookworm-security main
-EOF
-  local apt=(apt-get -q -o "Dir::Etc::SourceList=$base/etc/sources.list" -o Dir::Etc::SourceParts=/nonexistent
-    -o "Dir::State::Lists=$base/lists" -o "Dir::Cache=$base/cache" -o Debug::NoLocking=1
-    -o APT::Architecture=arm64 -o APT::Architectures::=arm64 -o APT::Sandbox::User=root)
-  log "downloading Debian bookworm arm64 erlang-base and its libraries into $base" >&2
-  "${apt[@]}" update >&2
-  (cd "$base/debs" && rm -f ./*.deb && "${apt[@]}" download "${ARM64_ROOT_PACKAGES[@]}" >&2)
-  rm -rf "$root.tmp"
-  mkdir -p "$root.tmp"
-  for deb in "$base"/debs/*.deb; do dpkg-deb -x "$deb" "$root.tmp"; done
+  local root
+  root=$(arm64_debian_root "$CACHE_DIR/arm64-erlang" bookworm "${ARM64_ROOT_PACKAGES[@]}")
   # beam.smp starts its erl_child_setup helper with execve, which the host
   # kernel cannot run without binfmt_misc; run it through qemu instead.
   local bindir
-  bindir=$(dirname "$(compgen -G "$root.tmp/usr/lib/erlang/erts-*/bin/beam.smp")")
-  mv "$bindir/erl_child_setup" "$bindir/erl_child_setup.aarch64"
-  local final_bindir="${bindir/#$root.tmp/$root}"
-  printf '#!/bin/sh\nexec qemu-aarch64 -L %s %s/erl_child_setup.aarch64 "$@"\n' "$root" "$final_bindir" \
-    >"$bindir/erl_child_setup"
-  chmod +x "$bindir/erl_child_setup"
-  rm -rf "$root"
-  mv "$root.tmp" "$root"
-  echo "${ARM64_ROOT_PACKAGES[*]}" >"$base/packages"
+  bindir=$(dirname "$(compgen -G "$root/usr/lib/erlang/erts-*/bin/beam.smp")")
+  if [ ! -f "$bindir/erl_child_setup.aarch64" ]; then
+    mv "$bindir/erl_child_setup" "$bindir/erl_child_setup.aarch64"
+    printf '#!/bin/sh\nexec qemu-aarch64 -L %s %s/erl_child_setup.aarch64 "$@"\n' "$root" "$bindir" \
+      >"$bindir/erl_child_setup"
+    chmod +x "$bindir/erl_child_setup"
+  fi
   echo "$root"
 }
 

@@ -44,23 +44,9 @@ done
 work="$(mktemp -d "${TMPDIR:-/tmp}/hexagon_tpu-hex-install.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
-release="${1:-}"
-if [ -z "$release" ]; then
-  release="$work/release"
-  trixie_log "no release folder given: .ci/release-dry-run.sh first"
-  RELEASE_OUT_DIR="$release" bash .ci/release-dry-run.sh >/dev/null
-fi
-checksum="$release/checksum-Elixir.HexagonTpu.Native.exs"
-if [ ! -f "$checksum" ] || [ ! -d "$release/artifacts" ]; then
-  trixie_die "$release lacks artifacts/ or $(basename "$checksum")"
-fi
-version="$(bash .ci/release-dry-run.sh version)"
-
-# The package as Hex ships it, and the release's artifacts to serve.
-stage_package "$work/hexagon_tpu" >/dev/null
-cp "$checksum" "$work/hexagon_tpu/"
-mkdir -p "$work/www/v$version"
-cp "$release"/artifacts/*.tar.gz "$work/www/v$version/"
+# The package as Hex ships it, and the release's artifacts to serve (lib.sh).
+hex_user_stage "$work" "${1:-}"
+version=$hex_version
 
 trixie_prepare
 # At a fixed path inside, so that cargo's fingerprints (paths, kept mtimes) reuse the last run's
@@ -81,11 +67,10 @@ trixie_run MIX_ENV=prod -- '
   target="$(uname -m)-unknown-linux-gnu"
   nif="libhexagon_tpu_nif-v$version-nif-2.15-$target.so"
 
-  # The mirror: a plain HTTP server on 127.0.0.1, its request log kept.
-  python3 -u -m http.server 0 --bind 127.0.0.1 --directory "$w/www" >"$w/http.log" 2>&1 &
-  for _ in $(seq 50); do grep -q "port [0-9]" "$w/http.log" && break; sleep 0.1; done
-  port="$(grep -oE "port [0-9]+" "$w/http.log" | head -n1 | cut -d" " -f2)"
-  [ -n "$port" ] || fail "the HTTP server did not start: $(cat "$w/http.log")"
+  # The mirror: a plain HTTP server on 127.0.0.1, its request log kept (lib.sh).
+  source "$src/.ci/lib.sh"
+  mirror_serve "$w/www" "$w/http.log"
+  port=$mirror_port
   url="http://127.0.0.1:$port/v$version"
   say "serving $(ls "$w/www/v$version" | tr "\n" " ")at $url"
 
