@@ -245,7 +245,7 @@ defmodule HexagonTpu.ArgumentsTest do
         Monitor => ~w(start_link/1 child_spec/1 sample/1),
         HexagonTpu.Tensor => ~w(to_input/3 from_output/3),
         HexagonTpu.Error => [],
-        HexagonTpu.Telemetry => []
+        HexagonTpu.Telemetry => ~w(metrics/0)
       }
 
       for {module, functions} <- tested, Code.ensure_loaded?(module) do
