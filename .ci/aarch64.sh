@@ -415,10 +415,12 @@ predict(Mod) ->
                            R -> R
                        end
                end,
-        RuntimeArgs = #{log_level => error, performance => default, performance_idle => 300, site => Site},
+        RuntimeArgs = #{log_level => error, performance => default, performance_idle => 300,
+                        rpcmem_lib => <<"libcdsprpc.so">>, site => Site},
         {ok, {Runtime, _}} = Call(fun(T) -> Mod:runtime_create(Sim, Sim, RuntimeArgs, T) end),
-        Load = #{preflight => on, priority => default, async_queue_depth => nil, recover => true, site => Site},
-        {ok, {Context, _Graphs, _Warnings, worker}} =
+        Load = #{preflight => on, priority => default, async_queue_depth => nil, recover => true,
+                 shared_buffers => auto, site => Site},
+        {ok, {Context, _Graphs, _Warnings, worker, _Buffers}} =
             Call(fun(T) -> Mod:context_from_file(Runtime, Model, 1 bsl 31, Load, T) end),
         {ok, Graph} = Mod:graph_retrieve(Context, <<"smoke">>, Site),
         {A, B} = {F32([1.0, 2.0, 3.5, 4.0]), F32([0.5, 0.5, 1.0, 10.0])},

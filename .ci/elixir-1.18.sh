@@ -38,7 +38,7 @@ report="$root/_build/elixir-1.18/test-report"
 trixie_prepare
 
 # The host-built artifacts the suite loads; build them if the host has not yet.
-for file in libqnn_sim.so qnn-sim-build; do
+for file in libqnn_sim.so qnn-sim-build libqnn_fake_rpcmem.so; do
   if [ ! -f "$root/priv/native/$file" ]; then
     trixie_log "priv/native/$file is missing: building the workspace on the host"
     (cd "$root/native/hexagon_tpu_nif" && cargo build --workspace --features hexagon_tpu_nif/test-support)

@@ -57,7 +57,7 @@ defmodule HexagonTpu do
     Site
   }
 
-  @runtime_opts [:lib_path, :system_lib_path, :log_level]
+  @runtime_opts [:lib_path, :system_lib_path, :rpcmem_lib_path, :log_level]
 
   @type model :: Graph.t()
 
@@ -69,6 +69,7 @@ defmodule HexagonTpu do
           | {:priority, :default | :low | :normal | :normal_high | :high}
           | {:async_queue_depth, pos_integer() | nil}
           | {:recover, boolean()}
+          | {:shared_buffers, :auto | boolean()}
           | {:runtime, Runtime.t()}
           | {:lib_path, Path.t()}
           | {:system_lib_path, Path.t()}
@@ -96,6 +97,9 @@ defmodule HexagonTpu do
     * `:recover` - create the context again when the device is reset under an execute, and
       retry the execute once (`true`, the default; see `HexagonTpu.Context.from_file/3`,
       "Device resets")
+    * `:shared_buffers` - `:auto` (the default), `true` or `false`: the model's inputs and
+      outputs in shared buffers the DSP maps, instead of client buffers FastRPC copies (see
+      `HexagonTpu.Context.from_file/3`, "Shared buffers")
     * `:max_queued` - how many executes may wait for the model's turn when it is busy
       (`HexagonTpu.Graph.retrieve/3`; default 64); beyond that an execute answers
       `{:error, %HexagonTpu.Error{reason: :overloaded}}` at once
@@ -129,6 +133,7 @@ defmodule HexagonTpu do
           :priority,
           :async_queue_depth,
           :recover,
+          :shared_buffers,
           :profile_every | @runtime_opts
         ],
         fun
@@ -136,7 +141,8 @@ defmodule HexagonTpu do
 
     # checked here, with the rest, before anything is loaded
     Context.load_args!(opts, fun)
-    context_opts = Keyword.take(opts, [:preflight, :priority, :async_queue_depth, :recover])
+    context_opts =
+      Keyword.take(opts, [:preflight, :priority, :async_queue_depth, :recover, :shared_buffers])
 
     graph_opts =
       if(opts[:max_queued], do: [max_queued: Graph.max_queued!(opts[:max_queued], fun)], else: []) ++

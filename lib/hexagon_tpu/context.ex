@@ -23,7 +23,15 @@ defmodule HexagonTpu.Context do
 
   @default_max_bytes 2 * 1024 * 1024 * 1024
 
-  defstruct [:ref, :runtime, :source, graphs: [], warnings: [], execute_queue: :worker]
+  defstruct [
+    :ref,
+    :runtime,
+    :source,
+    graphs: [],
+    warnings: [],
+    execute_queue: :worker,
+    buffers: :client
+  ]
 
   @typedoc "Where the context was loaded from: a path, or `{:binary, byte_size}`."
   @type source :: binary() | {:binary, non_neg_integer()}
@@ -52,7 +60,8 @@ defmodule HexagonTpu.Context do
           source: source(),
           graphs: [graph_info()],
           warnings: [finding()],
-          execute_queue: :worker | {:backend, pos_integer()}
+          execute_queue: :worker | {:backend, pos_integer()},
+          buffers: :shared | :client | {:client, String.t()}
         }
 
   @doc """
@@ -93,6 +102,28 @@ defmodule HexagonTpu.Context do
       context's `:execute_queue` says which: `:worker` or `{:backend, depth}`
     * `:recover` - `true` (the default) or `false`: whether the context is created again
       when the device is reset under an execute (see "Device resets")
+    * `:shared_buffers` - `:auto` (the default), `true` or `false`: whether the graphs'
+      inputs and outputs live in shared buffers (see "Shared buffers")
+
+  ## Shared buffers
+
+  Through plain (client) buffers FastRPC copies every input to the DSP and every output back.
+  With shared buffers each graph's tensors live in rpcmem memory (`libcdsprpc.so`, the
+  runtime's `:rpcmem_lib_path`) registered with the context (`QnnMem_register`), which the
+  DSP maps instead: a pool per graph, reused across executes; quantization writes straight
+  into an input's buffer, and an output in the model's own type comes back as a binary over
+  its buffer, which returns to the pool when the binary is garbage-collected (an output asked
+  for as f32 is dequantized from it into a new binary). One buffer per tensor is allocated
+  and registered at the load, so a context that cannot have them knows then.
+
+  With `:auto` a context that cannot have them (no rpcmem library, a backend without QnnMem:
+  Qualcomm's x86 emulator answers `QnnMem_register` with 1000, "not supported") executes with
+  client buffers: the reason is logged once per reason, counted as `shared_buffer_fallbacks`
+  in `HexagonTpu.Stats.native/0`, and kept in the context's `:buffers` as `{:client, why}`.
+  `true` requires them (the load fails with `:shared_buffers_unavailable`, naming what
+  failed); `false` never uses them (`:buffers` is `:client`): ONNX Runtime found some models
+  faster without shared memory, so the choice is per model. `:buffers` is `:shared` when the
+  context has them.
 
   ## Device resets
 
@@ -151,7 +182,8 @@ defmodule HexagonTpu.Context do
           graph_names: :auto,
           priority: :default,
           async_queue_depth: nil,
-          recover: true
+          recover: true,
+          shared_buffers: :auto
         ],
         fun
       )
@@ -178,7 +210,8 @@ defmodule HexagonTpu.Context do
   Loads a context binary already in memory. It is copied once, for the runtime's own thread
   (where QNN creates every context); that copy is kept while the context lives to create it
   again after a device reset, or freed after the load with `recover: false`. Takes the
-  `:preflight`, `:priority`, `:async_queue_depth` and `:recover` options of `from_file/3`, and
+  `:preflight`, `:priority`, `:async_queue_depth`, `:recover` and `:shared_buffers` options of
+  `from_file/3`, and
   `:graph_names`, a map
   `%{"qnn graph name" => "name"}` (see `from_file/3`).
   """
@@ -196,7 +229,8 @@ defmodule HexagonTpu.Context do
           graph_names: %{},
           priority: :default,
           async_queue_depth: nil,
-          recover: true
+          recover: true,
+          shared_buffers: :auto
         ],
         fun
       )
@@ -255,7 +289,8 @@ defmodule HexagonTpu.Context do
           preflight: :on | :strict | :off,
           priority: atom(),
           async_queue_depth: pos_integer() | nil,
-          recover: boolean()
+          recover: boolean(),
+          shared_buffers: :auto | :on | :off
         }
   def load_args!(opts, fun) do
     depth = Keyword.get(opts, :async_queue_depth)
@@ -272,16 +307,24 @@ defmodule HexagonTpu.Context do
       preflight: preflight!(Keyword.get(opts, :preflight, true), fun),
       priority: priority!(Keyword.get(opts, :priority, :default), fun),
       async_queue_depth: depth,
-      recover: recover
+      recover: recover,
+      shared_buffers: shared_buffers!(Keyword.get(opts, :shared_buffers, :auto), fun)
     }
   end
+
+  defp shared_buffers!(:auto, _fun), do: :auto
+  defp shared_buffers!(true, _fun), do: :on
+  defp shared_buffers!(false, _fun), do: :off
+
+  defp shared_buffers!(other, fun),
+    do: Args.type_error!(fun, "the :shared_buffers option", ":auto, true or false", other)
 
   defp load(runtime, source, names, load_fun) do
     Telemetry.span(
       [:hexagon_tpu, :context, :load],
       %{source: source, backend: runtime.backend_lib},
       fn ->
-        with {:ok, {ref, graphs, warnings, queue}} <- load_fun.(),
+        with {:ok, {ref, graphs, warnings, queue, buffers}} <- load_fun.(),
              {:ok, graphs} <- name_graphs(ref, graphs, names, source) do
           for %{reason: reason, message: message} <- warnings,
               do: Logger.warning("hexagon_tpu pre-flight (#{reason}): #{message}")
@@ -292,7 +335,8 @@ defmodule HexagonTpu.Context do
             source: source,
             graphs: graphs,
             warnings: warnings,
-            execute_queue: queue
+            execute_queue: queue,
+            buffers: buffers
           }
 
           {{:ok, context}, %{}, %{status: :ok, graphs: Enum.map(graphs, & &1.name)}}

@@ -45,6 +45,9 @@ defmodule HexagonTpu.Error do
       not bring it through: the retry met another reset, creating the context again failed,
       or the context was loaded with `recover: false`; `qnn_code` is QNN's 1007 or 1011 (see
       "Device resets" in `HexagonTpu.Context.from_file/3`)
+    * `:shared_buffers_unavailable` - a context loaded with `shared_buffers: true` cannot have
+      shared buffers: the message says what failed (rpcmem's library, the backend's QnnMem, an
+      allocation, a registration); see "Shared buffers" in `HexagonTpu.Context.from_file/3`
     * `:timeout` - no answer within the execute's `timeout:`; the answer never arrives later
     * `:exiting` - the VM is stopping: QNN is not called any more (see "Stopping the VM" in
       the README)
@@ -72,6 +75,7 @@ defmodule HexagonTpu.Error do
           | :exiting
           | :overloaded
           | :device_reset
+          | :shared_buffers_unavailable
           | :timeout
           | :binary_newer_than_runtime
           | :wrong_backend

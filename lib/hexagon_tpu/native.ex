@@ -366,8 +366,10 @@ defmodule HexagonTpu.Native do
                executes_skipped tensors_converted convert_ns_total quantize_ns_total
                dequantize_ns_total performance_votes
                performance_votes_refused profiles_created profiles_alive profile_samples
-               profile_errors runtime_jobs_pending context_recoveries device_resets log_lines
-               log_dropped)a
+               profile_errors runtime_jobs_pending context_recoveries device_resets
+               shared_buffer_contexts shared_buffer_fallbacks shared_buffers_alive
+               shared_buffer_registrations client_buffer_bytes_total host_copy_bytes_total
+               log_lines log_dropped)a
   def counters, do: opaque(Map.new(@counters, &{&1, 0}))
   @doc false
   def counter_names, do: @counters

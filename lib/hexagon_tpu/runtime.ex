@@ -15,6 +15,11 @@ defmodule HexagonTpu.Runtime do
   |----------|--------------------|----------------------------|----------------------------|
   | backend  | `:lib_path`        | `HEXAGON_TPU_BACKEND_LIB`  | `/usr/lib/libQnnHtp.so`    |
   | system   | `:system_lib_path` | `HEXAGON_TPU_SYSTEM_LIB`   | `/usr/lib/libQnnSystem.so` |
+  | rpcmem   | `:rpcmem_lib_path` | `HEXAGON_TPU_RPCMEM_LIB`   | `libcdsprpc.so`            |
+
+rpcmem (FastRPC's shared-memory allocator) is opened only by a context that uses shared
+buffers (`shared_buffers:` of `HexagonTpu.Context.from_file/3`), so a missing one is no error
+here; `libcdsprpc.so` is found where the dynamic linker looks.
 
   `htp/1` skips the environment variables: it always means the device's HTP backend.
 
@@ -39,9 +44,17 @@ defmodule HexagonTpu.Runtime do
 
   @default_backend_lib "/usr/lib/libQnnHtp.so"
   @default_system_lib "/usr/lib/libQnnSystem.so"
+  @default_rpcmem_lib "libcdsprpc.so"
 
   @log_levels [:error, :warn, :info, :verbose, :debug]
-  @options [:lib_path, :system_lib_path, :log_level, :performance, :performance_idle]
+  @options [
+    :lib_path,
+    :system_lib_path,
+    :rpcmem_lib_path,
+    :log_level,
+    :performance,
+    :performance_idle
+  ]
   @default_performance_idle 300
 
   defstruct [:ref, :backend_lib, :system_lib, :info]
@@ -89,6 +102,7 @@ defmodule HexagonTpu.Runtime do
   @type option ::
           {:lib_path, Path.t()}
           | {:system_lib_path, Path.t()}
+          | {:rpcmem_lib_path, Path.t()}
           | {:log_level, log_level() | nil}
           | {:performance, Performance.mode()}
           | {:performance_idle, non_neg_integer()}
@@ -100,6 +114,7 @@ defmodule HexagonTpu.Runtime do
 
     * `:lib_path` - the backend library (see "Which libraries")
     * `:system_lib_path` - the QnnSystem library
+    * `:rpcmem_lib_path` - rpcmem's library, for contexts with shared buffers (a UTF-8 path)
     * `:log_level` - the most verbose level of QNN's own log forwarded to `Logger`, one of
       #{inspect(@log_levels)} or `:none`; default `:warn`, so a failure's explanation from
       QNN is logged (QNN's known start-up chatter is logged at `:debug`, see
@@ -132,6 +147,7 @@ defmodule HexagonTpu.Runtime do
     open(
       library(opts, :lib_path, "HEXAGON_TPU_BACKEND_LIB", @default_backend_lib),
       library(opts, :system_lib_path, "HEXAGON_TPU_SYSTEM_LIB", @default_system_lib),
+      library(opts, :rpcmem_lib_path, "HEXAGON_TPU_RPCMEM_LIB", @default_rpcmem_lib),
       opts,
       site
     )
@@ -149,6 +165,7 @@ defmodule HexagonTpu.Runtime do
     open(
       library(opts, :lib_path, nil, @default_backend_lib),
       library(opts, :system_lib_path, nil, @default_system_lib),
+      library(opts, :rpcmem_lib_path, nil, @default_rpcmem_lib),
       opts,
       Site.caller()
     )
@@ -206,14 +223,19 @@ defmodule HexagonTpu.Runtime do
     end
   end
 
-  defp open({backend_lib, backend_what}, {system_lib, system_what}, opts, site) do
+  defp open({backend_lib, backend_what}, {system_lib, system_what}, rpcmem, opts, site) do
+    {rpcmem_lib, rpcmem_what} = rpcmem
+
     with :ok <- Args.check_path(backend_lib, backend_what),
-         :ok <- Args.check_path(system_lib, system_what) do
+         :ok <- Args.check_path(system_lib, system_what),
+         :ok <- Args.check_path(rpcmem_lib, rpcmem_what),
+         :ok <- check_utf8(rpcmem_lib, rpcmem_what) do
       # The NIF's RuntimeArgs (src/runtime.rs).
       args = %{
         log_level: nif_log_level(opts[:log_level]),
         performance: opts[:performance] || :default,
         performance_idle: opts[:performance_idle] || @default_performance_idle,
+        rpcmem_lib: rpcmem_lib,
         site: site
       }
 
@@ -226,6 +248,12 @@ defmodule HexagonTpu.Runtime do
           error
       end
     end
+  end
+
+  defp check_utf8(path, what) do
+    if String.valid?(path),
+      do: :ok,
+      else: Args.invalid_argument("#{what} must be a UTF-8 path: #{Args.quote_input(path)}")
   end
 
   defp nif_log_level(nil), do: :warn

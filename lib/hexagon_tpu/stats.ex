@@ -100,6 +100,20 @@ defmodule HexagonTpu.Stats do
     * `context_recoveries` / `device_resets` - contexts created again after a device reset
       (a DSP restart) killed them, and executes answered `:device_reset` because recovering
       did not bring them through (see "Device resets" in `HexagonTpu.Context.from_file/3`)
+    * `shared_buffer_contexts` / `shared_buffer_fallbacks` - contexts loaded whose executes
+      use shared buffers, and contexts that would have (`shared_buffers: :auto`) and use client
+      buffers because rpcmem or QnnMem was missing or refused (the reason is logged once; see
+      "Shared buffers" in `HexagonTpu.Context.from_file/3`)
+    * `shared_buffers_alive` - rpcmem buffers allocated and not yet freed: pooled, in an
+      execute, or under an output binary (back to the pool when the binary is collected)
+    * `shared_buffer_registrations` - shared buffers registered with a context
+      (`QnnMem_register`; again after a device reset)
+    * `client_buffer_bytes_total` - bytes handed to QNN in client buffers, which FastRPC
+      copies to the DSP (inputs) and back (outputs) on the device; none for tensors in shared
+      buffers
+    * `host_copy_bytes_total` - bytes the package copied on the host for an execute: inputs
+      given in the model's own type, into their shared buffer or into an execute queued in the
+      backend (`async_queue_depth:`)
     * `log_lines` / `log_dropped` - lines of QNN's log forwarded to `Logger`, and those dropped
       by the rate limit (see `HexagonTpu.QnnLog`)
 

@@ -29,4 +29,6 @@ rustler::atoms! {
     warning,
     info,
     debug,
+    shared,
+    client,
 }

@@ -28,11 +28,17 @@ fn encode_loaded(env: Env<'_>, result: qnn::Result<Arc<qnn::Context>>) -> Term<'
             Ok(qnn::ExecuteQueue::Backend { depth }) => (atoms::backend(), depth).encode(env),
             _ => atoms::worker().encode(env),
         };
+        let buffers = match context.buffers() {
+            Ok(qnn::BufferPath::Shared) => atoms::shared().encode(env),
+            Ok(qnn::BufferPath::Fallback(why)) => (atoms::client(), why).encode(env),
+            _ => atoms::client().encode(env),
+        };
         (
             ResourceArc::new(ContextRes(context)),
             graphs,
             warnings,
             queue,
+            buffers,
         )
     });
     ok_or_error(env, result)
@@ -70,16 +76,35 @@ impl From<PriorityArg> for Option<qnn::context::Priority> {
     }
 }
 
+/// `:auto | :on | :off`: whether the context's executes use shared buffers.
+#[derive(NifUnitEnum, Clone, Copy)]
+pub enum SharedBuffersArg {
+    Auto,
+    On,
+    Off,
+}
+
+impl From<SharedBuffersArg> for qnn::SharedBuffers {
+    fn from(arg: SharedBuffersArg) -> Self {
+        match arg {
+            SharedBuffersArg::Auto => qnn::SharedBuffers::Auto,
+            SharedBuffersArg::On => qnn::SharedBuffers::On,
+            SharedBuffersArg::Off => qnn::SharedBuffers::Off,
+        }
+    }
+}
+
 /// How a context is loaded, one map from `HexagonTpu.Context.load_args!/2`: the pre-flight
 /// mode, the priority, the backend queue's depth (`nil`: executes queue on the graphs' own
-/// threads), whether it is created again after a device reset, and `site`, the Elixir caller,
-/// for the ledger of live objects.
+/// threads), whether it is created again after a device reset, whether its executes use
+/// shared buffers, and `site`, the Elixir caller, for the ledger of live objects.
 #[derive(NifMap)]
 pub struct LoadArgs {
     preflight: PreflightArg,
     priority: PriorityArg,
     async_queue_depth: Option<u32>,
     recover: bool,
+    shared_buffers: SharedBuffersArg,
     site: String,
 }
 
@@ -90,6 +115,7 @@ impl LoadArgs {
             priority: self.priority.into(),
             async_queue_depth: self.async_queue_depth,
             recover: self.recover,
+            shared_buffers: self.shared_buffers.into(),
         };
         (qnn::Site::named(self.site), options)
     }
@@ -105,8 +131,9 @@ impl From<PreflightArg> for qnn::preflight::Mode {
     }
 }
 
-/// `{:ok, {context_ref, [graph_info], [warning], queue}} | {:error, %HexagonTpu.Error{}}`
-/// (`queue`: `:worker` or `{:backend, depth}`), directly or by message. Only a regular file of
+/// `{:ok, {context_ref, [graph_info], [warning], queue, buffers}} | {:error,
+/// %HexagonTpu.Error{}}` (`queue`: `:worker` or `{:backend, depth}`; `buffers`: `:shared`,
+/// `:client`, or `{:client, why}` when shared buffers were not available), directly or by message. Only a regular file of
 /// at most `max_bytes` is read. `path` is a binary, any bytes (Linux paths need not be UTF-8).
 #[rustler::nif(schedule = "DirtyIo")]
 fn context_from_file<'a>(

@@ -127,7 +127,7 @@ fn graph_execute<'a>(
         };
         let given = slices(&binaries);
         let prepared = qnn::io::prepare(
-            graph.0.info(),
+            &graph.0,
             &given,
             &input_modes,
             &output_modes,
@@ -316,6 +316,12 @@ fn execute_give_up(ticket: ResourceArc<Ticket>) -> rustler::Atom {
     }
 }
 
+/// An output in a shared buffer, under the resource binary handed to Elixir.
+pub struct SharedOutput(qnn::SharedBuffer);
+
+#[rustler::resource_impl]
+impl rustler::Resource for SharedOutput {}
+
 /// An execute's inputs and output buffers, prepared before its turn (`qnn::io::prepare`).
 type Execution = qnn::io::Execution<OwnedBinary>;
 
@@ -357,7 +363,16 @@ fn slices<'b>(binaries: &'b [Binary<'_>]) -> Vec<&'b [u8]> {
 fn finish_and_encode<'a>(env: Env<'a>, (submission, executed): Ran) -> Result<Term<'a>, Failure> {
     let (report, profile) = executed?;
     let outputs = (submission.execution).finish(submission.graph.info(), OwnedBinary::new)?;
-    let outputs: Vec<Binary<'a>> = outputs.into_iter().map(|b| b.release(env)).collect();
+    let outputs: Vec<Binary<'a>> = (outputs.into_iter())
+        .map(|output| match output {
+            qnn::io::Output::Buffer(binary) => binary.release(env),
+            // A resource binary over the shared buffer: no copy; the buffer goes back to its
+            // pool when the VM frees the binary.
+            qnn::io::Output::Shared(buffer) => {
+                ResourceArc::new(SharedOutput(buffer)).make_binary(env, |o| &o.0)
+            }
+        })
+        .collect();
     let profile = profile.map(|p| crate::profile::encode(env, &p));
     Ok(match (profile, report.recovery_ns) {
         (None, None) => (outputs, report.execute_ns).encode(env),

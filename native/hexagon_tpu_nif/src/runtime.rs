@@ -43,17 +43,25 @@ pub struct RuntimeArgs {
     log_level: Option<LogLevelArg>,
     performance: crate::perf::PerfModeArg,
     performance_idle: u64,
+    /// rpcmem's library, for contexts with shared buffers.
+    rpcmem_lib: String,
     site: String,
 }
 
 impl RuntimeArgs {
-    fn split(self) -> (qnn::Site, Option<qnn::LogLevel>, qnn::PerfConfig) {
+    fn split(self) -> (qnn::Site, Option<qnn::LogLevel>, qnn::PerfConfig, PathBuf) {
         let performance = qnn::PerfConfig {
             mode: self.performance.into(),
             idle: std::time::Duration::from_millis(self.performance_idle),
         };
         let log_level = self.log_level.map(qnn::LogLevel::from);
-        (qnn::Site::named(self.site), log_level, performance)
+        let rpcmem_lib = PathBuf::from(self.rpcmem_lib);
+        (
+            qnn::Site::named(self.site),
+            log_level,
+            performance,
+            rpcmem_lib,
+        )
     }
 }
 
@@ -71,10 +79,11 @@ fn runtime_create<'a>(
     options: RuntimeArgs,
     tag: Term<'a>,
 ) -> Term<'a> {
-    let (site, log_level, performance) = options.split();
+    let (site, log_level, performance, rpcmem_lib) = options.split();
     let config = qnn::RuntimeConfig {
         backend_lib: path_from_bytes(backend_lib.as_slice()),
         system_lib: path_from_bytes(system_lib.as_slice()),
+        rpcmem_lib,
         log_level,
         performance,
     };

@@ -27,6 +27,11 @@ struct SimCountersTerm<'a> {
     async_notifications: u64,
     ssr_restarts: u64,
     ssr_dead_contexts: u64,
+    mem_registrations: u64,
+    mem_live_registrations: u64,
+    mem_handle_executes: u64,
+    mem_stale_uses: u64,
+    mem_register_refusals: u64,
 }
 
 /// qnn_sim's last accepted `setPowerConfig`: each option's values, `nil` when absent.
@@ -67,6 +72,11 @@ fn qnn_sim_counters<'a>(env: Env<'a>, path: String) -> Term<'a> {
             async_notifications: c.async_notifications,
             ssr_restarts: c.ssr_restarts,
             ssr_dead_contexts: c.ssr_dead_contexts,
+            mem_registrations: c.mem_registrations,
+            mem_live_registrations: c.mem_live_registrations,
+            mem_handle_executes: c.mem_handle_executes,
+            mem_stale_uses: c.mem_stale_uses,
+            mem_register_refusals: c.mem_register_refusals,
         })
         .map_err(Failure::from);
     ok_or_error(env, result)

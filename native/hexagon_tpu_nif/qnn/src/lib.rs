@@ -22,7 +22,7 @@ pub(crate) mod tools;
 pub use qnn_sys as sys;
 
 pub use base::{error, version};
-pub use exec::{context, graph, io, perf, profile, runtime};
+pub use exec::{context, graph, io, perf, profile, runtime, shared};
 pub use ffi::log;
 pub use model::{metadata, model_file, preflight, quant, tensor};
 pub use observe::{counters, ledger, trace};
@@ -41,5 +41,6 @@ pub use log::{LogLevel, LogRecord};
 pub use metadata::{BinaryInfo, GraphInfo};
 pub use perf::{PerfMode, PerfState, Vote};
 pub use runtime::{PerfConfig, Runtime, RuntimeConfig, RuntimeInfo};
+pub use shared::{BufferPath, SharedBuffer, SharedBuffers};
 pub use tensor::{DataType, Quantization, TensorInfo};
 pub use version::Version;

@@ -39,13 +39,9 @@ fn input(i: usize) -> Vec<u8> {
 type Execution = io::Execution<Vec<u8>>;
 
 fn prepare(graph: &Graph, bytes: &[u8]) -> Execution {
-    io::prepare(
-        graph.info(),
-        &[bytes],
-        &[Mode::Model],
-        &[Mode::Model],
-        |n| vec![0u8; n],
-    )
+    io::prepare(graph, &[bytes], &[Mode::Model], &[Mode::Model], |n| {
+        vec![0u8; n]
+    })
     .expect("prepared")
 }
 
@@ -61,7 +57,7 @@ fn run_and_send(
     Box::new(move |turn| {
         execution.run(&turn, &[&bytes], None).expect("executed");
         let outputs = execution.finish(graph.info(), |n| vec![0u8; n]).unwrap();
-        let _ = tx.send((index, outputs.into_iter().next().unwrap()));
+        let _ = tx.send((index, outputs.into_iter().next().unwrap().to_vec()));
     })
 }
 
@@ -218,7 +214,7 @@ fn submit(graph: &Arc<Graph>, count: usize, gone: Option<usize>) -> Answers {
                         }
                         let outputs = result.and_then(|_| {
                             let outputs = execution.finish(&info, |n| vec![0u8; n])?;
-                            Ok(outputs.into_iter().next().unwrap())
+                            Ok(outputs.into_iter().next().unwrap().to_vec())
                         });
                         let _ = tx.send((i, outputs));
                     })

@@ -16,6 +16,7 @@ fn missing_library_names_the_path_and_dlerror() {
         &RuntimeConfig {
             backend_lib: path.clone(),
             system_lib: path.clone(),
+            rpcmem_lib: qnn::shared::DEFAULT_RPCMEM_LIB.into(),
             log_level: None,
             performance: Default::default(),
         },
@@ -39,6 +40,7 @@ fn missing_system_library_is_reported_as_such() {
         &RuntimeConfig {
             backend_lib: lib.clone(),
             system_lib: PathBuf::from("/nonexistent/libQnnSystem.so"),
+            rpcmem_lib: qnn::shared::DEFAULT_RPCMEM_LIB.into(),
             log_level: None,
             performance: Default::default(),
         },
@@ -58,6 +60,7 @@ fn a_library_without_the_entry_point_is_named() {
         &RuntimeConfig {
             backend_lib: libm.clone(),
             system_lib: libm,
+            rpcmem_lib: qnn::shared::DEFAULT_RPCMEM_LIB.into(),
             log_level: None,
             performance: Default::default(),
         },

@@ -336,6 +336,7 @@ fn runtime(stack: &Stack) -> qnn::Result<Arc<Runtime>> {
         &RuntimeConfig {
             backend_lib: stack.backend_lib.clone(),
             system_lib: stack.system_lib.clone(),
+            rpcmem_lib: qnn::shared::DEFAULT_RPCMEM_LIB.into(),
             log_level: Some(qnn::LogLevel::Error),
             performance: Default::default(),
         },

@@ -89,6 +89,10 @@ pub enum Error {
         code: u32,
         detail: String,
     },
+    /// Shared buffers were asked for (`shared_buffers: true`) and cannot be had: `why` says
+    /// what failed (rpcmem's library, the backend's QnnMem, an allocation or a registration).
+    #[error("shared buffers are not available: {why}")]
+    SharedBuffersUnavailable { why: String },
     /// The pre-flight verdict refused the binary before QNN was asked (`qnn::preflight`).
     #[error("{message}")]
     Preflight {
@@ -127,6 +131,7 @@ impl Error {
             Error::Exiting => "exiting",
             Error::Overloaded { .. } => "overloaded",
             Error::DeviceReset { .. } => "device_reset",
+            Error::SharedBuffersUnavailable { .. } => "shared_buffers_unavailable",
             Error::Preflight { reason, .. } => reason.as_str(),
         }
     }

@@ -23,6 +23,7 @@ use crate::base::sync::blocking;
 use crate::base::sync::lock;
 use crate::exec::owner::Handles;
 use crate::exec::runtime::{Runtime, RuntimeCore};
+use crate::exec::shared::{self, BufferPath, SharedBuffers, SharedPool};
 use crate::exec::turn::TurnSlot;
 use crate::ffi::loader::BackendLibrary;
 use crate::ffi::log::{self, LogLevel};
@@ -58,6 +59,9 @@ pub(crate) struct ContextCore {
     /// retrieved, so every `Graph` retrieved for one name shares it.
     pub turns: Vec<Arc<TurnSlot>>,
     pub queue: ExecuteQueue,
+    /// One pool of shared buffers per graph of the binary, or none (client buffers).
+    pub shared: Vec<Arc<SharedPool>>,
+    pub buffers: BufferPath,
 }
 
 /// Who uses the handle, and whether it is to be freed. A close never waits for the calls in
@@ -279,6 +283,10 @@ impl ContextCore {
         let started = Instant::now();
         let span = trace::span(Phase::ContextRecover, &self.name);
         if let Some(dead) = dead {
+            // Its registrations die with it; the buffers are registered again in the new one.
+            for pool in &self.shared {
+                pool.forget();
+            }
             // SAFETY: the dead handle came from this backend's contextCreateFromBinary and,
             // taken out of its state with no call using it, is freed exactly once. After a
             // reset QNN frees it (or answers the reset's code, which changes nothing here).
@@ -425,8 +433,12 @@ impl ContextCore {
         };
         let alive = std::mem::replace(&mut state.alive, Alive::released());
         let name = Arc::clone(&self.name);
+        let pools = self.shared.clone();
         self.runtime.owner.run(Box::new(move |handles| {
             let span = trace::span(Phase::ContextFree, &name);
+            for pool in pools {
+                pool.close();
+            }
             let result = free_handle(&handles.lib, raw, alive);
             drop(span);
             drop(keep);
@@ -507,14 +519,16 @@ impl Priority {
 /// How [`Context::load_with`] loads: the pre-flight verdict's mode, the context priority
 /// (`None`: QNN's default, no config passed), the depth of the backend's asynchronous
 /// execution queue to use when the backend has one (`None`: executes queue on the graphs'
-/// worker threads), and whether the context is created again when a device reset kills it
-/// (`recover`, on by default: the context then keeps its source, see the module docs).
+/// worker threads), whether the context is created again when a device reset kills it
+/// (`recover`, on by default: the context then keeps its source, see the module docs), and
+/// whether its executes use shared buffers ([`crate::shared`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LoadOptions {
     pub preflight: Mode,
     pub priority: Option<Priority>,
     pub async_queue_depth: Option<u32>,
     pub recover: bool,
+    pub shared_buffers: SharedBuffers,
 }
 
 impl Default for LoadOptions {
@@ -524,6 +538,7 @@ impl Default for LoadOptions {
             priority: None,
             async_queue_depth: None,
             recover: true,
+            shared_buffers: SharedBuffers::Auto,
         }
     }
 }
@@ -677,6 +692,11 @@ impl Context {
         Ok(self.core()?.queue)
     }
 
+    /// Which buffers its executes use (decided at the load).
+    pub fn buffers(&self) -> Result<BufferPath> {
+        Ok(self.core()?.buffers.clone())
+    }
+
     /// Whether `close` was called.
     pub fn is_closed(&self) -> bool {
         self.core.is_closed()
@@ -737,6 +757,19 @@ fn create(
     let span = trace::span(Phase::CreateFromBinary, &loaded_from);
     let handle = create_handle(handles, bytes, &options, queue)?;
     drop(span);
+    let (shared, buffers) = match shared_pools(handles, &runtime, &graphs, handle, &options) {
+        Ok(chosen) => chosen,
+        Err(error) => {
+            // SAFETY: made just above, used by nothing else, freed once.
+            let _ = unsafe { handles.lib.context_free(handle.0) };
+            return Err(error);
+        }
+    };
+    if buffers == BufferPath::Shared {
+        counters::record_shared_buffer_context();
+    } else if let BufferPath::Fallback(why) = &buffers {
+        shared::log_fallback(&handles.lib, &loaded_from, why);
+    }
     let infos: Vec<GraphInfo> = graphs.iter().map(|g| g.info.clone()).collect();
     let names: Vec<&str> = infos.iter().map(|g| g.name.as_str()).collect();
     let detail = format!("{loaded_from} (graphs: {})", names.join(", "));
@@ -758,6 +791,8 @@ fn create(
         graphs,
         name: loaded_from,
         queue,
+        shared,
+        buffers,
     });
     Ok(Arc::new(Context {
         graphs: infos,
@@ -765,6 +800,28 @@ fn create(
         source: path,
         core: Closable::from_arc("context", core),
     }))
+}
+
+/// The shared buffers `options` ask for, set up in the new context handle `handle`: the pools
+/// and [`BufferPath::Shared`], or none and the reason (an error when they were required).
+fn shared_pools(
+    handles: &Handles,
+    runtime: &RuntimeCore,
+    graphs: &[Arc<GraphMetadata>],
+    handle: RawContext,
+    options: &LoadOptions,
+) -> Result<(Vec<Arc<SharedPool>>, BufferPath)> {
+    if options.shared_buffers == SharedBuffers::Off {
+        return Ok((Vec::new(), BufferPath::Client));
+    }
+    // SAFETY: the handle was made on this thread by this library and nothing executes in it yet.
+    match unsafe { shared::set_up(&runtime.rpcmem_lib, &handles.lib, graphs, handle.0) } {
+        Ok(pools) => Ok((pools, BufferPath::Shared)),
+        Err(why) if options.shared_buffers == SharedBuffers::On => {
+            Err(Error::SharedBuffersUnavailable { why })
+        }
+        Err(why) => Ok((Vec::new(), BufferPath::Fallback(why))),
+    }
 }
 
 /// `contextCreateFromBinary` with the configs `options` and `queue` ask for, on the owner

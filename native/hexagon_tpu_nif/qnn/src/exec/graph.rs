@@ -10,11 +10,13 @@ use crate::base::error::{Error, Result};
 use crate::base::sync::{Done, blocking, lock};
 use crate::exec::context::{Context, ContextCore, ExecuteQueue, OwnedHandleUse};
 use crate::exec::profile::{self, Profiler};
+use crate::exec::shared::{SharedBuffer, SharedPool};
 pub use crate::exec::turn::QueuePolicy;
 use crate::exec::turn::{Queued, Taken, TurnGuard, TurnSlot};
 use crate::ffi::calls::execute::TensorArrays;
 use crate::model::buffers;
 use crate::model::metadata::{GraphInfo, GraphMetadata};
+use crate::model::tensor::TensorTemplate;
 use crate::observe::counters;
 use crate::observe::ledger::{Alive, Kind, Site};
 use crate::observe::trace::{self, Phase};
@@ -69,6 +71,8 @@ pub struct Graph {
     profiler: Profiler,
     /// Where its queued executes run: its context's choice.
     queue: ExecuteQueue,
+    /// Its shared buffers, when its context has them.
+    shared: Option<Arc<SharedPool>>,
 }
 
 /// Proof that the caller holds the graph's turn: only a `Turn` can execute.
@@ -105,6 +109,7 @@ impl Graph {
             .ok_or_else(not_found)?;
         // Names read from the binary never contain NUL, so a name that matched has none either.
         let c_name = CString::new(name).map_err(|_| not_found())?;
+        let shared = core.shared.get(index).cloned();
         let handle = {
             let context_handle = core.try_handle()?;
             GraphHandle {
@@ -127,12 +132,18 @@ impl Graph {
             ),
             profiler: Profiler::default(),
             queue,
+            shared,
         }))
     }
 
     /// The graph's name, inputs and outputs.
     pub fn info(&self) -> &GraphInfo {
         &self.metadata.info
+    }
+
+    /// Its pool of shared buffers, when its context executes in them.
+    pub(crate) fn shared_pool(&self) -> Option<&Arc<SharedPool>> {
+        self.shared.as_ref()
     }
 
     /// The graph's name.
@@ -306,24 +317,26 @@ impl Turn<'_> {
         level: Option<profile::Level>,
     ) -> Result<(ExecuteReport, Option<profile::Profile>)> {
         buffers::check_model_buffers(self.graph.info(), inputs, outputs)?;
-        // SAFETY: just checked.
-        unsafe { self.execute_unchecked(inputs, outputs, level) }
+        let places = Places {
+            inputs: inputs.iter().map(|b| Place::client(b)).collect(),
+            outputs: outputs.iter_mut().map(|b| Place::client_mut(b)).collect(),
+        };
+        // SAFETY: just checked; the buffers are borrowed for the call, the outputs exclusively.
+        unsafe { self.execute_unchecked(&places, level) }
     }
 
-    /// Runs the graph once on buffers already checked, profiled at `level` if given (see
+    /// Runs the graph once on `places`, profiled at `level` if given (see
     /// [`Turn::execute_profiled`]).
     ///
     /// # Safety
-    /// There must be one buffer per input and per output, each exactly its tensor's
-    /// `byte_size` long: QNN reads and writes that many bytes through the pointers.
+    /// `places` must be [valid](Places) for the whole call.
     pub(crate) unsafe fn execute_unchecked(
         &self,
-        inputs: &[&[u8]],
-        outputs: &mut [&mut [u8]],
+        places: &Places,
         level: Option<profile::Level>,
     ) -> Result<(ExecuteReport, Option<profile::Profile>)> {
         // SAFETY: the caller's contract.
-        let result = unsafe { self.execute_recovering(inputs, outputs, level) };
+        let result = unsafe { self.execute_recovering(places, level) };
         result.map_err(|error| answer(error, self.graph))
     }
 
@@ -334,20 +347,20 @@ impl Turn<'_> {
     /// As for [`Turn::execute_unchecked`].
     unsafe fn execute_recovering(
         &self,
-        inputs: &[&[u8]],
-        outputs: &mut [&mut [u8]],
+        places: &Places,
         level: Option<profile::Level>,
     ) -> Result<(ExecuteReport, Option<profile::Profile>)> {
         let graph = self.graph;
         #[cfg(feature = "test-support")]
         crate::observe::hooks::panic_if_armed();
         let state = graph.state.get()?;
-        let mut tensors = self.tensors(inputs, outputs);
         let lib = &state.context.runtime.backend_lib;
         let profiling = graph.profiler.begin(&state.context.runtime, level)?;
         let mut recovery_ns = None;
         let report = loop {
             let (call, in_call) = ExecuteCall::begin(graph, Arc::clone(&state))?;
+            // SAFETY: the caller's contract; the call's use keeps its context handle.
+            let mut tensors = unsafe { self.tensors(places, &call.in_use) }?;
             // SAFETY: the graph handle is live (the call's `OwnedHandleUse` holds its
             // context), and holding the turn (`self`) serializes every execute on the handle.
             // The tensor arrays describe buffers of the metadata's sizes (the caller's
@@ -387,36 +400,50 @@ impl Turn<'_> {
         Ok((report, profile))
     }
 
-    /// The tensors QNN is given for these buffers (pointers into them, not copies).
-    pub(crate) fn tensors(&self, inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> AsyncTensors {
+    /// The tensors QNN is given for `places` in the context handle `in_use` holds: pointers
+    /// into client buffers, or the handles of shared buffers in that handle (registered
+    /// there first when they are not yet). Counts the bytes of the client buffers.
+    ///
+    /// # Safety
+    /// `places` must be [valid](Places) while the tensors are used.
+    unsafe fn tensors(&self, places: &Places, in_use: &OwnedHandleUse) -> Result<AsyncTensors> {
         let metadata = &self.graph.metadata;
-        AsyncTensors {
-            // QNN takes `const` inputs; the data pointer in a client buffer is declared mutable
-            // but is only read for inputs.
+        let tensor = |template: &TensorTemplate, place: &Place| match *place {
+            Place::Client { data, len } => {
+                counters::record_client_buffer_bytes(len as u64);
+                Ok(template.to_raw(data, len as u32))
+            }
+            Place::Shared(buffer) => {
+                // SAFETY: `places` is valid (the caller's contract), so `buffer` is live; the
+                // context handle is kept by `in_use` until QNN is done with these tensors.
+                let handle = unsafe { (*buffer).handle(in_use.raw, in_use.generation) }?;
+                Ok(template.to_raw_registered(handle))
+            }
+        };
+        Ok(AsyncTensors {
             inputs: (metadata.input_templates.iter())
-                .zip(inputs)
-                .map(|(t, b)| t.to_raw(b.as_ptr().cast_mut(), b.len() as u32))
-                .collect(),
+                .zip(&places.inputs)
+                .map(|(t, p)| tensor(t, p))
+                .collect::<Result<_>>()?,
             outputs: (metadata.output_templates.iter())
-                .zip(outputs.iter_mut())
-                .map(|(t, b)| t.to_raw(b.as_mut_ptr(), b.len() as u32))
-                .collect(),
-        }
+                .zip(&places.outputs)
+                .map(|(t, p)| tensor(t, p))
+                .collect::<Result<_>>()?,
+        })
     }
 
-    /// Queues one execute of `tensors` in the backend's asynchronous queue
+    /// Queues one execute of `places` in the backend's asynchronous queue
     /// (`QnnGraph_executeAsync`) and returns; `done` gets its result on a thread of the
     /// backend's when QNN notifies it, or here when it could not be queued. Blocks while the
     /// backend's queue is full, so call it from a thread of the caller's own (the graph's
     /// worker). The context is kept from being freed until the notification.
     ///
     /// # Safety
-    /// `tensors` must come from [`Turn::tensors`] on one buffer per tensor, each exactly its
-    /// tensor's `byte_size` long, and those buffers must stay valid, unmoved and otherwise
-    /// untouched until `done` is called: QNN reads and writes them until it notifies.
+    /// `places` must be [valid](Places), and its buffers unmoved and otherwise untouched,
+    /// until `done` is called: QNN reads and writes them until it notifies.
     pub(crate) unsafe fn execute_async_unchecked(
         &self,
-        mut tensors: AsyncTensors,
+        places: Places,
         mut done: Box<dyn FnOnce(Result<ExecuteReport>) + Send>,
     ) {
         let graph = self.graph;
@@ -428,6 +455,11 @@ impl Turn<'_> {
         loop {
             let (call, in_call) = match ExecuteCall::begin(graph, Arc::clone(&state)) {
                 Ok(begun) => begun,
+                Err(error) => return done(Err(answer(error, graph))),
+            };
+            // SAFETY: the caller's contract; the call's use keeps its context handle.
+            let tensors = match unsafe { self.tensors(&places, &call.in_use) } {
+                Ok(tensors) => tensors,
                 Err(error) => return done(Err(answer(error, graph))),
             };
             let (handle, generation) = (call.handle, call.in_use.generation);
@@ -456,7 +488,6 @@ impl Turn<'_> {
             }
             // SAFETY: nothing was queued, so QNN will not notify: `call` is still ours.
             let AsyncCall {
-                tensors: kept,
                 call,
                 done: kept_done,
                 ..
@@ -469,7 +500,7 @@ impl Turn<'_> {
             let error = error.err().unwrap_or(Error::Internal {
                 message: "graphExecuteAsync refused without an error".into(),
             });
-            (tensors, done) = (kept, kept_done);
+            done = kept_done;
             // Refused at the submission, so QNN has none of the buffers: the execute can be
             // submitted again once the context is created again (this is the graph's worker
             // thread, which may wait).
@@ -490,6 +521,47 @@ impl Turn<'_> {
         self.graph
     }
 }
+
+/// Where one tensor's bytes are for an execute.
+#[derive(Clone, Copy)]
+pub(crate) enum Place {
+    /// A client buffer: `len` bytes at `data` (only read, for an input).
+    Client { data: *mut u8, len: usize },
+    /// A shared buffer of the graph's pool, given to QNN by its registration's handle.
+    Shared(*const SharedBuffer),
+}
+
+impl Place {
+    /// An input's client buffer (QNN takes `const` inputs; the pointer in a client buffer is
+    /// declared mutable but only read for inputs).
+    pub(crate) fn client(bytes: &[u8]) -> Place {
+        Place::Client {
+            data: bytes.as_ptr().cast_mut(),
+            len: bytes.len(),
+        }
+    }
+
+    /// An output's client buffer.
+    pub(crate) fn client_mut(bytes: &mut [u8]) -> Place {
+        Place::Client {
+            data: bytes.as_mut_ptr(),
+            len: bytes.len(),
+        }
+    }
+}
+
+/// The buffers of one execute: one place per input and per output, in the graph's order.
+/// Valid while every client buffer is exactly its tensor's `byte_size` long and stays live
+/// (outputs borrowed exclusively), and every shared buffer is one of this graph's pool and
+/// stays live: QNN reads and writes that many bytes.
+pub(crate) struct Places {
+    pub inputs: Vec<Place>,
+    pub outputs: Vec<Place>,
+}
+
+// SAFETY: plain addresses of buffers the execute's owner keeps (see `Places`); nothing here
+// is tied to a thread.
+unsafe impl Send for Places {}
 
 /// The tensors of one execute, as QNN is given them.
 pub(crate) struct AsyncTensors {

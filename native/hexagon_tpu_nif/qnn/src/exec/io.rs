@@ -19,9 +19,10 @@ use std::ops::DerefMut;
 use std::time::Instant;
 
 use crate::base::error::{Error, Result};
-use crate::exec::graph::{ExecuteReport, Turn};
+use crate::exec::graph::{ExecuteReport, Graph, Place, Places, Turn};
 use crate::exec::profile;
-use crate::model::buffers::{check_count, check_model_buffers, check_size, f32_bytes};
+use crate::exec::shared::SharedBuffer;
+use crate::model::buffers::{check_count, check_size, f32_bytes};
 use crate::model::metadata::GraphInfo;
 use crate::model::quant;
 use crate::model::tensor::TensorInfo;
@@ -87,29 +88,84 @@ fn conversion_failed(role: &str, tensor: &TensorInfo, error: quant::QuantError) 
     }
 }
 
-/// An execute prepared before its turn: inputs checked and converted, output buffers allocated.
+/// Where an input's bytes are for QNN.
+enum Input {
+    /// The caller's, in the model's type: given again to [`Execution::run`].
+    Given,
+    /// Converted here, or copied for the backend's queue.
+    Owned(Vec<u8>),
+    /// In its shared buffer, converted or copied there.
+    Shared(SharedBuffer),
+}
+
+/// What QNN writes an output into.
+enum RawOutput<B> {
+    Client(B),
+    Shared(SharedBuffer),
+}
+
+impl<B: DerefMut<Target = [u8]>> RawOutput<B> {
+    fn place(&mut self) -> Place {
+        match self {
+            RawOutput::Client(buffer) => Place::client_mut(buffer),
+            RawOutput::Shared(buffer) => Place::Shared(&*buffer),
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            RawOutput::Client(buffer) => buffer,
+            RawOutput::Shared(buffer) => buffer,
+        }
+    }
+}
+
+/// An output as its caller gets it from [`Execution::finish`].
+#[derive(Debug)]
+pub enum Output<B> {
+    /// A buffer from the caller's allocator: converted to f32, or written by QNN as a client
+    /// buffer.
+    Buffer(B),
+    /// The shared buffer QNN wrote, in the model's own type: it goes back to its graph's pool
+    /// when dropped, so the caller hands it on rather than copying it.
+    Shared(SharedBuffer),
+}
+
+impl<B: std::ops::Deref<Target = [u8]>> std::ops::Deref for Output<B> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Output::Buffer(buffer) => buffer,
+            Output::Shared(buffer) => buffer,
+        }
+    }
+}
+
+/// An execute prepared before its turn: inputs checked and converted, output buffers ready.
 /// [`prepare`] runs on the caller's thread, so converting the next input overlaps the graph's
 /// running execute; [`Execution::run`] needs the turn; [`Execution::finish`] converts the
-/// outputs once the turn is passed on.
+/// outputs once the turn is passed on. On a graph with shared buffers ([`crate::shared`])
+/// every input and output is in one: inputs are converted (or copied) straight into theirs.
 pub struct Execution<B> {
-    /// Per input: its bytes converted to the model's type, or `None` when the caller's bytes go
-    /// to QNN in place (given again to [`Execution::run`]).
-    converted: Vec<Option<Vec<u8>>>,
+    inputs: Vec<Input>,
     /// What QNN writes: one buffer per output, in the model's own type.
-    raw_outputs: Vec<B>,
+    raw_outputs: Vec<RawOutput<B>>,
     output_modes: Vec<Mode>,
 }
 
 /// Checks the caller's data for `graph` and prepares an execute of it. `inputs[i]` holds input
 /// `i` in the form `input_modes[i]` says; outputs come back in the forms `output_modes` says.
-/// Every buffer is asked of `alloc` (so outputs can be the binaries returned to Elixir).
+/// Output buffers are asked of `alloc` (so outputs can be the binaries returned to Elixir),
+/// or taken from the graph's shared buffers.
 pub fn prepare<B: DerefMut<Target = [u8]>>(
-    graph: &GraphInfo,
+    graph: &Graph,
     inputs: &[&[u8]],
     input_modes: &[Mode],
     output_modes: &[Mode],
     mut alloc: impl FnMut(usize) -> B,
 ) -> Result<Execution<B>> {
+    let pool = graph.shared_pool();
+    let graph = graph.info();
     check_count("input", graph, &graph.inputs, inputs.len())?;
     if input_modes.len() != graph.inputs.len() || output_modes.len() != graph.outputs.len() {
         return Err(Error::invalid_input(format!(
@@ -126,40 +182,89 @@ pub fn prepare<B: DerefMut<Target = [u8]>>(
     }
 
     let quantize = trace::span(Phase::Quantize, &graph.name);
-    let mut converted = Vec::with_capacity(inputs.len());
-    for ((tensor, &bytes), &mode) in graph.inputs.iter().zip(inputs).zip(input_modes) {
+    let mut prepared = Vec::with_capacity(inputs.len());
+    for (index, ((tensor, &bytes), &mode)) in
+        (graph.inputs.iter().zip(inputs).zip(input_modes)).enumerate()
+    {
         let form = conversion("input", tensor, mode)?;
         check_size("input", tensor, form.is_some(), bytes.len())?;
-        converted.push(match form {
-            None => None,
-            Some(form) => {
+        prepared.push(match (pool, form) {
+            (None, None) => Input::Given,
+            (None, Some(form)) => {
                 let mut model = vec![0u8; tensor.byte_size];
-                let started = Instant::now();
-                form.to_model(bytes, &mut model)
-                    .map_err(|e| conversion_failed("input", tensor, e))?;
-                counters::record_conversion(true, elapsed_ns(started));
-                Some(model)
+                to_model(tensor, form, bytes, &mut model)?;
+                Input::Owned(model)
+            }
+            (Some(pool), form) => {
+                let mut shared = pool.take_input(index)?;
+                match form {
+                    Some(form) => to_model(tensor, form, bytes, &mut shared)?,
+                    None => {
+                        shared.copy_from_slice(bytes);
+                        counters::record_host_copy(bytes.len() as u64);
+                    }
+                }
+                Input::Shared(shared)
             }
         });
     }
 
     drop(quantize);
     let mut raw_outputs = Vec::with_capacity(graph.outputs.len());
-    for tensor in &graph.outputs {
-        let mut buffer = allocate(&mut alloc, "output", tensor, tensor.byte_size)?;
-        buffer.fill(0);
-        raw_outputs.push(buffer);
+    for (index, tensor) in graph.outputs.iter().enumerate() {
+        raw_outputs.push(match pool {
+            // QNN writes every byte of a successful execute's outputs; a failed one's are never
+            // handed out, so a reused buffer needs no clearing.
+            Some(pool) => RawOutput::Shared(pool.take_output(index)?),
+            None => {
+                let mut buffer = allocate(&mut alloc, "output", tensor, tensor.byte_size)?;
+                buffer.fill(0);
+                RawOutput::Client(buffer)
+            }
+        });
     }
     Ok(Execution {
-        converted,
+        inputs: prepared,
         raw_outputs,
         output_modes: output_modes.to_vec(),
     })
 }
 
+/// Quantizes (or narrows) `bytes` of f32 into `model`, timed and counted.
+fn to_model(tensor: &TensorInfo, form: &F32Form, bytes: &[u8], model: &mut [u8]) -> Result<()> {
+    let started = Instant::now();
+    form.to_model(bytes, model)
+        .map_err(|e| conversion_failed("input", tensor, e))?;
+    counters::record_conversion(true, elapsed_ns(started));
+    Ok(())
+}
+
 impl<B: DerefMut<Target = [u8]>> Execution<B> {
-    /// Runs the graph once, with the turn, profiled at `level` if given
-    /// ([`Turn::execute_profiled`]). `given` are the inputs [`prepare`] was given: those it did
+    /// Where each buffer is. `given` are the inputs [`prepare`] was given: those it left in
+    /// place go to QNN as client buffers, checked again here (they are the caller's).
+    fn places(&mut self, graph: &GraphInfo, given: Option<&[&[u8]]>) -> Result<Places> {
+        let mut inputs = Vec::with_capacity(self.inputs.len());
+        for (index, input) in self.inputs.iter().enumerate() {
+            inputs.push(match input {
+                Input::Given => {
+                    let bytes = given.and_then(|given| given.get(index)).ok_or_else(|| {
+                        Error::Internal {
+                            message: format!("input #{index}: its bytes were not given again"),
+                        }
+                    })?;
+                    check_size("input", &graph.inputs[index], false, bytes.len())?;
+                    Place::client(bytes)
+                }
+                Input::Owned(bytes) => Place::client(bytes),
+                Input::Shared(buffer) => Place::Shared(buffer),
+            });
+        }
+        let outputs = self.raw_outputs.iter_mut().map(RawOutput::place).collect();
+        Ok(Places { inputs, outputs })
+    }
+
+    /// Runs the graph once, with the turn, profiled at `level` if given (see
+    /// [`Turn::execute_profiled`]). `given` are the inputs [`prepare`] was given: those it did
     /// not convert go to QNN in place.
     pub fn run(
         &mut self,
@@ -167,22 +272,21 @@ impl<B: DerefMut<Target = [u8]>> Execution<B> {
         given: &[&[u8]],
         level: Option<profile::Level>,
     ) -> Result<(ExecuteReport, Option<profile::Profile>)> {
-        let inputs: Vec<&[u8]> = (self.converted.iter())
-            .zip(given)
-            .map(|(converted, given)| converted.as_deref().unwrap_or(given))
-            .collect();
-        let mut outputs: Vec<&mut [u8]> = self.raw_outputs.iter_mut().map(|b| &mut **b).collect();
-        // Counts and sizes are checked there, as for any caller's buffers.
-        turn.execute_profiled(&inputs, &mut outputs, level)
+        let places = self.places(turn.graph().info(), Some(given))?;
+        // SAFETY: every buffer is its tensor's size (prepared so, or checked by `places`), and
+        // lives, unmoved, for the call: the given inputs are borrowed, the rest is `self`'s,
+        // borrowed mutably.
+        unsafe { turn.execute_unchecked(&places, level) }
     }
 
     /// Copies the inputs [`prepare`] left in place (`given`, as it was given them) into the
     /// execution, so that it owns every buffer QNN reads: an execute in the backend's queue
     /// outlives the caller's data.
     pub fn own_inputs(&mut self, given: &[&[u8]]) {
-        for (converted, given) in self.converted.iter_mut().zip(given) {
-            if converted.is_none() {
-                *converted = Some(given.to_vec());
+        for (input, given) in self.inputs.iter_mut().zip(given) {
+            if let Input::Given = input {
+                counters::record_host_copy(given.len() as u64);
+                *input = Input::Owned(given.to_vec());
             }
         }
     }
@@ -201,71 +305,66 @@ impl<B: DerefMut<Target = [u8]>> Execution<B> {
     {
         // On the heap, so the buffers QNN is pointed at stay where they are until `done`.
         let mut boxed = Box::new(self);
-        let graph = turn.graph().info();
-        let tensors = {
-            let Execution {
-                converted,
-                raw_outputs,
-                ..
-            } = &mut *boxed;
-            // Every input owned: one that is not leaves the list short, and the check refuses it.
-            let inputs: Vec<&[u8]> = converted.iter().flatten().map(Vec::as_slice).collect();
-            let mut outputs: Vec<&mut [u8]> = raw_outputs.iter_mut().map(|b| &mut **b).collect();
-            if let Err(error) = check_model_buffers(graph, &inputs, &outputs) {
-                return done(*boxed, Err(error));
-            }
-            turn.tensors(&inputs, &mut outputs)
+        // No inputs given again: one not owned is refused.
+        let places = match boxed.places(turn.graph().info(), None) {
+            Ok(places) => places,
+            Err(error) => return done(*boxed, Err(error)),
         };
-        // SAFETY: one buffer per tensor, each exactly its tensor's size (checked above), all
-        // owned by `boxed`, which the callback keeps, unmoved on the heap and untouched, until
-        // QNN notifies the execute.
+        // SAFETY: every buffer is its tensor's size and owned by `boxed`, which the callback
+        // keeps, unmoved on the heap and untouched, until QNN notifies the execute.
         unsafe {
-            turn.execute_async_unchecked(tensors, Box::new(move |result| done(*boxed, result)))
+            turn.execute_async_unchecked(places, Box::new(move |result| done(*boxed, result)))
         }
     }
 
-    /// The outputs in the forms asked for: QNN's buffers as they are, or converted to f32 into
-    /// buffers from `alloc`.
-    pub fn finish(self, graph: &GraphInfo, mut alloc: impl FnMut(usize) -> B) -> Result<Vec<B>> {
+    /// The outputs in the forms asked for: QNN's buffers as they are (a shared one handed on),
+    /// or converted to f32 into buffers from `alloc`.
+    pub fn finish(
+        self,
+        graph: &GraphInfo,
+        mut alloc: impl FnMut(usize) -> B,
+    ) -> Result<Vec<Output<B>>> {
         let _dequantize = trace::span(Phase::Dequantize, &graph.name);
         let mut outputs = Vec::with_capacity(self.raw_outputs.len());
-        for ((buffer, tensor), &mode) in self
+        for ((raw, tensor), &mode) in self
             .raw_outputs
             .into_iter()
             .zip(&graph.outputs)
             .zip(&self.output_modes)
         {
-            match conversion("output", tensor, mode)? {
-                None => outputs.push(buffer),
-                Some(form) => {
+            outputs.push(match (conversion("output", tensor, mode)?, raw) {
+                (None, RawOutput::Client(buffer)) => Output::Buffer(buffer),
+                (None, RawOutput::Shared(buffer)) => Output::Shared(buffer),
+                (Some(form), raw) => {
                     let mut f32s =
                         allocate(&mut alloc, "output", tensor, f32_bytes("output", tensor)?)?;
                     let started = Instant::now();
-                    form.to_f32(&buffer, &mut f32s)
+                    form.to_f32(raw.bytes(), &mut f32s)
                         .map_err(|e| conversion_failed("output", tensor, e))?;
                     counters::record_conversion(false, elapsed_ns(started));
-                    outputs.push(f32s);
+                    Output::Buffer(f32s)
                 }
-            }
+            });
         }
         Ok(outputs)
     }
 }
 
 /// Runs the graph once on the caller's data, with the turn: [`prepare`], [`Execution::run`] and
-/// [`Execution::finish`] in one call. Data in the model's own type is not copied.
+/// [`Execution::finish`] in one call. Data in the model's own type is not copied (but into a
+/// shared buffer).
 pub fn execute<B: DerefMut<Target = [u8]>>(
     turn: &Turn<'_>,
     inputs: &[&[u8]],
     input_modes: &[Mode],
     output_modes: &[Mode],
     mut alloc: impl FnMut(usize) -> B,
-) -> Result<(Vec<B>, ExecuteReport)> {
-    let graph = turn.graph().info();
-    let _span = trace::span(Phase::Execute, &graph.name);
+) -> Result<(Vec<Output<B>>, ExecuteReport)> {
+    let graph = turn.graph();
+    let _span = trace::span(Phase::Execute, graph.name());
     let mut execution = prepare(graph, inputs, input_modes, output_modes, &mut alloc)?;
     let (report, _) = execution.run(turn, inputs, None)?;
-    Ok((execution.finish(graph, alloc)?, report))
+    Ok((execution.finish(graph.info(), alloc)?, report))
 }
 
 /// Converts caller f32 data (little-endian bytes) into the tensor's own type, for callers that

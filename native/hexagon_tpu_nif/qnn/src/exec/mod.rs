@@ -9,4 +9,5 @@ pub(crate) mod owner;
 pub mod perf;
 pub mod profile;
 pub mod runtime;
+pub mod shared;
 pub(crate) mod turn;

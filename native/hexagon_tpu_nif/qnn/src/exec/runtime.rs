@@ -23,6 +23,10 @@ use crate::observe::trace::{self, Phase};
 pub struct RuntimeConfig {
     pub backend_lib: PathBuf,
     pub system_lib: PathBuf,
+    /// rpcmem's library, for contexts with shared buffers
+    /// (`libcdsprpc.so` on the device: [`crate::shared::DEFAULT_RPCMEM_LIB`]); opened at the first
+    /// load that asks for them, so a missing one is no error here.
+    pub rpcmem_lib: PathBuf,
     /// The most verbose level QNN's log callback receives ([`crate::log`]); `None` creates no
     /// QNN log handle at all.
     pub log_level: Option<LogLevel>,
@@ -83,6 +87,8 @@ impl From<&RuntimeInfo> for RuntimeSide {
 pub(crate) struct RuntimeCore {
     pub backend_lib: Arc<BackendLibrary>,
     pub system_lib: Arc<SystemLibrary>,
+    /// Where contexts with shared buffers open rpcmem.
+    pub rpcmem_lib: PathBuf,
     pub owner: Owner,
 }
 
@@ -124,6 +130,7 @@ impl Runtime {
             Err(error) => return done(Err(error)),
         };
         let lib = Arc::clone(&backend_lib);
+        let rpcmem_lib = config.rpcmem_lib.clone();
         let started = Box::new(move |owner: Result<Owner>| {
             done(owner.map(|owner| {
                 let info = RuntimeInfo {
@@ -141,6 +148,7 @@ impl Runtime {
                 let core = RuntimeCore {
                     backend_lib,
                     system_lib,
+                    rpcmem_lib,
                     owner,
                 };
                 Arc::new(Runtime {

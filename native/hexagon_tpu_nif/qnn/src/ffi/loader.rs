@@ -52,6 +52,9 @@ pub(crate) struct CoreFns {
     pub error_get_verbose_message: Option<sys::QnnError_GetVerboseMessageFn>,
     pub error_free_verbose_message: Option<sys::QnnError_FreeVerboseMessageFn>,
     pub property_has_capability: Option<sys::QnnProperty_HasCapabilityFn>,
+    /// QnnMem (shared buffers): NULL in backends without it.
+    pub mem_register: Option<sys::QnnMem_RegisterFn>,
+    pub mem_deregister: Option<sys::QnnMem_DeRegisterFn>,
     /// The QnnProfile entries, when the library has every one the runtime needs.
     pub profile: Option<ProfileFns>,
 }
@@ -291,6 +294,8 @@ fn open_backend(path: &Path) -> Result<BackendLibrary> {
         error_get_verbose_message: entry!(errorGetVerboseMessage),
         error_free_verbose_message: entry!(errorFreeVerboseMessage),
         property_has_capability: entry!(propertyHasCapability),
+        mem_register: entry!(memRegister),
+        mem_deregister: entry!(memDeRegister),
         profile: ProfileFns::from_entries(
             (
                 entry!(profileCreate),

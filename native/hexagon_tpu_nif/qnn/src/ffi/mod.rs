@@ -5,3 +5,4 @@ pub(crate) mod calls;
 pub(crate) mod loader;
 pub mod log;
 pub(crate) mod platform;
+pub(crate) mod rpcmem;

@@ -117,6 +117,22 @@ counters! {
         /// Executes answered `:device_reset`: the device was reset and recovering did not help
         /// (it failed, the retry met another reset, or recovery is off).
         device_resets,
+        /// Contexts loaded whose executes use shared buffers (rpcmem, registered with QnnMem).
+        shared_buffer_contexts,
+        /// Contexts that would have used shared buffers (`shared_buffers: :auto`) and use
+        /// client buffers, because rpcmem or QnnMem was missing or failed (logged once).
+        shared_buffer_fallbacks,
+        /// Shared buffers allocated with rpcmem and not yet freed (pooled, in an execute, or
+        /// under an output binary).
+        shared_buffers_alive,
+        /// Shared buffers registered with a context (`QnnMem_register`).
+        shared_buffer_registrations,
+        /// Bytes handed to QNN in client buffers, which FastRPC copies to the DSP (inputs)
+        /// and back (outputs) on the device; none for tensors in shared buffers.
+        client_buffer_bytes_total,
+        /// Bytes copied on the host for an execute: inputs in the model's type into their
+        /// shared buffer, or into the execute for the backend's queue.
+        host_copy_bytes_total,
         /// Lines of QNN's log forwarded to the sink.
         log_lines,
         /// Lines of QNN's log dropped (rate limit, full queue, or no sink).
@@ -240,6 +256,40 @@ pub(crate) fn record_runtime_job(queued: bool) {
     } else {
         KEPT.runtime_jobs_pending.fetch_sub(1, Relaxed);
     }
+}
+
+/// A context's executes use shared buffers.
+pub(crate) fn record_shared_buffer_context() {
+    KEPT.shared_buffer_contexts.fetch_add(1, Relaxed);
+}
+
+/// A context falls back to client buffers.
+pub(crate) fn record_shared_buffer_fallback() {
+    KEPT.shared_buffer_fallbacks.fetch_add(1, Relaxed);
+}
+
+/// A shared buffer was allocated (`true`) or freed (`false`).
+pub(crate) fn record_shared_buffer(allocated: bool) {
+    if allocated {
+        KEPT.shared_buffers_alive.fetch_add(1, Relaxed);
+    } else {
+        KEPT.shared_buffers_alive.fetch_sub(1, Relaxed);
+    }
+}
+
+/// A shared buffer was registered with a context.
+pub(crate) fn record_shared_registration() {
+    KEPT.shared_buffer_registrations.fetch_add(1, Relaxed);
+}
+
+/// `bytes` were handed to QNN in client buffers.
+pub(crate) fn record_client_buffer_bytes(bytes: u64) {
+    KEPT.client_buffer_bytes_total.fetch_add(bytes, Relaxed);
+}
+
+/// `bytes` were copied on the host for an execute.
+pub(crate) fn record_host_copy(bytes: u64) {
+    KEPT.host_copy_bytes_total.fetch_add(bytes, Relaxed);
 }
 
 /// A line of QNN's log was forwarded to the sink.

@@ -123,6 +123,13 @@ pub struct SimCounters {
     /// Simulated DSP restarts, and the contexts they killed that are not freed yet.
     pub ssr_restarts: u64,
     pub ssr_dead_contexts: u64,
+    /// QnnMem: registrations made and live, executes with a MEMHANDLE tensor, executes refused
+    /// for a handle that named no live registration, and `QnnMem_register` calls refused.
+    pub mem_registrations: u64,
+    pub mem_live_registrations: u64,
+    pub mem_handle_executes: u64,
+    pub mem_stale_uses: u64,
+    pub mem_register_refusals: u64,
 }
 
 /// The options of qnn_sim's last accepted `setPowerConfig`.
@@ -193,6 +200,11 @@ pub fn counters(lib_path: &Path) -> Result<SimCounters> {
         async_notifications: async_notifications(lib_path)?,
         ssr_restarts: ssr_restarts(lib_path)?,
         ssr_dead_contexts: ssr_dead_contexts(lib_path)?,
+        mem_registrations: read_counter(lib_path, "QnnSim_memRegistrations")?,
+        mem_live_registrations: read_counter(lib_path, "QnnSim_memLiveRegistrations")?,
+        mem_handle_executes: read_counter(lib_path, "QnnSim_memHandleExecutes")?,
+        mem_stale_uses: read_counter(lib_path, "QnnSim_memStaleUses")?,
+        mem_register_refusals: read_counter(lib_path, "QnnSim_memRegisterRefusals")?,
     })
 }
 

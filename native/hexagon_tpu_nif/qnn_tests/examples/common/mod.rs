@@ -13,6 +13,7 @@ pub fn sim_runtime() -> Arc<Runtime> {
         &RuntimeConfig {
             backend_lib: lib.clone(),
             system_lib: lib,
+            rpcmem_lib: qnn::shared::DEFAULT_RPCMEM_LIB.into(),
             log_level: Some(qnn::LogLevel::Error),
             performance: Default::default(),
         },

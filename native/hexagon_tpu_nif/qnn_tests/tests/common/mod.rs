@@ -19,6 +19,7 @@ pub fn config(lib: &Path) -> RuntimeConfig {
     RuntimeConfig {
         backend_lib: lib.to_path_buf(),
         system_lib: lib.to_path_buf(),
+        rpcmem_lib: qnn::shared::DEFAULT_RPCMEM_LIB.into(),
         log_level: Some(qnn::LogLevel::Error),
         performance: Default::default(),
     }

@@ -12,6 +12,7 @@
 
 mod backend;
 pub(crate) mod execute;
+pub(crate) mod mem;
 pub(crate) mod perf;
 pub(crate) mod profile;
 mod status;

@@ -39,6 +39,28 @@ pub(super) enum TemplateQuant {
 impl TensorTemplate {
     /// A `Qnn_Tensor_t` describing this tensor with a client buffer, pointing into `self`.
     pub(crate) fn to_raw(&self, data: *mut u8, size: u32) -> Qnn_Tensor_t {
+        let memory = sys::Qnn_TensorMemory_t {
+            clientBuf: sys::Qnn_ClientBuffer_t {
+                data: data.cast(),
+                dataSize: size,
+            },
+        };
+        self.to_raw_in(sys::QNN_TENSORMEMTYPE_RAW, memory)
+    }
+
+    /// A `Qnn_Tensor_t` describing this tensor in the registered shared buffer `handle`
+    /// (`QNN_TENSORMEMTYPE_MEMHANDLE`), pointing into `self`.
+    pub(crate) fn to_raw_registered(&self, handle: sys::Qnn_MemHandle_t) -> Qnn_Tensor_t {
+        let memory = sys::Qnn_TensorMemory_t { memHandle: handle };
+        self.to_raw_in(sys::QNN_TENSORMEMTYPE_MEMHANDLE, memory)
+    }
+
+    /// The dimensions and data type, as a shared buffer's registration describes the tensor.
+    pub(crate) fn shape(&self) -> (&[u32], u32) {
+        (&self.dims, self.data_type)
+    }
+
+    fn to_raw_in(&self, mem_type: u32, memory: sys::Qnn_TensorMemory_t) -> Qnn_Tensor_t {
         let (definition, encoding_kind, encoding) = self.raw_quant();
         let v1 = sys::Qnn_TensorV1_t {
             id: self.id,
@@ -58,13 +80,8 @@ impl TensorTemplate {
                 // QNN declares the field mutable but never writes through it for graph I/O.
                 self.dims.as_ptr().cast_mut()
             },
-            memType: sys::QNN_TENSORMEMTYPE_RAW,
-            memory: sys::Qnn_TensorMemory_t {
-                clientBuf: sys::Qnn_ClientBuffer_t {
-                    data: data.cast(),
-                    dataSize: size,
-                },
-            },
+            memType: mem_type,
+            memory,
         };
         let tensor = if self.version == sys::QNN_TENSOR_VERSION_2 {
             sys::Qnn_TensorUnion_t {
