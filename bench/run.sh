@@ -7,10 +7,13 @@
 #   bench/preprocess.exs        HexagonTpu.Preprocess against the same steps in numpy (and Nx), and OpenCV
 #   bench/postprocess.exs       HexagonTpu.Postprocess (YOLOv8n, NMS, SSD, mask, top k) against numpy, NMS against OpenCV
 #   bench/throughput.exs        synchronous against asynchronous pipelined throughput, 1 ms executes
+#   bench/shared_buffers.exs    shared against client buffers: bytes copied per predict, the
+#                               time of a 640x640x3 predict (qnn_sim over the fake rpcmem)
 #
 #   bash bench/run.sh                 all of the above, and the kernels' table below first when
 #                                     a Python with onnxruntime is found (offline: no Nx)
 #   bash bench/run.sh throughput      the throughput comparison only
+#   bash bench/run.sh shared-buffers  shared against client buffers only
 #   bash bench/run.sh versus-ort [N]  predict/3 against ONNX Runtime's QNN EP on one binary on
 #                                     Qualcomm's emulator, interleaved (bench/versus_ort.exs;
 #                                     also part of "all" when the QNN venv is there)
@@ -67,7 +70,7 @@ if [ "$what" = all ]; then
   echo "==> host kernels against memcpy and ONNX Runtime"
   kernels || echo "(skipped: no Python with onnxruntime)"
 fi
-(cd "$crate" && cargo build --release -p hexagon_tpu_nif -p qnn_sim)
+(cd "$crate" && cargo build --release -p hexagon_tpu_nif -p qnn_sim -p qnn_fake_rpcmem)
 "$root/scripts/install-native.sh" "$target/release"
 cd "$root"
 sim=("$root/priv/native/qnn-sim-build" "$root/priv/native/libqnn_sim.so")
@@ -80,6 +83,10 @@ if [ "$what" = throughput ]; then
   HEXAGON_TPU_OFFLINE=1 mix run bench/throughput.exs "${sim[@]}"
   exit 0
 fi
+if [ "$what" = shared-buffers ]; then
+  HEXAGON_TPU_OFFLINE=1 mix run bench/shared_buffers.exs "${sim[@]}" "$root/priv/native/libqnn_fake_rpcmem.so"
+  exit 0
+fi
 echo "==> preprocessing: a camera frame to a model input"
 HEXAGON_TPU_OFFLINE=1 mix run bench/preprocess.exs
 [ "$what" != preprocess ] || exit 0
@@ -90,6 +97,8 @@ echo "==> scheduling, and predict/3 above graphExecute"
 HEXAGON_TPU_OFFLINE=1 mix run bench/scheduling.exs "${sim[@]}"
 echo "==> throughput: synchronous against asynchronous, 1 ms executes"
 HEXAGON_TPU_OFFLINE=1 mix run bench/throughput.exs "${sim[@]}"
+echo "==> shared buffers against client buffers, a 640x640x3 predict"
+HEXAGON_TPU_OFFLINE=1 mix run bench/shared_buffers.exs "${sim[@]}" "$root/priv/native/libqnn_fake_rpcmem.so"
 echo "==> profiling: off, profile_every: 100, every execute"
 HEXAGON_TPU_OFFLINE=1 mix run bench/profile.exs "${sim[@]}"
 if [ -n "$python" ]; then

@@ -17,9 +17,9 @@ defmodule HexagonTpu.Runtime do
   | system   | `:system_lib_path` | `HEXAGON_TPU_SYSTEM_LIB`   | `/usr/lib/libQnnSystem.so` |
   | rpcmem   | `:rpcmem_lib_path` | `HEXAGON_TPU_RPCMEM_LIB`   | `libcdsprpc.so`            |
 
-rpcmem (FastRPC's shared-memory allocator) is opened only by a context that uses shared
-buffers (`shared_buffers:` of `HexagonTpu.Context.from_file/3`), so a missing one is no error
-here; `libcdsprpc.so` is found where the dynamic linker looks.
+  rpcmem (FastRPC's shared-memory allocator) is opened only by a context that uses shared
+  buffers (`shared_buffers:` of `HexagonTpu.Context.from_file/3`), so a missing one is no
+  error here; `libcdsprpc.so` is found where the dynamic linker looks.
 
   `htp/1` skips the environment variables: it always means the device's HTP backend.
 

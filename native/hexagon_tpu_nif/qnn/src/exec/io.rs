@@ -9,11 +9,17 @@
 //! checked then too, so an execute checks only what the caller gives: counts, modes, byte sizes.
 //!
 //! An execute is prepared, run and finished ([`Execution`]): [`prepare`] checks every input,
-//! converts what needs it and allocates the outputs from the caller's allocator (so they can be
-//! the binaries returned to Elixir), all before the graph's turn; [`Execution::run`] has QNN
-//! write the outputs straight into them; [`Execution::finish`] converts the outputs asked for
-//! as f32. [`execute`] is the three in one call. Data in the model's own type is not copied, except
-//! for an execute in the backend's queue ([`Execution::own_inputs`]: it outlives the caller's data).
+//! converts what needs it and readies the outputs, all before the graph's turn;
+//! [`Execution::run`] has QNN write the outputs straight into them; [`Execution::finish`]
+//! converts the outputs asked for as f32. [`execute`] is the three in one call.
+//!
+//! Where the buffers are depends on the graph's context ([`crate::shared`]). With client
+//! buffers, outputs are allocated from the caller's allocator (so they can be the binaries
+//! returned to Elixir) and data in the model's own type is not copied, except for an execute
+//! in the backend's queue ([`Execution::own_inputs`]: it outlives the caller's data). With
+//! shared buffers every tensor is in one of the graph's pool: inputs are converted (or copied)
+//! into theirs, and outputs in the model's own type are handed out in theirs
+//! ([`Output::Shared`]).
 
 use std::ops::DerefMut;
 use std::time::Instant;
