@@ -141,6 +141,7 @@ defmodule HexagonTpu do
 
     # checked here, with the rest, before anything is loaded
     Context.load_args!(opts, fun)
+
     context_opts =
       Keyword.take(opts, [:preflight, :priority, :async_queue_depth, :recover, :shared_buffers])
 
