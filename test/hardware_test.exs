@@ -80,6 +80,89 @@ defmodule HexagonTpu.HardwareTest do
     :ok = Runtime.close(runtime)
   end
 
+  test "shared buffers (libcdsprpc.so): the outputs of client buffers, without their copies" do
+    path = System.get_env("HEXAGON_TPU_TEST_MODEL") || flunk("set HEXAGON_TPU_TEST_MODEL")
+    runs = String.to_integer(System.get_env("HEXAGON_TPU_TEST_RUNS") || "100")
+
+    {_, before, after_} =
+      Stats.with_leak_check(fn ->
+        {:ok, runtime} = Runtime.htp()
+        alive = Stats.native().shared_buffers_alive
+        # :auto has them on the board: the real rpcmem and the HTP's QnnMem
+        {:ok, auto} = HexagonTpu.load_model(path, runtime: runtime)
+        assert auto.context.buffers == :shared
+        :ok = HexagonTpu.Context.close(auto.context)
+        {:ok, shared} = HexagonTpu.load_model(path, runtime: runtime, shared_buffers: true)
+        {:ok, client} = HexagonTpu.load_model(path, runtime: runtime, shared_buffers: false)
+        assert shared.context.buffers == :shared
+        assert client.context.buffers == :client
+
+        io_bytes =
+          Enum.sum(for t <- Graph.inputs(shared) ++ Graph.outputs(shared), do: t.byte_size)
+
+        # f32 in and out (quantized on the host), and the model's own types (no conversion)
+        for {label, inputs, opts} <- [
+              {"f32", pattern_inputs(shared, :f32), []},
+              {"model types", pattern_inputs(shared, :model),
+               [quantize: :none, dequantize: :none]}
+            ] do
+          opts = [output: :binary] ++ opts
+          {:ok, expected} = HexagonTpu.predict(client, inputs, opts)
+          assert {:ok, ^expected} = HexagonTpu.predict(shared, inputs, opts)
+
+          measured =
+            for {kind, model} <- [shared: shared, client: client] do
+              start = Stats.native()
+              t0 = System.monotonic_time(:microsecond)
+
+              for _ <- 1..runs,
+                  do: assert({:ok, [_ | _]} = HexagonTpu.predict(model, inputs, opts))
+
+              us = (System.monotonic_time(:microsecond) - t0) / runs
+              done = Stats.native()
+
+              client_bytes =
+                div(done.client_buffer_bytes_total - start.client_buffer_bytes_total, runs)
+
+              copied = div(done.host_copy_bytes_total - start.host_copy_bytes_total, runs)
+
+              IO.puts(
+                "#{label}, #{kind} buffers: #{Float.round(us, 1)} us per predict over #{runs}, " <>
+                  "client-buffer bytes #{client_bytes}, host copies #{copied} bytes per predict"
+              )
+
+              {kind, client_bytes}
+            end
+
+          assert measured[:shared] == 0
+          assert measured[:client] == io_bytes
+        end
+
+        :ok = HexagonTpu.Context.close(shared.context)
+        :ok = HexagonTpu.Context.close(client.context)
+        :ok = Runtime.close(runtime)
+
+        assert Support.wait_until(fn -> Stats.native().shared_buffers_alive == alive end,
+                 sweep: true
+               )
+      end)
+
+    Support.assert_no_leaks(before, after_)
+  end
+
+  # An input for each of the model's: f32 values in [-1, 1) where it converts from f32 and
+  # `kind` is :f32, varied bytes in its own type otherwise.
+  defp pattern_inputs(model, kind) do
+    for info <- Graph.inputs(model) do
+      if kind == :f32 and info.f32_conversion,
+        do: pattern_f32(HexagonTpu.TensorInfo.size(info)),
+        else: for(k <- 1..info.byte_size, into: <<>>, do: <<rem(k * 31, 256)>>)
+    end
+  end
+
+  defp pattern_f32(n),
+    do: for(k <- 1..n, into: <<>>, do: <<rem(k * 37, 200) / 100 - 1.0::float-32-little>>)
+
   defp zero_inputs(model) do
     for info <- Graph.inputs(model) do
       if info.f32_conversion,

@@ -506,7 +506,7 @@ defmodule HexagonTpu.Compiler do
 
     case Runtime.create(opts) do
       {:ok, runtime} ->
-        result = Context.from_file(runtime, binary)
+        result = Context.from_file(runtime, binary, shared_buffers: false)
         Runtime.close(runtime)
 
         case result do

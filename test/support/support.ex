@@ -36,6 +36,13 @@ defmodule HexagonTpu.Test.Support do
   def builder,
     do: System.get_env("HEXAGON_TPU_SIM_BUILDER") || Path.join(priv_native(), "qnn-sim-build")
 
+  @doc """
+  The fake rpcmem (memfd-backed `rpcmem_alloc`/`rpcmem_free`/`rpcmem_to_fd`, built from
+  native/hexagon_tpu_nif/qnn_fake_rpcmem): a runtime given it as `:rpcmem_lib_path` has shared
+  buffers on qnn_sim.
+  """
+  def fake_rpcmem_lib, do: Path.join(priv_native(), "libqnn_fake_rpcmem.so")
+
   def runtime_opts(lib \\ sim_lib()), do: [lib_path: lib, system_lib_path: lib]
 
   def runtime!(lib \\ sim_lib()), do: Runtime.create!(runtime_opts(lib))

@@ -139,7 +139,13 @@ impl SharedPool {
 
     /// A buffer of `slot`'s size: a free one, or a new one from rpcmem.
     fn take(self: &Arc<Self>, slot: usize) -> Result<SharedBuffer> {
-        let kept = lock(&self.state).free[slot].pop();
+        let kept = {
+            let mut state = lock(&self.state);
+            if state.closed {
+                return Err(Error::Closed { what: "context" });
+            }
+            state.free[slot].pop()
+        };
         let buffer = match kept {
             Some(buffer) => buffer,
             None => {
@@ -210,7 +216,7 @@ impl SharedPool {
         let mut state = lock(&self.state);
         self.deregister_all(&mut state);
         state.closed = true;
-        let free = std::mem::take(&mut state.free);
+        let free: Vec<Vec<RpcBuffer>> = state.free.iter_mut().map(std::mem::take).collect();
         drop(state);
         for buffer in free.into_iter().flatten() {
             drop(buffer);
@@ -350,8 +356,9 @@ pub(crate) unsafe fn set_up(
 pub(crate) fn log_fallback(lib: &BackendLibrary, context: &str, why: &str) {
     static LOGGED: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Default::default);
     counters::record_shared_buffer_fallback();
-    if lock(&LOGGED).insert(why.to_string()) {
-        log::notice(
+    let mut logged = lock(&LOGGED);
+    if logged.insert(why.to_string()) {
+        let said = log::notice(
             LogLevel::Warn,
             lib,
             format!(
@@ -360,5 +367,9 @@ pub(crate) fn log_fallback(lib: &BackendLibrary, context: &str, why: &str) {
                  load with shared_buffers: false to ask for them)"
             ),
         );
+        if !said {
+            // Dropped by the rate limit: the next context with this reason says it.
+            logged.remove(why);
+        }
     }
 }

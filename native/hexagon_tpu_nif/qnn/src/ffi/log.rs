@@ -278,11 +278,14 @@ fn accept(level: LogLevel, slot: usize, message: String) {
 
 /// Queues a line of this crate's own about `lib` (a refused performance vote, say), through the
 /// same rate limit, queue and sink as QNN's lines. Any thread; never waits for the VM.
-pub(crate) fn notice(level: LogLevel, lib: &BackendLibrary, message: String) {
+/// Whether the rate limit let it through.
+pub(crate) fn notice(level: LogLevel, lib: &BackendLibrary, message: String) -> bool {
     LazyLock::force(&EPOCH);
-    if admit() {
+    let admitted = admit();
+    if admitted {
         accept(level, slot_of(lib), message);
     }
+    admitted
 }
 
 /// The libraries the callbacks belong to, by slot.
