@@ -5,7 +5,7 @@
 //!
 //! Each graph of a context loaded with shared buffers has a [`SharedPool`]: buffers for each of
 //! its tensors, kept and reused across executes. An execute takes one buffer per tensor
-//! ([`SharedPool::take`]); quantization writes straight into an input's, and an output's goes
+//! (`SharedPool::take`); quantization writes straight into an input's, and an output's goes
 //! back to its caller as a [`SharedBuffer`], which returns to the pool when dropped (in the
 //! NIF, when the Elixir binary over it is garbage-collected), so no host copy of an output is
 //! made. Up to [`KEEP_FREE`] buffers per tensor wait in the pool; one returned beyond that is
@@ -13,8 +13,8 @@
 //!
 //! Registrations belong to a context handle. A buffer is registered at its first use in a
 //! handle (the handle's generation changes when a device reset made the context be created
-//! again, and the old registrations died with it). [`SharedPool::forget`] deregisters them all
-//! before a dead handle is freed, [`SharedPool::close`] before the context is freed; both run
+//! again, and the old registrations died with it). `SharedPool::forget` deregisters them all
+//! before a dead handle is freed, `SharedPool::close` before the context is freed; both run
 //! on the runtime's thread with no execute using the handle, and hold the pool's lock, so a
 //! buffer returned meanwhile never deregisters from a freed context. A handle QNN is given is
 //! always one `memRegister` returned for that very buffer in that very context (Qualcomm's
