@@ -116,7 +116,9 @@ defmodule HexagonTpu.BenchTest do
       )
 
     assert {:ok, result} = Bench.run(graph, iterations: 5, only: [:latency], progress: false)
-    assert %{executes: 5, tensors_converted: 1.0, dequantize_us: 0.0} = h = result.host
+    assert %{executes: 5, tensors_converted: 1.0} = h = result.host
+    # compared, not matched: a 0.0 pattern matches only +0.0 on OTP 27 (and warns)
+    assert h.dequantize_us == 0
     assert h.quantize_us > 0
   end
 
