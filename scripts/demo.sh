@@ -20,8 +20,8 @@ export HEXAGON_TPU_OFFLINE="${HEXAGON_TPU_OFFLINE:-1}"
 # shellcheck source=scripts/setup.sh
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
-echo "==> cargo build --release (the NIF, qnn_sim and its model builder)"
-(cd "$crate" && cargo build --release -p hexagon_tpu_nif -p qnn_sim)
+echo "==> cargo build --release (the NIF, qnn_sim, its model builder and the fake rpcmem)"
+(cd "$crate" && cargo build --release -p hexagon_tpu_nif -p qnn_sim -p qnn_fake_rpcmem)
 "$root/scripts/install-native.sh" "$target/release"
 
 work="$(mktemp -d)"
