@@ -2,9 +2,10 @@
 //! through a fresh library copy: a registered buffer is read and written in place, the
 //! QnnMem error codes, stale handles answered (never a crash), the emulator's NOT_SUPPORTED
 //! knob, contexts freed with live registrations, 10,000 executes with counters back at their
-//! baseline, and the fake rpcmem library's buffers end to end.
+//! baseline. The fake rpcmem library's buffers end to end are in tests/fake_rpcmem.rs.
 
 mod common;
+mod mem_support;
 mod models;
 
 use std::ffi::{c_int, c_void};
@@ -13,6 +14,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use common::*;
+use mem_support::*;
 use models::*;
 use qnn_sys::*;
 
@@ -70,110 +72,6 @@ impl Drop for Shm {
             libc::munmap(self.ptr.cast(), self.len);
             libc::close(self.fd);
         }
-    }
-}
-
-/// An ION descriptor of `fd` with an f32 shape (the dims live as long as `dims`).
-fn ion(fd: c_int, dims: &mut [u32], mem_type: u32) -> Qnn_MemDescriptor_t {
-    Qnn_MemDescriptor_t {
-        memShape: Qnn_MemShape_t {
-            numDim: dims.len() as u32,
-            dimSize: dims.as_mut_ptr(),
-            shapeConfig: ptr::null(),
-        },
-        dataType: QNN_DATATYPE_FLOAT_32,
-        memType: mem_type,
-        info: Qnn_MemDescriptorUnion_t {
-            ionInfo: Qnn_MemIonInfo_t { fd },
-        },
-    }
-}
-
-fn register_all(
-    sim: &Sim,
-    ctx: *mut c_void,
-    ds: &[Qnn_MemDescriptor_t],
-) -> (u32, Vec<Qnn_MemHandle_t>) {
-    // Not NULL before the call: the library must write NULL on failure.
-    let mut hs = vec![0x1 as Qnn_MemHandle_t; ds.len()];
-    // SAFETY: `ds` readable (their dims alive), `hs` writable, both of `len` entries.
-    let rc = unsafe {
-        sim.core().memRegister.unwrap()(ctx, ds.as_ptr(), ds.len() as u32, hs.as_mut_ptr())
-    };
-    (code(rc), hs)
-}
-
-fn register(sim: &Sim, ctx: *mut c_void, fd: c_int, n: u32) -> Result<Qnn_MemHandle_t, u32> {
-    let mut dims = [n];
-    match register_all(sim, ctx, &[ion(fd, &mut dims, QNN_MEM_TYPE_ION)]) {
-        (0, hs) => Ok(hs[0]),
-        (e, _) => Err(e),
-    }
-}
-
-fn deregister(sim: &Sim, hs: &[Qnn_MemHandle_t]) -> u32 {
-    // SAFETY: `hs` readable for its length (any handle values).
-    code(unsafe { sim.core().memDeRegister.unwrap()(hs.as_ptr(), hs.len() as u32) })
-}
-
-/// Executes `g` (identity over f32[n]) with MEMHANDLE tensors; the client buffers the helper
-/// made are returned too (they must stay untouched).
-fn execute_mem(
-    sim: &Sim,
-    info: *const QnnSystemContext_BinaryInfo_t,
-    g: *mut c_void,
-    x: Qnn_MemHandle_t,
-    y: Qnn_MemHandle_t,
-    n: usize,
-) -> Result<Vec<Vec<u8>>, u32> {
-    let dummy = vec![0xAAu8; n * 4];
-    sim.execute_with_info(info, g, "g", &[&dummy], |ins, outs| {
-        for (t, h) in ins.iter_mut().zip([x]).chain(outs.iter_mut().zip([y])) {
-            t.tensor.v1.memType = QNN_TENSORMEMTYPE_MEMHANDLE;
-            t.tensor.v1.memory.memHandle = h;
-        }
-    })
-}
-
-struct Fixture {
-    sim: Sim,
-    session: Session,
-    ctx: *mut c_void,
-    g: *mut c_void,
-    system: *mut c_void,
-    info: *const QnnSystemContext_BinaryInfo_t,
-}
-
-const N: u32 = 4;
-
-fn fixture() -> Fixture {
-    let sim = Sim::load();
-    let bytes = identity_f32("g", N).build().unwrap();
-    let session = sim.open();
-    let ctx = sim.create_context(&session, &bytes).unwrap();
-    let g = sim.retrieve(ctx, "g").unwrap();
-    let (system, info) = sim.metadata_raw(&bytes).expect("metadata");
-    Fixture {
-        sim,
-        session,
-        ctx,
-        g,
-        system,
-        info,
-    }
-}
-
-impl Fixture {
-    fn counter(&self, name: &str) -> u64 {
-        self.sim.counter_named(name)
-    }
-
-    fn finish(self) {
-        assert_eq!(self.sim.free_system(self.system), 0);
-        assert_eq!(self.sim.free_context(self.ctx), 0);
-        assert_eq!(self.counter("QnnSim_memLiveRegistrations"), 0);
-        self.sim.close(self.session);
-        assert_eq!(self.sim.live(), 0);
     }
 }
 
@@ -467,110 +365,6 @@ fn ten_thousand_executes_with_registered_buffers_leave_the_counters_at_baseline(
     assert_eq!(f.counter("QnnSim_memStaleUses"), 0);
     f.finish();
 }
-
-/// The fake rpcmem library's counters, as it lays them out.
-#[repr(C)]
-#[derive(Debug, Default, PartialEq)]
-struct RpcmemCounters {
-    allocs: u64,
-    failed_allocs: u64,
-    frees: u64,
-    live: u64,
-    live_bytes: u64,
-    unknown_frees: u64,
-    unknown_to_fd: u64,
-}
-
-/// `libqnn_fake_rpcmem.so`, built by cargo next to the test (qnn_sim dev-depends on it).
-fn fake_rpcmem_path() -> std::path::PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let mut dir = exe.parent().map(std::path::Path::to_path_buf);
-    for _ in 0..2 {
-        let d = dir.expect("a directory");
-        let p = d.join("libqnn_fake_rpcmem.so");
-        if p.is_file() {
-            return p;
-        }
-        dir = d.parent().map(std::path::Path::to_path_buf);
-    }
-    panic!("libqnn_fake_rpcmem.so not found near {}", exe.display());
-}
-
-#[test]
-fn rpcmem_buffers_end_to_end_through_the_fake_library() {
-    // SAFETY: our own test library, with trivial initializers.
-    let lib = unsafe { libloading::Library::new(fake_rpcmem_path()) }.expect("dlopen");
-    // SAFETY: the exports have exactly these types (qnn_sys's rpcmem declarations).
-    let (alloc, free, to_fd, init, deinit, counters) = unsafe {
-        (
-            *lib.get::<RpcMem_AllocFn>(b"rpcmem_alloc").unwrap(),
-            *lib.get::<RpcMem_FreeFn>(b"rpcmem_free").unwrap(),
-            *lib.get::<RpcMem_ToFdFn>(b"rpcmem_to_fd").unwrap(),
-            *lib.get::<RpcMem_InitFn>(b"rpcmem_init").unwrap(),
-            *lib.get::<RpcMem_InitFn>(b"rpcmem_deinit").unwrap(),
-            *lib.get::<unsafe extern "C" fn(*mut RpcmemCounters)>(b"fake_rpcmem_counters")
-                .unwrap(),
-        )
-    };
-    let read = || {
-        let mut c = RpcmemCounters::default();
-        // SAFETY: a writable counters struct.
-        unsafe { counters(&mut c) };
-        c
-    };
-    let f = fixture();
-    // SAFETY: rpcmem's contract: pointers from rpcmem_alloc, used within their size, freed
-    // once (and then not used).
-    unsafe {
-        init();
-        let x = alloc(RPCMEM_HEAP_ID_SYSTEM, RPCMEM_DEFAULT_FLAGS, 16);
-        let y = alloc(RPCMEM_HEAP_ID_SYSTEM, RPCMEM_DEFAULT_FLAGS, 16);
-        assert!(!x.is_null() && !y.is_null());
-        assert!(alloc(RPCMEM_HEAP_ID_SYSTEM, RPCMEM_DEFAULT_FLAGS, 0).is_null());
-        let (fx, fy) = (to_fd(x), to_fd(y));
-        assert!(fx >= 0 && fy >= 0 && fx != fy);
-        let bytes = f32_bytes(&[0.25, 0.5, 0.75, 1.0]);
-        ptr::copy_nonoverlapping(bytes.as_ptr(), x.cast::<u8>(), 16);
-        let hx = register(&f.sim, f.ctx, fx, N).unwrap();
-        let hy = register(&f.sim, f.ctx, fy, N).unwrap();
-        execute_mem(&f.sim, f.info, f.g, hx, hy, 4).unwrap();
-        let got = f32_from(std::slice::from_raw_parts(y.cast::<u8>(), 16));
-        assert_eq!(got, [0.25, 0.5, 0.75, 1.0], "in the rpcmem buffer");
-        assert_eq!(deregister(&f.sim, &[hx, hy]), 0);
-        assert_eq!(
-            read(),
-            RpcmemCounters {
-                allocs: 2,
-                failed_allocs: 1,
-                live: 2,
-                live_bytes: 32,
-                ..Default::default()
-            }
-        );
-        free(x);
-        free(y);
-        // Unknown pointers: answered -1 / ignored, and counted.
-        assert_eq!(to_fd(x), -1);
-        free(x);
-        deinit();
-    }
-    assert_eq!(
-        read(),
-        RpcmemCounters {
-            allocs: 2,
-            failed_allocs: 1,
-            frees: 2,
-            live: 0,
-            live_bytes: 0,
-            unknown_frees: 1,
-            unknown_to_fd: 1,
-        },
-        "nothing leaked"
-    );
-    assert_eq!(f.counter("QnnSim_memHandleExecutes"), 1);
-    f.finish();
-}
-
 #[test]
 fn null_entries_can_hide_the_qnnmem_entries() {
     let sim = Sim::load();
