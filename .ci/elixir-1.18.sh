@@ -17,10 +17,10 @@
 #     `mix test --warnings-as-errors` against qnn_sim and its model builder that the host built
 #     into priv/native/ (bash scripts/test.sh, or this script builds them).
 #
-# The exit tests run once per method and state here (HEXAGON_TPU_EXIT_RUNS=1; 5 on the host):
-# the Debian 12 leg runs the statistical sweep of the same native exit path (80 child VMs on
-# the emulator, about 5 of its 8.5 minutes), which the Elixir version does not change; here a
-# run per case proves the children start and stop on OTP 27, within CI's time budget.
+# The exit tests run once per method and state here (HEXAGON_TPU_EXIT_RUNS=1; 2 on the host):
+# the Debian 12 leg runs the statistical sweep of the same native exit path (32 child VMs on
+# the emulator), which the Elixir version does not change; here a run per case proves the
+# children start and stop on OTP 27, within CI's time budget.
 #
 # A full run (no arguments) fails unless the :nx and :qnn_host tests ran (HEXAGON_TPU_TEST_REPORT,
 # test/support/run_report.ex); its counts are in _build/elixir-1.18/test-report, printed last.
