@@ -196,6 +196,12 @@ defmodule HexagonTpu.ArgumentsTest do
       assert %{id: Monitor} = Monitor.child_spec(interval_ms: 10)
     end
 
+    test "QnnLog.flush/1" do
+      for timeout <- [:x, -1, 1.5, 0x1_0000_0000_0000_0000] do
+        assert_type_error(fn -> HexagonTpu.QnnLog.flush(timeout) end, ["`timeout`"])
+      end
+    end
+
     @tag :nx
     test "Tensor", %{graph: graph} do
       info = hd(Graph.inputs(graph))
@@ -245,7 +251,8 @@ defmodule HexagonTpu.ArgumentsTest do
         Monitor => ~w(start_link/1 child_spec/1 sample/1),
         HexagonTpu.Tensor => ~w(to_input/3 from_output/3),
         HexagonTpu.Error => [],
-        HexagonTpu.Telemetry => ~w(metrics/0)
+        HexagonTpu.Telemetry => ~w(metrics/0),
+        HexagonTpu.QnnLog => ~w(flush/1)
       }
 
       for {module, functions} <- tested, Code.ensure_loaded?(module) do

@@ -40,6 +40,26 @@ defmodule HexagonTpu.QnnLogTest do
     assert log =~ "QNN: qnn_sim: contextCreateFromBinary failed with 1002: injected fault"
   end
 
+  test "flush/1: once it returns :ok, a failed call's explanation is in Logger", %{lib: lib} do
+    t = Models.t(:float_32, [4])
+    path = Models.build!(Models.identity(t, t, fail_context_create: {1002, :always}))
+    runtime = Support.runtime!(lib)
+    assert :ok = HexagonTpu.QnnLog.flush()
+    before = Stats.native().log_lines
+
+    log =
+      capture_log(fn ->
+        assert {:error, %HexagonTpu.Error{qnn_code: 1002}} = Context.from_file(runtime, path)
+        assert :ok = HexagonTpu.QnnLog.flush(10_000)
+        # Counted when handed on: nothing is left to wait for.
+        assert Stats.native().log_lines == before + 1
+      end)
+
+    assert log =~ "QNN: qnn_sim: contextCreateFromBinary failed with 1002: injected fault"
+    # Nothing queued: at once, whatever the timeout.
+    assert :ok = HexagonTpu.QnnLog.flush(0)
+  end
+
   test "log_level: :none gives QNN no log: nothing is logged", %{lib: lib} do
     t = Models.t(:float_32, [4])
     path = Models.build!(Models.identity(t, t, fail_context_create: {1002, :always}))

@@ -356,6 +356,7 @@ defmodule HexagonTpu.Native do
 
   # log.rs
   def log_forward_to(_pid), do: not_loaded()
+  def log_flush(_timeout_ms), do: not_loaded()
 
   # stats.rs: the names of qnn::Counters's fields (qnn/src/observe/counters.rs), the Elixir
   # side's one list of them: stats_test compares it whole with the NIF's and with the ones

@@ -24,6 +24,9 @@ defmodule HexagonTpu.QnnLog do
   bursts of up to #{200}; beyond that they are dropped, counted in
   `HexagonTpu.Stats.native/0` as `log_dropped`, and a warning says how many.
 
+  A line reaches `Logger` a moment after QNN logs it. `flush/1` waits for the lines logged so
+  far: call it before stopping the VM, or before reading what a failed call explained.
+
   Started by the `:hexagon_tpu` application. The QNN emulator in `onnxruntime-qnn` prints one
   line of its own when it is loaded (`# LIBNATIVE: ...`) with `printf`, before any log handle
   exists: no setting silences it (see the README). The device's libraries do not print it.
@@ -32,6 +35,64 @@ defmodule HexagonTpu.QnnLog do
   use GenServer
 
   require Logger
+
+  # The NIF's timeout is a u64 of milliseconds (beyond the clock's range it waits without a
+  # deadline).
+  @max_timeout 0xFFFF_FFFF_FFFF_FFFF
+  # How long flush/1 then waits for this process to have logged what arrived.
+  @logging_timeout 5000
+
+  @doc """
+  Waits until every line QNN logged before the call has been logged in `Logger`: at most
+  `timeout` milliseconds (default 5000) for the lines to arrive here, then at most
+  #{@logging_timeout} ms for this process to log them. QNN logs what a call explains on the
+  calling thread before the call returns, so after `{:error, _}` the explanation is in `Logger`
+  once this returns `:ok`.
+
+  Returns `{:error, :timeout}` when the lines did not all get through in time (a `Logger`
+  handler that blocks, say). Without the NIF, or with the application stopped, there is
+  nothing to wait for: `:ok`.
+
+      {:error, _} = HexagonTpu.Context.from_file(runtime, "model.bin")
+      :ok = HexagonTpu.QnnLog.flush()
+      System.stop(1)
+  """
+  @spec flush(non_neg_integer()) :: :ok | {:error, :timeout}
+  def flush(timeout \\ 5000)
+
+  def flush(timeout) when is_integer(timeout) and timeout in 0..@max_timeout do
+    pid = Process.whereis(__MODULE__)
+
+    cond do
+      pid == nil or not HexagonTpu.Native.nif_loaded() ->
+        :ok
+
+      HexagonTpu.Native.log_flush(timeout) ->
+        # The drain sent them; this process logs them in order, before answering.
+        try do
+          _ = :sys.get_state(pid, @logging_timeout)
+          :ok
+        catch
+          :exit, _ -> {:error, :timeout}
+        end
+
+      true ->
+        {:error, :timeout}
+    end
+  end
+
+  def flush(timeout) do
+    HexagonTpu.Args.type_error!(
+      "HexagonTpu.QnnLog.flush/1",
+      "`timeout`",
+      "a non-negative integer of milliseconds",
+      timeout
+    )
+  end
+
+  # The application starts it; no user's supervisor does.
+  @doc false
+  def child_spec(opts), do: super(opts)
 
   @doc false
   def start_link(opts), do: GenServer.start_link(__MODULE__, opts, name: __MODULE__)

@@ -44,7 +44,7 @@ for run <- runs do
 end
 
 # QNN's log lines reach Logger through HexagonTpu.QnnLog: let them through before stopping.
-:sys.get_state(HexagonTpu.QnnLog)
+:ok = HexagonTpu.QnnLog.flush()
 Logger.flush()
 System.stop(0)
 Process.sleep(:infinity)

@@ -2,6 +2,8 @@
 //! own thread, where this sink sends `{:hexagon_tpu_log, level, backend, message}` to the process
 //! `HexagonTpu.QnnLog` registered with `log_forward_to/1`.
 
+use std::time::Duration;
+
 use rustler::env::OwnedEnv;
 use rustler::{Atom, Encoder, LocalPid};
 
@@ -33,4 +35,12 @@ fn log_forward_to(pid: LocalPid) -> Atom {
         });
     });
     atoms::ok()
+}
+
+/// Waits until every line of QNN's log queued before the call has been sent to the process
+/// `log_forward_to/1` named, for at most `timeout_ms`; whether it got there. On a dirty I/O
+/// scheduler: it waits for the drain thread, never for another caller.
+#[rustler::nif(schedule = "DirtyIo")]
+fn log_flush(timeout_ms: u64) -> bool {
+    qnn::log::flush(Duration::from_millis(timeout_ms))
 }

@@ -1,11 +1,11 @@
 //! QNN's log through the callback: lines formatted from a real `va_list` (qnn_sim
 //! calls the callback from C, as QNN does), tagged with their level and library, filtered at the
-//! level given to QnnLog_create, and rate-limited. One test: the sink and the limiter are
-//! process-wide.
+//! level given to QnnLog_create, and rate-limited; `flush` waits for what was queued. One test:
+//! the sink and the limiter are process-wide.
 
 mod common;
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -46,15 +46,53 @@ fn await_lines(
 fn log_lines_reach_the_sink_formatted_filtered_and_rate_limited() {
     let sink: Arc<Mutex<Vec<LogRecord>>> = Arc::default();
     let into = Arc::clone(&sink);
-    qnn::log::set_sink(move |record| into.lock().unwrap().push(record));
+    // While the gate is shut the sink holds the drain thread, as a busy VM would.
+    let gate: Arc<(Mutex<bool>, Condvar)> = Arc::new((Mutex::new(true), Condvar::new()));
+    let held = Arc::clone(&gate);
+    qnn::log::set_sink(move |record| {
+        let (open, opened) = &*held;
+        drop(
+            opened
+                .wait_while(open.lock().unwrap(), |open| !*open)
+                .unwrap(),
+        );
+        into.lock().unwrap().push(record);
+    });
     let model = identity_model(TensorSpec::f32([4]));
     let input = 1.5f32.to_le_bytes().repeat(4);
+    let shut = |shut: bool| {
+        *gate.0.lock().unwrap() = !shut;
+        gate.1.notify_all();
+    };
+
+    // flush: the lines QNN logged before it are in the sink when it returns; while the sink
+    // holds the drain, it gives up at its timeout.
+    let (flush_lib, flushed) = runtime_at(Some(LogLevel::Warn));
+    configure(&flush_lib, "log_per_execute", "3").unwrap();
+    let (_flush_context, flush_graph) = load(&flushed, &model);
+    assert!(
+        qnn::log::flush(Duration::from_secs(10)),
+        "nothing holds the drain yet"
+    );
+    shut(true);
+    let mut out = vec![0u8; 16];
+    flush_graph.execute(&[&input], &mut [&mut out]).unwrap();
+    assert!(
+        !qnn::log::flush(Duration::from_millis(20)),
+        "the sink holds the drain"
+    );
+    shut(false);
+    assert!(qnn::log::flush(Duration::from_secs(10)));
+    assert_eq!(
+        lines_of(&sink, &flush_lib).len(),
+        3,
+        "all three, without waiting"
+    );
 
     // Formatting, level and library: three WARN lines per execute.
     let (lib, runtime) = runtime_at(Some(LogLevel::Warn));
     configure(&lib, "log_per_execute", "3").unwrap();
     let (_context, graph) = load(&runtime, &model);
-    let mut out = vec![0u8; 16];
     graph.execute(&[&input], &mut [&mut out]).unwrap();
     let lines = await_lines(&sink, &lib, |l| l.len() >= 3);
     let messages: Vec<&str> = lines.iter().map(|r| r.message.as_str()).collect();

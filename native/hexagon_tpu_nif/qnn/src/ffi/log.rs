@@ -20,7 +20,7 @@
 use std::collections::VecDeque;
 use std::ffi::{c_char, c_int, c_void};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, LazyLock, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -139,11 +139,18 @@ struct Line {
 
 struct Queue {
     lines: VecDeque<Line>,
+    /// Lines ever pushed, and lines the drain has finished with (handed to the sink, or dropped
+    /// for want of one): [`flush`] waits for the second to reach what the first was.
+    pushed: u64,
+    finished: u64,
 }
 
 struct Shared {
     queue: Mutex<Queue>,
+    /// Signalled when a line is pushed or a drop is to be reported (the drain waits on it).
     ready: Condvar,
+    /// Signalled when the drain has finished with a line ([`flush`] waits on it).
+    finished: Condvar,
 }
 
 /// Lines waiting in the queue (read by the callback without the lock).
@@ -151,13 +158,20 @@ static QUEUED: AtomicUsize = AtomicUsize::new(0);
 /// Lines dropped since the drain last reported it.
 static UNREPORTED_DROPS: AtomicU64 = AtomicU64::new(0);
 
+/// Whether [`SHARED`] was made ([`flush`] does not make it).
+static STARTED: AtomicBool = AtomicBool::new(false);
+
 /// Made, with the drain thread, when the first log callback is handed to QNN.
 static SHARED: LazyLock<Arc<Shared>> = LazyLock::new(|| {
+    STARTED.store(true, Relaxed);
     let shared = Arc::new(Shared {
         queue: Mutex::new(Queue {
             lines: VecDeque::new(),
+            pushed: 0,
+            finished: 0,
         }),
         ready: Condvar::new(),
+        finished: Condvar::new(),
     });
     let drain = Arc::clone(&shared);
     // If the thread cannot start, lines pile up to the queue's capacity and are then dropped.
@@ -174,14 +188,15 @@ fn drain_forever(shared: &Shared) {
     let mut last_report: Option<Instant> = None;
     loop {
         let mut queue = lock(&shared.queue);
-        let line = loop {
+        let (line, queued) = loop {
             if let Some(line) = queue.lines.pop_front() {
                 QUEUED.fetch_sub(1, Relaxed);
-                break LogRecord {
+                let record = LogRecord {
                     level: line.level,
                     backend: backend_of(line.slot),
                     message: line.message,
                 };
+                break (record, true);
             }
             if UNREPORTED_DROPS.load(Relaxed) > 0 {
                 // Drops are reported at most once a second, not once per dropped line.
@@ -191,13 +206,14 @@ fn drain_forever(shared: &Shared) {
                 if wait.is_zero() {
                     let drops = UNREPORTED_DROPS.swap(0, Relaxed);
                     last_report = Some(Instant::now());
-                    break LogRecord {
+                    let report = LogRecord {
                         level: LogLevel::Warn,
                         backend: PathBuf::new(),
                         message: format!(
                             "{drops} QNN log line(s) dropped (more than {RATE_PER_SECOND}/s, bursts of {BURST})"
                         ),
                     };
+                    break (report, false);
                 }
                 queue = wait_timeout(&shared.ready, queue, wait);
                 continue;
@@ -206,7 +222,40 @@ fn drain_forever(shared: &Shared) {
         };
         drop(queue);
         deliver(line);
+        if queued {
+            lock(&shared.queue).finished += 1;
+            shared.finished.notify_all();
+        }
     }
+}
+
+/// Waits until every line queued before the call has been handed to the sink (or dropped for
+/// want of one), for at most `timeout`; whether it got there. A caller about to stop, or to read
+/// what a failed QNN call explained, lets the lines through first: QNN logs a call's lines on
+/// the caller's thread before the call returns, and the drain hands them on in order. Never call
+/// it from the sink (the drain would wait for itself).
+pub fn flush(timeout: Duration) -> bool {
+    if !STARTED.load(Relaxed) {
+        return true; // no log handle ever made: nothing was ever queued
+    }
+    let shared = &*SHARED;
+    // Beyond the clock's range: no deadline.
+    let deadline = Instant::now().checked_add(timeout);
+    let mut queue = lock(&shared.queue);
+    let target = queue.pushed;
+    while queue.finished < target {
+        queue = match deadline {
+            None => wait(&shared.finished, queue),
+            Some(deadline) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return false;
+                }
+                wait_timeout(&shared.finished, queue, left)
+            }
+        };
+    }
+    true
 }
 
 fn deliver(line: LogRecord) {
@@ -267,6 +316,7 @@ fn accept(level: LogLevel, slot: usize, message: String) {
     let shared = &*SHARED;
     let mut queue = lock(&shared.queue);
     QUEUED.fetch_add(1, Relaxed);
+    queue.pushed += 1;
     queue.lines.push_back(Line {
         level,
         slot,
