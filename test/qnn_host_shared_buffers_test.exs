@@ -50,7 +50,7 @@ defmodule HexagonTpu.QnnHostSharedBuffersTest do
     {auto, _log} =
       with_log(fn ->
         context = Context.from_file!(runtime, u8.bin)
-        :sys.get_state(HexagonTpu.QnnLog)
+        :ok = HexagonTpu.QnnLog.flush()
         context
       end)
 
@@ -95,7 +95,7 @@ defmodule HexagonTpu.QnnHostSharedBuffersTest do
     {result, _log} =
       with_log(fn ->
         result = Context.from_file(runtime, u8.bin, shared_buffers: true)
-        :sys.get_state(HexagonTpu.QnnLog)
+        :ok = HexagonTpu.QnnLog.flush()
         result
       end)
 
