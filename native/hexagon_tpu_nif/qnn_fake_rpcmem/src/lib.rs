@@ -13,7 +13,21 @@
 
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
+use std::path::PathBuf;
 use std::sync::{LazyLock, Mutex, MutexGuard};
+
+/// The library cargo built beside the running test binary (in its folder, `deps/`, or the one
+/// above): tests load it by path, as the runtime loads `libcdsprpc.so`. Panics when it is not
+/// there (a test of a crate that does not depend on this one).
+pub fn built_library() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    exe.ancestors()
+        .skip(1)
+        .take(2)
+        .map(|dir| dir.join("libqnn_fake_rpcmem.so"))
+        .find(|path| path.is_file())
+        .unwrap_or_else(|| panic!("libqnn_fake_rpcmem.so not found near {}", exe.display()))
+}
 
 /// What [`fake_rpcmem_counters`] writes.
 #[repr(C)]

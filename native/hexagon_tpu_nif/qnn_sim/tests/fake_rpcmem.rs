@@ -12,40 +12,13 @@ use std::ptr;
 
 use mem_support::*;
 use models::*;
+use qnn_fake_rpcmem::{FakeRpcmemCounters, built_library};
 use qnn_sys::*;
-
-/// The fake rpcmem library's counters, as it lays them out.
-#[repr(C)]
-#[derive(Debug, Default, PartialEq)]
-struct RpcmemCounters {
-    allocs: u64,
-    failed_allocs: u64,
-    frees: u64,
-    live: u64,
-    live_bytes: u64,
-    unknown_frees: u64,
-    unknown_to_fd: u64,
-}
-
-/// `libqnn_fake_rpcmem.so`, built by cargo next to the test (qnn_sim dev-depends on it).
-fn fake_rpcmem_path() -> std::path::PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let mut dir = exe.parent().map(std::path::Path::to_path_buf);
-    for _ in 0..2 {
-        let d = dir.expect("a directory");
-        let p = d.join("libqnn_fake_rpcmem.so");
-        if p.is_file() {
-            return p;
-        }
-        dir = d.parent().map(std::path::Path::to_path_buf);
-    }
-    panic!("libqnn_fake_rpcmem.so not found near {}", exe.display());
-}
 
 #[test]
 fn rpcmem_buffers_end_to_end_through_the_fake_library() {
     // SAFETY: our own test library, with trivial initializers.
-    let lib = unsafe { libloading::Library::new(fake_rpcmem_path()) }.expect("dlopen");
+    let lib = unsafe { libloading::Library::new(built_library()) }.expect("dlopen");
     // SAFETY: the exports have exactly these types (qnn_sys's rpcmem declarations).
     let (alloc, free, to_fd, init, deinit, counters) = unsafe {
         (
@@ -54,12 +27,12 @@ fn rpcmem_buffers_end_to_end_through_the_fake_library() {
             *lib.get::<RpcMem_ToFdFn>(b"rpcmem_to_fd").unwrap(),
             *lib.get::<RpcMem_InitFn>(b"rpcmem_init").unwrap(),
             *lib.get::<RpcMem_InitFn>(b"rpcmem_deinit").unwrap(),
-            *lib.get::<unsafe extern "C" fn(*mut RpcmemCounters)>(b"fake_rpcmem_counters")
+            *lib.get::<unsafe extern "C" fn(*mut FakeRpcmemCounters)>(b"fake_rpcmem_counters")
                 .unwrap(),
         )
     };
     let read = || {
-        let mut c = RpcmemCounters::default();
+        let mut c = FakeRpcmemCounters::default();
         // SAFETY: a writable counters struct.
         unsafe { counters(&mut c) };
         c
@@ -85,7 +58,7 @@ fn rpcmem_buffers_end_to_end_through_the_fake_library() {
         assert_eq!(deregister(&f.sim, &[hx, hy]), 0);
         assert_eq!(
             read(),
-            RpcmemCounters {
+            FakeRpcmemCounters {
                 allocs: 2,
                 failed_allocs: 1,
                 live: 2,
@@ -102,7 +75,7 @@ fn rpcmem_buffers_end_to_end_through_the_fake_library() {
     }
     assert_eq!(
         read(),
-        RpcmemCounters {
+        FakeRpcmemCounters {
             allocs: 2,
             failed_allocs: 1,
             frees: 2,

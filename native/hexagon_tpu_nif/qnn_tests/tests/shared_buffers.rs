@@ -14,6 +14,7 @@ use qnn::context::LoadOptions;
 use qnn::io::{self, Mode, Output};
 use qnn::shared::KEEP_FREE;
 use qnn::{BufferPath, Context, Error, Graph, Runtime, SharedBuffers, Site, counters, sim_probe};
+use qnn_fake_rpcmem::{FakeRpcmemCounters, built_library};
 use qnn_sim::model::{DType, Quant, TensorSpec};
 
 /// The process-wide counters these tests compare are shared by every test of the binary: they
@@ -24,37 +25,15 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// `libqnn_fake_rpcmem.so`, built by cargo beside the test binaries.
-fn fake_rpcmem() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.ancestors()
-        .skip(1)
-        .take(2)
-        .map(|dir| dir.join("libqnn_fake_rpcmem.so"))
-        .find(|path| path.is_file())
-        .unwrap_or_else(|| panic!("libqnn_fake_rpcmem.so not found near {}", exe.display()))
-}
-
 /// The fake rpcmem's own counters (`fake_rpcmem_counters`): buffers allocated and not freed.
 fn rpcmem_live() -> u64 {
-    #[repr(C)]
-    #[derive(Default)]
-    struct Counters {
-        allocs: u64,
-        failed_allocs: u64,
-        frees: u64,
-        live: u64,
-        live_bytes: u64,
-        unknown_frees: u64,
-        unknown_to_fd: u64,
-    }
     // SAFETY: our own test library (the instance the runtime opened: same path, same handle).
-    let lib = unsafe { libloading::Library::new(fake_rpcmem()) }.expect("dlopen");
-    let mut c = Counters::default();
+    let lib = unsafe { libloading::Library::new(built_library()) }.expect("dlopen");
+    let mut c = FakeRpcmemCounters::default();
     // SAFETY: the export takes a writable struct of exactly this layout.
     unsafe {
         let read = lib
-            .get::<unsafe extern "C" fn(*mut Counters)>(b"fake_rpcmem_counters")
+            .get::<unsafe extern "C" fn(*mut FakeRpcmemCounters)>(b"fake_rpcmem_counters")
             .unwrap();
         read(&mut c);
     }
@@ -116,7 +95,7 @@ fn settle() {
 #[test]
 fn executes_in_shared_buffers_match_client_buffers_bit_for_bit() {
     let _serial = serial();
-    let (lib, runtime) = runtime_with(&fake_rpcmem());
+    let (lib, runtime) = runtime_with(&built_library());
     // Quantized logits (u8) and f32 probabilities.
     let logits =
         TensorSpec::new(DType::UFixed8, [1, 3]).quant(Quant::per_tensor(4.0 / 255.0, -128));
@@ -171,7 +150,7 @@ fn executes_in_shared_buffers_match_client_buffers_bit_for_bit() {
 #[test]
 fn the_pool_reuses_its_buffers_and_nothing_leaks_over_10000_executes() {
     let _serial = serial();
-    let (lib, runtime) = runtime_with(&fake_rpcmem());
+    let (lib, runtime) = runtime_with(&built_library());
     settle();
     let (alive, registrations) = {
         let c = counters::counters();
@@ -226,7 +205,7 @@ fn the_pool_reuses_its_buffers_and_nothing_leaks_over_10000_executes() {
 #[test]
 fn outputs_outlive_their_graph_and_context_and_free_their_buffer_when_dropped() {
     let _serial = serial();
-    let (lib, runtime) = runtime_with(&fake_rpcmem());
+    let (lib, runtime) = runtime_with(&built_library());
     settle();
     let alive = counters::counters().shared_buffers_alive;
     let rpcmem_before = rpcmem_live();
@@ -332,7 +311,7 @@ fn without_rpcmem_or_qnnmem_the_context_falls_back_to_client_buffers() {
     );
 
     // QnnMem_register refused, as Qualcomm's x86 emulator refuses it.
-    let (lib, runtime) = runtime_with(&fake_rpcmem());
+    let (lib, runtime) = runtime_with(&built_library());
     settle();
     let (alive, rpcmem_before) = (counters::counters().shared_buffers_alive, rpcmem_live());
     sim_probe::configure(&lib, "mem_register_unsupported", "true").unwrap();
@@ -362,7 +341,7 @@ fn without_rpcmem_or_qnnmem_the_context_falls_back_to_client_buffers() {
 #[test]
 fn after_a_device_reset_the_buffers_are_registered_again_in_the_new_context() {
     let _serial = serial();
-    let (lib, runtime) = runtime_with(&fake_rpcmem());
+    let (lib, runtime) = runtime_with(&built_library());
     let context = load(
         &runtime,
         &identity_model(TensorSpec::f32([4])),
@@ -396,7 +375,7 @@ fn after_a_device_reset_the_buffers_are_registered_again_in_the_new_context() {
 #[test]
 fn executes_in_the_backends_queue_use_shared_buffers_too() {
     let _serial = serial();
-    let (lib, runtime) = runtime_with(&fake_rpcmem());
+    let (lib, runtime) = runtime_with(&built_library());
     let options = LoadOptions {
         async_queue_depth: Some(4),
         shared_buffers: SharedBuffers::On,
