@@ -361,12 +361,46 @@ def run_sessions(models, ctx_paths, args, fallback):
                 so = session_options(ctx, fallback, mode)
                 if fallback:
                     so.log_severity_level = 2  # ORT's warnings say why a node was rejected
+                if args.qnn_verbose_log:
+                    so.log_severity_level = 0
                 so.add_provider_for_devices(qnn_device(), provider_options(args))
                 ort.InferenceSession(model, so)
             error = None
         except Exception as caught:  # noqa: BLE001 - ORT raises several exception types
             error = caught
     return error, log()
+
+
+def qnn_verbose_log(models, args, work):
+    """QNN's log at its verbose level (where it names the op a graph finalize failed on) of
+    compiling models again, filtered to its errors. QNN takes its log level once per process,
+    from ORT's default logger when the EP first loads it, so this runs in a process of its own."""
+    import subprocess
+
+    argv = [sys.executable, os.path.abspath(__file__), *models, "-o", os.path.join(work, "verbose.bin")]
+    argv += ["--htp-arch", str(args.htp_arch), "--soc-model", str(args.soc_model), "--io", args.io]
+    argv += ["--backend-path", args.backend_path] if args.backend_path else []
+    argv += ["--qnn-verbose-log", work]
+    keep = []
+    with tempfile.TemporaryFile() as out:
+        subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, check=False)
+        out.seek(0)
+        for raw in out:
+            line = ANSI.sub("", raw.decode("utf-8", "replace").rstrip("\n"))
+            if "<E>" in line or "No registered op" in line:
+                keep.append(line)
+    return keep
+
+
+def compile_verbosely(args):
+    """The child of qnn_verbose_log: the models compiled once with ORT's and QNN's logs verbose."""
+    import onnxruntime as ort
+
+    ort.set_default_logger_severity(0)  # before the EP creates its QNN log: QNN's level follows it
+    args.verbose = True  # the captured lines go to stderr, for the parent to read
+    ctx_paths = [os.path.join(args.qnn_verbose_log, f"verbose_{i}_ctx.onnx") for i in range(len(args.models))]
+    error, _log = run_sessions(args.models, ctx_paths, args, fallback=False)
+    return 1 if error is not None else 0
 
 
 def cpu_nodes(ctx_path):
@@ -399,46 +433,121 @@ QNN_OP_CODES = {
 VALIDATION = re.compile(r"failed for node `([^`]*)` of type `([^`]*)` with error code (\d+)")
 # ORT names the nodes it makes from the model's (the layout transformer's NHWC copy, another
 # validation pass's, both): `p2o.Conv.1_token_29`, `relu_2` and `conv_token_1_2` are the
-# model's `p2o.Conv.1`, `relu` and `conv`.
+# model's `p2o.Conv.1`, `relu` and `conv`; and the QNN nodes it builds one model node from
+# (`bilstm_cell0_forward` of the LSTM `bilstm`) start with its name.
 TOKEN = re.compile(r"(_token)?_\d+$")
 LISTED = 8
 WEIGHTED = {"Conv", "ConvTranspose", "Gemm", "MatMul"}
+# QNN's verbose log when a graph's finalize fails on an op: the QNN node it could not build
+# (`<E> "bilstm_cell0_forward" generated: could not create op`) and the kernel it looked for
+# (`No registered op found for 0x440300000087 'q::QNN_LSTM_FAIL'`).
+NOT_BUILT = re.compile(r'<E> "([^"]+)" generated: (.+?)\s*$', re.M)
+NO_KERNEL = re.compile(r"No registered op found for \S+ '([^']+)'")
+# Inputs the HTP's op takes only as constants (ORT's QNN EP leaves the node to the CPU when one
+# is a graph input or computed), by ONNX op type: their positions.
+CONSTANT_INPUTS = {
+    "BatchNormalization": [1, 2, 3, 4],
+    "Clip": [1, 2],
+    "Reshape": [1],
+    "Resize": [1, 2, 3],
+    "Upsample": [1],
+    "Pad": [1, 2, 3],
+    "Slice": [1, 2, 3, 4],
+    "Expand": [1],
+    "Tile": [1],
+    "TopK": [1],
+    "Squeeze": [1],
+    "Unsqueeze": [1],
+    "ReduceMax": [1],
+    "ReduceMin": [1],
+    "ReduceMean": [1],
+    "ReduceSum": [1],
+    "InstanceNormalization": [1, 2],
+    "LayerNormalization": [1, 2],
+    "PRelu": [1],
+}
+# What works instead, by the op type the HTP could not build.
+INSTEAD = {
+    "LSTM": (
+        "export it unrolled (per time step: MatMul, Add, Sigmoid, Tanh, Mul, which the HTP builds; "
+        "silero-vad's if-less export is one), or keep the recurrent part on the CPU"
+    ),
+    "GRU": "export it unrolled (per time step: MatMul, Add, Sigmoid, Tanh, Mul), or keep the recurrent part on the CPU",
+}
+
+
+REWRITE = "; quantize the float ones, or rewrite the others with supported ops (e.g. Sum -> Add) or remove them"
 
 
 class Refused:
-    """The nodes the HTP refuses, gathered from the CPU nodes ORT left and QNN's validation
-    failures, each with its op type, QNN's code and a reason."""
+    """The nodes the HTP refuses, gathered from the CPU nodes ORT left, QNN's validation
+    failures and the op a graph finalize failed on, each with its op type, QNN's code and a
+    reason in words."""
 
     def __init__(self, models, args):
         import onnx
 
         self.args = args
-        self.nodes = {}  # name -> [op type, QNN op type, code]
+        self.nodes = {}  # name -> [op type, QNN op type, code, QNN's words (finalize) or None]
         self.graphs = [onnx.load(m, load_external_data=False).graph for m in models]
         self.by_name = {n.name: n for g in self.graphs for n in g.node}
         self.dequantized = {n.output[0] for g in self.graphs for n in g.node if n.op_type == "DequantizeLinear"}
-        self.initializers = {i.name for g in self.graphs for i in g.initializer}
+        # an initializer the graph also lists as an input is a default a caller may override
+        self.initializers = {i.name for g in self.graphs for i in g.initializer} - {v.name for g in self.graphs for v in g.input}
         self.dequantized |= self.initializers
         self.producer = {o: n for g in self.graphs for n in g.node for o in n.output}
+        self.ep_ops = None
+
+    def model_node(self, name):
+        """The model's name for a node ORT or QNN named (itself when none matches)."""
+        found = name
+        while found not in self.by_name and TOKEN.search(found):
+            found = TOKEN.sub("", found)
+        if found in self.by_name:
+            return found
+        prefixes = [n for n in self.by_name if n and name.startswith(n)]
+        return max(prefixes, key=len) if prefixes else name
+
+    def op_of(self, name, fallback):
+        return self.by_name[name].op_type if name in self.by_name else fallback
 
     def add(self, op_type, name):
-        self.nodes.setdefault(name, [op_type, None, None])
+        self.nodes.setdefault(name, [op_type, None, None, None])
 
     def add_log(self, log):
         for name, qnn_op, code in VALIDATION.findall("\n".join(log)):
-            model_name = name
-            while model_name not in self.by_name and TOKEN.search(model_name):
-                model_name = TOKEN.sub("", model_name)
-            if model_name not in self.by_name:
-                model_name = name
-            op_type = self.by_name[model_name].op_type if model_name in self.by_name else qnn_op
-            entry = self.nodes.setdefault(model_name, [op_type, None, None])
+            model_name = self.model_node(name)
+            entry = self.nodes.setdefault(model_name, [self.op_of(model_name, qnn_op), None, None, None])
             entry[1], entry[2] = qnn_op, int(code)
 
-    def reason(self, name, code):
-        if code is None:
-            return "no HTP op for it in ONNX Runtime's QNN EP"
+    def add_finalize(self, log, code):
+        """The nodes QNN's verbose log names at a failed finalize (code: the finalize's error)."""
+        text = "\n".join(log)
+        kernels = NO_KERNEL.findall(text)
+        for qnn_node, words in NOT_BUILT.findall(text):
+            model_name = self.model_node(qnn_node)
+            said = f"QNN: \"{qnn_node}\" {words}" + (f": no kernel {', '.join(sorted(set(kernels)))}" if kernels else "")
+            self.nodes.setdefault(model_name, [self.op_of(model_name, "?"), None, code, said])
+
+    def reason(self, name, code, said=None):
         node = self.by_name.get(name)
+        op_type = node.op_type if node is not None else None
+        if said is not None:
+            why = f"the HTP has no implementation of it for these types and sizes, found when the graph was finalized ({said})"
+            return why + (f"; {INSTEAD[op_type]}" if op_type in INSTEAD else "")
+        if code is None:
+            computed = self.not_constant(node)
+            if computed:
+                return (
+                    f"its input '{computed}' is not a constant (a graph input, or computed from one), and the HTP's "
+                    f"{op_type} takes it only as a constant"
+                )
+            if op_type is not None and self.ep_has(op_type):
+                return (
+                    f"ONNX Runtime's QNN EP has an HTP op for {op_type} but did not take this one (its attributes, "
+                    "types or shapes are outside what it maps; --verbose shows ORT's own reason)"
+                )
+            return "no HTP op for it in ONNX Runtime's QNN EP"
         float_inputs = node is not None and any(i and i not in self.dequantized for i in node.input)
         if code == 3110 and self.args.htp_arch <= 68 and (float_inputs or node is None):
             return f"float op on v{self.args.htp_arch}: not quantized"
@@ -446,31 +555,51 @@ class Refused:
             return "its weight is not an initializer (a Constant node?), so it was quantized as an activation"
         return QNN_OP_CODES.get(code, "refused by QNN's op validation")
 
+    def not_constant(self, node):
+        """The first input of node that its op needs constant and is not, or None."""
+        if node is None:
+            return None
+        for i in CONSTANT_INPUTS.get(node.op_type, []):
+            if i < len(node.input) and node.input[i] and not self.from_initializer(node.input[i]):
+                return node.input[i]
+        return None
+
+    def ep_has(self, op_type):
+        """Whether the QNN EP's library names op_type (its op builders are registered by name)."""
+        if self.ep_ops is None:
+            import onnxruntime_qnn
+
+            with open(onnxruntime_qnn.get_library_path(), "rb") as f:
+                self.ep_ops = f.read()
+        return b"\0" + op_type.encode() + b"\0" in self.ep_ops
+
     def from_initializer(self, tensor):
         node = self.producer.get(tensor)
         via_dq = node is not None and node.op_type == "DequantizeLinear" and node.input[0] in self.initializers
         return tensor in self.initializers or via_dq
 
     def lines(self):
-        """One line per node: op type, name, QNN's code and the reason."""
+        """One line per node: op type, name, what it makes, QNN's code and the reason."""
         out = []
-        for name, (op_type, qnn_op, code) in self.nodes.items():
+        for name, (op_type, qnn_op, code, said) in self.nodes.items():
             qnn = f" (QNN {qnn_op})" if qnn_op and qnn_op != op_type else ""
+            node = self.by_name.get(name)
+            makes = f" (makes '{node.output[0]}')" if node is not None and node.output and node.output[0] else ""
             where = f"QNN error {code}: " if code is not None else ""
-            out.append(f"{op_type} '{name}'{qnn}: {where}{self.reason(name, code)}")
+            out.append(f"{op_type} '{name}'{makes}{qnn}: {where}{self.reason(name, code, said)}")
         return out
 
-    def message(self, ort_text, where):
+    def message(self, ort_text, where, advice=REWRITE):
         """The one-line error: every node when few, else a summary by op type and code that
-        says where the full list is (written there, with ORT's own message)."""
+        says where the full list is (written there, with ORT's own message); then advice."""
         lines = self.lines()
         head = f"the HTP (v{self.args.htp_arch}) cannot run {len(lines)} node(s)"
         if len(lines) <= LISTED:
             text = f"{head}: {'; '.join(lines)}"
         else:
             groups = {}
-            for name, (op_type, _qnn, code) in self.nodes.items():
-                key = (op_type, code, self.reason(name, code))
+            for name, (op_type, _qnn, code, said) in self.nodes.items():
+                key = (op_type, code, self.reason(name, code, said))
                 groups[key] = groups.get(key, 0) + 1
             summary = ", ".join(f"{n} {op} ({f'QNN error {code}: ' if code is not None else ''}{why})" for (op, code, why), n in groups.items())
             with open(where, "w", encoding="utf-8") as f:
@@ -482,7 +611,7 @@ class Refused:
         if self.args.verbose:
             for line in lines:
                 say("info", f"refused: {line}")
-        return text + "; quantize the float ones, or rewrite the others with supported ops (e.g. Sum -> Add) or remove them"
+        return text + advice
 
 
 def refused_path(args):
@@ -511,8 +640,14 @@ def explain_failure(error, log, models, args, work):
         if refused.nodes:
             return refused.message(text, refused_path(args))
         return "some nodes cannot run on the HTP and CPU fallback is disabled: " + one_line(text)
+    code = re.search(r"(?:error code|Code)[: ]+(\d+)", "\n".join(log) + text)
+    if "finalize" in text.lower():
+        # QNN names the op it could not build only at its verbose log level: compiled again so.
+        refused = Refused(models, args)
+        refused.add_finalize(qnn_verbose_log(models, args, work), int(code.group(1)) if code else None)
+        if refused.nodes:
+            return refused.message(text, refused_path(args), advice=f" (ONNX Runtime: {one_line(text)})")
     detail = one_line(text)
-    code = re.search(r"error code[: ]+(\d+)", "\n".join(log) + text)
     qnn = [line for line in log if "<E>" in line or "error code" in line.lower()]
     if qnn:
         detail += " (QNN: " + one_line(qnn[-1]) + ")"
@@ -687,13 +822,12 @@ def compile_models(args):
             qdq_model = is_qdq(model)
             ours = {n: s for n, s in shapes.items() if n in {v.name for v in model.graph.input}}
             source = path
-            if ours or not qdq_model:
-                # the model as exporters write it, rewritten for the quantizer and the EP
-                try:
-                    path = hexagon_tpu_prepare.prepare(source, os.path.join(work, f"{stem}_prepared.onnx"), ours, not qdq_model, say)
-                except hexagon_tpu_prepare.PrepareError as error:
-                    raise CompileError(str(error)) from None
-                model = onnx.load(path, load_external_data=False)
+            # the model as exporters write it, rewritten for the quantizer and the EP
+            try:
+                path = hexagon_tpu_prepare.prepare(source, os.path.join(work, f"{stem}_prepared.onnx"), ours, not qdq_model, say)
+            except hexagon_tpu_prepare.PrepareError as error:
+                raise CompileError(str(error)) from None
+            model = onnx.load(path, load_external_data=False)
             inputs = static_inputs(model)
             if qdq_model:
                 if args.calibration or args.random_calibration:
@@ -863,6 +997,7 @@ def parse(argv):
     parser.add_argument("--qairt-target", metavar="VERSION", help="refuse to write a binary of a QAIRT newer than VERSION")
     parser.add_argument("--graph-name", action="append", metavar="NAME", help="the graph's name (one per model; default: the model's file name)")
     parser.add_argument("--lib-dir", action="store_true", help="print the QNN library directory and the QAIRT version, and exit")
+    parser.add_argument("--qnn-verbose-log", metavar="DIR", help=argparse.SUPPRESS)  # qnn_verbose_log's child
     args = parser.parse_args(argv)
     if not args.lib_dir and (not args.models or not args.output):
         parser.error("give MODEL.onnx ... -o OUTPUT.bin")
@@ -879,6 +1014,8 @@ def main(argv=None):
         if args.lib_dir:
             print(lib_dir())
             print(qairt_version(args))
+        elif args.qnn_verbose_log:
+            return compile_verbosely(args)
         else:
             compile_models(args)
     except CompileError as error:

@@ -1,19 +1,38 @@
 """Rewrites an ONNX model the way exporters write it into one that ONNX Runtime's quantizer and
-its QNN execution provider take (used by hexagon_tpu_compile.py):
+its QNN execution provider take (used by hexagon_tpu_compile.py). Each step says what it did;
+nothing here changes the names of the graph's inputs and outputs.
 
-- `--input-shape name=1x3x640x640` fixes a dynamic input's shape, and shape inference carries it
-  to the outputs (onnxruntime.tools.onnx_model_utils);
+Every model:
+
+- a node of a custom op domain (one a converter left in) is refused by name: nothing here runs it;
+- nodes without a name are named `<OpType>_<its first output>` (exporters of PyTorch's and
+  Paddle's age leave them unnamed), so a refusal names a node the user can find;
+- initializers that the graph also lists as inputs (every IR 3 export, and many later ones)
+  are removed from the inputs: while they are inputs, ORT treats them as values a caller may
+  override, so it neither folds them nor lets the QNN EP take them as weights
+  (BatchNormalization's scale and mean, a Reshape's shape);
+- `--input-shape name=1x3x640x640` fixes an input's shape BY POSITION, whatever its dimensions
+  are called (exporters give two dimensions one symbolic name, `['?', '?']`) or declare (a fixed
+  batch of 10 that the model's own application rewrites at load time): a fixed dimension given
+  another size is overridden and said so; then the shapes are inferred again.
+
+A float model (quantized here), besides:
+
 - weights given as `Constant` nodes (paddle2onnx, the TFLite converters) become initializers:
   ORT's quantizer quantizes initializers only, and a weight left in float is refused by the
   v68 HTP (QNN error 3110 for every Conv);
-- a float model of an opset older than 13 is converted to 13 (onnx.version_converter):
-  per-channel QuantizeLinear/DequantizeLinear (their `axis`) need opset 13;
+- an opset older than 13 is converted to 13 (onnx.version_converter): per-channel
+  QuantizeLinear/DequantizeLinear (their `axis`) need opset 13;
+- constants are folded (ONNX Runtime's basic graph optimizations on its CPU EP): anchor grids,
+  shape arithmetic, and an `If` whose condition is constant once the shapes are fixed, which
+  ORT replaces by the branch it takes;
+- a `Clip` whose bound is computed (a mel front end's `Clip(x, ReduceMax(x) - 80)`) becomes
+  `Max(x, min)` and `Min(., max)`, which is the same function: the HTP's Clip takes constant
+  bounds only;
 - ORT's own quantization pre-processing (onnxruntime.quantization.quant_pre_process: constant
   folding, shape inference) runs on the result, then its QNN one (qnn_preprocess_model) on a
   copy without `metadata_props` (ORT 1.32's fails on any: `cannot convert dictionary update
   sequence element #0`); the quantized model is written without them too.
-
-Each step says what it did; nothing here changes the names of the graph's inputs and outputs.
 """
 
 import re
@@ -25,6 +44,10 @@ SHAPE = re.compile(r"([^=]+)=(\d+(?:x\d+)*)")
 
 class PrepareError(Exception):
     """A model (or an --input-shape) that cannot be prepared: one line to report."""
+
+
+def one_line(text, limit=300):
+    return " ".join(str(text).split())[:limit]
 
 
 def parse_input_shapes(specs):
@@ -47,11 +70,67 @@ def dims_of(value):
     return [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in value.type.tensor_type.shape.dim]
 
 
-def fix_input_shapes(model, shapes):
-    """Fixes the inputs named in `shapes`; returns what it did. A name that is not an input, a
-    rank that differs or a static dimension given another size is an error."""
-    from onnxruntime.tools import onnx_model_utils
+def shown(dims):
+    return "[" + ", ".join(str(d) if isinstance(d, int) else repr(d) for d in dims) + "]"
 
+
+# ------------------------------------------------------------------------ every model
+
+
+# Op domains ONNX Runtime implements (its contrib ops included); a node of another domain is a
+# custom op that a converter left in (tf2onnx's TFL_*, a plugin's), which nothing here can run.
+KNOWN_DOMAINS = {"", "ai.onnx", "ai.onnx.ml", "com.microsoft"}
+
+
+def custom_ops(graph):
+    """Refuses a graph with nodes of custom op domains, naming each (after name_nodes)."""
+    custom = [n for n in graph.node if n.domain not in KNOWN_DOMAINS]
+    if custom:
+        listed = "; ".join(f"{n.op_type} '{n.name}' (domain '{n.domain}', makes '{n.output[0] if n.output else ''}')" for n in custom[:8])
+        more = f" and {len(custom) - 8} more" if len(custom) > 8 else ""
+        raise PrepareError(
+            f"the model has {len(custom)} custom op node(s) that neither ONNX Runtime nor the HTP implements: {listed}{more}; "
+            "convert or export the model so that these are standard ONNX ops (a converter that left them in "
+            "could not map them), or remove them from the graph and do their work on the host"
+        )
+
+
+def name_nodes(graph):
+    """Names the unnamed nodes `<OpType>_<first output>` (made unique); returns how many."""
+    taken = {n.name for n in graph.node if n.name}
+    named = 0
+    for node in graph.node:
+        if node.name:
+            continue
+        base = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{node.op_type}_{node.output[0] if node.output else 'node'}")
+        name, n = base, 1
+        while name in taken:
+            n += 1
+            name = f"{base}_{n}"
+        node.name = name
+        taken.add(name)
+        named += 1
+    return named
+
+
+def initializers_out_of_inputs(model):
+    """Removes the graph inputs that are initializers; returns how many (IR 3 requires them as
+    inputs, so the model is raised to IR 4, which is what the rest of the pipeline writes)."""
+    graph = model.graph
+    initializers = {i.name for i in graph.initializer}
+    kept = [v for v in graph.input if v.name not in initializers]
+    removed = len(graph.input) - len(kept)
+    if removed:
+        del graph.input[:]
+        graph.input.extend(kept)
+        model.ir_version = max(model.ir_version, 4)
+    return removed
+
+
+def fix_input_shapes(model, shapes):
+    """Fixes the inputs named in `shapes`, dimension by dimension; returns what it did. A name
+    that is not an input or a rank that differs is an error; a fixed dimension given another
+    size is overridden (and said)."""
     initializers = {i.name for i in model.graph.initializer}
     inputs = {v.name: v for v in model.graph.input if v.name not in initializers}
     done = []
@@ -59,17 +138,41 @@ def fix_input_shapes(model, shapes):
         if name not in inputs:
             raise PrepareError(f"--input-shape: the model has no input '{name}' (its inputs: {', '.join(inputs)})")
         dims = dims_of(inputs[name])
+        given = f"--input-shape {name}={'x'.join(map(str, shape))}"
         if len(dims) != len(shape):
-            raise PrepareError(f"--input-shape {name}={'x'.join(map(str, shape))}: input '{name}' has rank {len(dims)} ({dims})")
-        for i, (have, want) in enumerate(zip(dims, shape)):
-            if isinstance(have, int) and have > 0 and have != want:
-                raise PrepareError(f"--input-shape {name}={'x'.join(map(str, shape))}: dimension {i} of input '{name}' is {have}, not {want}")
-        if dims != shape:
-            onnx_model_utils.make_input_shape_fixed(model.graph, name, shape)
-            done.append(f"input '{name}' {dims} fixed to {shape}")
+            raise PrepareError(f"{given}: input '{name}' has rank {len(dims)} ({shown(dims)})")
+        if dims == shape:
+            continue
+        overridden = [f"dimension {i} declared {have}" for i, (have, want) in enumerate(zip(dims, shape)) if isinstance(have, int) and have > 0 and have != want]
+        for dim, want in zip(inputs[name].type.tensor_type.shape.dim, shape):
+            dim.Clear()
+            dim.dim_value = want
+        step = f"input '{name}' {shown(dims)} fixed to {shape} by position"
+        if overridden:
+            step += f" (overriding {', '.join(overridden)}: the model must accept the size given there)"
+        done.append(step)
     if done:
-        onnx_model_utils.fix_output_shapes(model)
+        forget_shapes(model)
     return done
+
+
+def forget_shapes(model):
+    """Drops every inferred or declared shape but the inputs' (they no longer hold once an input
+    changed: an old export declares its outputs with its fixed batch), then infers them anew."""
+    import onnx
+
+    graph = model.graph
+    del graph.value_info[:]
+    for output in graph.output:
+        output.type.tensor_type.ClearField("shape")
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    except Exception as error:  # noqa: BLE001 - onnx raises several types
+        raise PrepareError(f"the model does not take the shape given (ONNX shape inference: {one_line(error)})") from None
+    model.CopyFrom(inferred)
+
+
+# --------------------------------------------------------------------- float models
 
 
 def constants_to_initializers(model):
@@ -130,19 +233,92 @@ def convert_opset(model):
     try:
         return version_converter.convert_version(model, QDQ_OPSET), have
     except Exception as error:  # noqa: BLE001 - the converter raises several types
-        text = " ".join(str(error).split())[:300]
-        raise PrepareError(f"converting the model from opset {have} to {QDQ_OPSET} (needed for per-channel quantization) failed: {text}") from None
+        raise PrepareError(f"converting the model from opset {have} to {QDQ_OPSET} (needed for per-channel quantization) failed: {one_line(error)}") from None
+
+
+def fold_constants(model, work_path):
+    """The model with its constants folded by ONNX Runtime's basic optimizations (CPU EP)."""
+    import onnx
+    import onnxruntime as ort
+
+    onnx.save(model, work_path + ".in.onnx")
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    so.optimized_model_filepath = work_path
+    try:
+        ort.InferenceSession(work_path + ".in.onnx", so, providers=["CPUExecutionProvider"])
+    except Exception as error:  # noqa: BLE001 - ORT raises several types
+        raise PrepareError(f"ONNX Runtime cannot load the model to fold its constants: {one_line(error)}") from None
+    return onnx.load(work_path)
+
+
+def constants_of(graph):
+    """{name: numpy array} of the graph's initializers and Constant outputs."""
+    from onnx import numpy_helper
+
+    values = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    for node in graph.node:
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.attribute and node.attribute[0].name == "value":
+            values[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+    return values
+
+
+def computed_clips(graph):
+    """Rewrites each Clip with a computed (non-constant) bound as Max(x, min) then Min(., max):
+    the same function, in ops the HTP takes with a tensor operand. Returns the names."""
+    from onnx import helper
+
+    consts = constants_of(graph)
+    out, done = [], []
+    for node in graph.node:
+        bounds = list(node.input[1:3]) + [""] * (3 - len(node.input))
+        if node.op_type != "Clip" or not any(b and b not in consts for b in bounds[:2]):
+            out.append(node)
+            continue
+        low, high = bounds[0], bounds[1]
+        value = node.input[0]
+        if low:
+            target = node.output[0] if not high else f"{node.name}/max"
+            out.append(helper.make_node("Max", [value, low], [target], name=f"{node.name}/max"))
+            value = target
+        if high:
+            out.append(helper.make_node("Min", [value, high], [node.output[0]], name=f"{node.name}/min"))
+        done.append(node.name)
+    if done:
+        del graph.node[:]
+        graph.node.extend(out)
+    return done
+
+
+def simplify(model, work_path, say, path):
+    """Folds constants (ORT's folding also replaces an If whose condition is constant by the
+    branch it takes), rewrites computed Clips, and folds what that exposed."""
+    model = fold_constants(model, f"{work_path}.folded.onnx")
+    clips = computed_clips(model.graph)
+    if not clips:
+        return model
+    say("info", f"{path}: {len(clips)} Clip(s) with a computed bound rewritten as Max/Min (the HTP's Clip takes constant bounds only): {', '.join(clips)}")
+    return fold_constants(model, f"{work_path}.refolded.onnx")
 
 
 def prepare(path, out_path, shapes, quantizing, say):
-    """Writes the prepared model to out_path. For a QDQ model (quantizing False) only the input
-    shapes are fixed. `say(kind, message)` reports each step."""
+    """Writes the prepared model to out_path. For a QDQ model (quantizing False) only the
+    structural steps run (names, initializers, input shapes). `say(kind, message)` reports
+    each step."""
     import onnx
 
     try:
         model = onnx.load(path)
     except Exception as error:  # noqa: BLE001 - any parse failure
-        raise PrepareError(f"{path} is not an ONNX model: {' '.join(str(error).split())[:300]}") from None
+        raise PrepareError(f"{path} is not an ONNX model: {one_line(error)}") from None
+    named = name_nodes(model.graph)
+    if named:
+        say("info", f"{path}: {named} unnamed node(s) named <OpType>_<first output> (how messages name them)")
+    custom_ops(model.graph)
+    removed = initializers_out_of_inputs(model)
+    if removed:
+        say("info", f"{path}: {removed} initializer(s) removed from the graph's inputs (as inputs they are not constants to ORT or the HTP)")
     for step in fix_input_shapes(model, shapes):
         say("info", f"{path}: {step}")
     if quantizing:
@@ -152,8 +328,16 @@ def prepare(path, out_path, shapes, quantizing, say):
         model, had = convert_opset(model)
         if had is not None and had < QDQ_OPSET:
             say("info", f"{path}: converted from opset {had} to {QDQ_OPSET} (per-channel quantization needs it)")
+        if not dynamic(model):
+            model = simplify(model, out_path, say, path)
     onnx.save(model, out_path, save_as_external_data=model.ByteSize() > 2_000_000_000)
     return out_path
+
+
+def dynamic(model):
+    """Whether an input still has a dynamic dimension (the caller then says which to fix)."""
+    initializers = {i.name for i in model.graph.initializer}
+    return any(not isinstance(d, int) or d <= 0 for v in model.graph.input if v.name not in initializers for d in dims_of(v))
 
 
 def ort_pre_process(path, out_path, warn):

@@ -13,6 +13,9 @@ Run with the venv of `mix hexagon_tpu.compile` (test/support/qnn_host.ex calls i
                                               each quantized weight: its scale count and spread
     python onnx_models.py quantize MODEL.onnx CALIBRATION OUT.onnx
                                               a QDQ model made outside the compile task
+    python onnx_models.py prepared-diff MODEL.onnx --input-shape NAME=DxD... [--low L --high H]
+                                              the compile task's rewrites of a float model
+                                              against the model as shipped (ORT's CPU EP)
     python onnx_models.py ort-compile QDQ.onnx DIR --lib-dir D
                                               ONNX Runtime's own compile (the recipe of
                                               real-qnn-stack.md): DIR/<stem>_ctx.onnx + .bin
@@ -42,7 +45,8 @@ def stem(name):
 
 
 def save(model, path):
-    model.ir_version = 8
+    # IR 8 at most (helper.make_model writes the newest); an old export keeps its own
+    model.ir_version = min(model.ir_version, 8)
     onnx.checker.check_model(model)
     onnx.save(model, path)
 
@@ -351,14 +355,144 @@ def many_unsupported(rng):
     return helper.make_model(graph, opset_imports=OPSET), (0.0, 1.0)
 
 
-# The sample shapes of inputs whose shape the model leaves dynamic.
-SAMPLE_SHAPES = {"dynamic_input": {"x": [1, 3, 12, 20]}}
+# Models as exporters wrote them that the compile task once refused (issue 33's failing shapes):
+# test/qnn_host_compile_test.exs compiles each with the option it names.
+
+
+def shared_symbolic(rng):
+    """PaddleOCR's direction classifier's input: [-1, 3, '?', '?'], both spatial dimensions one
+    symbolic name; Conv -> Relu -> GlobalAveragePool -> Flatten -> Gemm -> Softmax.
+    --input-shape x=1x3x12x20 must fix them by position."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Relu", ["c"], ["r"], name="relu"),
+        helper.make_node("GlobalAveragePool", ["r"], ["g"], name="pool"),
+        helper.make_node("Flatten", ["g"], ["f"], name="flatten"),
+        helper.make_node("Gemm", ["f", "fc", "fb"], ["l"], name="fc", transB=1),
+        helper.make_node("Softmax", ["l"], ["probs"], name="softmax", axis=1),
+    ]
+    inits = [init(rng, "w", [8, 3, 3, 3]), init(rng, "b", [8], 0.1), init(rng, "fc", [4, 8], 1.0), init(rng, "fb", [4], 0.1)]
+    graph = helper.make_graph(nodes, "shared_symbolic", [value("x", [-1, 3, "?", "?"])], [value("probs", [-1, 4])], inits)
+    return helper.make_model(graph, opset_imports=OPSET), (0.0, 1.0)
+
+
+def old_export(rng):
+    """An old PyTorch export (opset 9, IR 4): a fixed input [10, 3, 8, 8] named 'input.1' that its
+    application rewrites at load time, every initializer also listed as a graph input, nodes
+    unnamed, and a BatchNormalization whose parameters are thus inputs. Compiled with
+    --input-shape input.1=1x3x12x20."""
+    nodes = [
+        helper.make_node("Conv", ["input.1", "0.weight"], ["7"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["7", "1.weight", "1.bias", "1.running_mean", "1.running_var"], ["8"]),
+        helper.make_node("Relu", ["8"], ["9"]),
+        helper.make_node("Conv", ["9", "3.weight", "3.bias"], ["10"]),
+    ]
+    inits = [
+        init(rng, "0.weight", [8, 3, 3, 3]),
+        numpy_helper.from_array(rng.uniform(0.5, 1.5, [8]).astype(np.float32), "1.weight"),
+        numpy_helper.from_array(rng.uniform(-0.2, 0.2, [8]).astype(np.float32), "1.bias"),
+        numpy_helper.from_array(rng.uniform(-0.1, 0.1, [8]).astype(np.float32), "1.running_mean"),
+        numpy_helper.from_array(rng.uniform(0.5, 1.5, [8]).astype(np.float32), "1.running_var"),
+        init(rng, "3.weight", [4, 8, 1, 1]),
+        init(rng, "3.bias", [4], 0.1),
+    ]
+    inputs = [value("input.1", [10, 3, 8, 8])] + [value(i.name, list(i.dims)) for i in inits]
+    graph = helper.make_graph(nodes, "torch-jit-export", inputs, [value("10", [10, 4, 8, 8])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)])
+    model.ir_version = 4
+    return model, (0.0, 1.0)
+
+
+def computed_clip(rng):
+    """A mel front end's top-dB clamp: levels in dB (the input times 130: 0 to 130 dB),
+    Clip(db, ReduceMax(db) - 80), then a 1x1 Conv. The Clip's minimum is computed: the task
+    rewrites it as Max. On uniform inputs the clamp holds about 40% of the values."""
+    nodes = [
+        helper.make_node("Mul", ["x", "span"], ["db"], name="to_db"),
+        helper.make_node("ReduceMax", ["db"], ["top"], name="top", keepdims=0),
+        helper.make_node("Sub", ["top", "range"], ["floor"], name="floor"),
+        helper.make_node("Clip", ["db", "floor"], ["clamped"], name="top_db"),
+        helper.make_node("Conv", ["clamped", "w", "b"], ["y"], name="conv"),
+    ]
+    inits = [
+        numpy_helper.from_array(np.array(130.0, np.float32), "span"),
+        numpy_helper.from_array(np.array(80.0, np.float32), "range"),
+        init(rng, "w", [4, 1, 1, 1], 0.05),
+        init(rng, "b", [4], 0.1),
+    ]
+    graph = helper.make_graph(nodes, "computed_clip", [value("x", [1, 1, 16, 20])], [value("y", [1, 4, 16, 20])], inits)
+    return helper.make_model(graph, opset_imports=OPSET), (0.0, 1.0)
+
+
+def constant_if(rng):
+    """An If on the input's height (16: Sigmoid, else Tanh) before a Conv, the input dynamic: once
+    --input-shape x=1x3x16x16 fixes it, the condition is a constant and the If is inlined."""
+    then_graph = helper.make_graph([helper.make_node("Sigmoid", ["x"], ["t"], name="then_sigmoid")], "then", [], [value("t", None)])
+    else_graph = helper.make_graph([helper.make_node("Tanh", ["x"], ["e"], name="else_tanh")], "else", [], [value("e", None)])
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+        helper.make_node("Gather", ["shape", "two"], ["height"], name="height", axis=0),
+        helper.make_node("Equal", ["height", "sixteen"], ["is16"], name="is16"),
+        helper.make_node("If", ["is16"], ["a"], name="by_height", then_branch=then_graph, else_branch=else_graph),
+        helper.make_node("Conv", ["a", "w", "b"], ["y"], name="conv", pads=[1, 1, 1, 1]),
+    ]
+    inits = [
+        numpy_helper.from_array(np.array(2, np.int64), "two"),
+        numpy_helper.from_array(np.array(16, np.int64), "sixteen"),
+        init(rng, "w", [4, 3, 3, 3]),
+        init(rng, "b", [4], 0.1),
+    ]
+    graph = helper.make_graph(nodes, "constant_if", [value("x", [1, 3, "h", "w"])], [value("y", [1, 4, "h", "w"])], inits)
+    return helper.make_model(graph, opset_imports=OPSET), (-1.0, 1.0)
+
+
+def lstm(rng):
+    """A bidirectional LSTM over a [1, 8, 16] sequence (an OCR recognizer's neck): the HTP's
+    graph finalize fails on it (QNN error 1002) and the refusal must name the node."""
+    hidden = 16
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["seq"], name="to_time_major", perm=[1, 0, 2]),
+        helper.make_node("LSTM", ["seq", "W", "R", "B"], ["h"], name="bilstm", hidden_size=hidden, direction="bidirectional"),
+        helper.make_node("Transpose", ["h"], ["ht"], name="to_batch_major", perm=[2, 0, 1, 3]),
+        helper.make_node("Reshape", ["ht", "flat"], ["y"], name="merge_directions"),
+    ]
+    inits = [
+        init(rng, "W", [2, 4 * hidden, 16], 0.2),
+        init(rng, "R", [2, 4 * hidden, hidden], 0.2),
+        init(rng, "B", [2, 8 * hidden], 0.1),
+        numpy_helper.from_array(np.array([1, 8, 2 * hidden], np.int64), "flat"),
+    ]
+    graph = helper.make_graph(nodes, "lstm", [value("x", [1, 8, 16])], [value("y", [1, 8, 2 * hidden])], inits)
+    return helper.make_model(graph, opset_imports=OPSET), (-1.0, 1.0)
+
+
+def custom_op(rng):
+    """A node a converter left as a custom op (tf2onnx's TFLite path leaves TFL_* ops in the
+    'ai.onnx.converters.tensorflow' domain), between two supported ones: refused by name."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("TFL_HARD_SWISH", ["r"], ["h"], name="hard_swish", domain="ai.onnx.converters.tensorflow"),
+        helper.make_node("Sigmoid", ["h"], ["y"], name="sigmoid"),
+    ]
+    graph = helper.make_graph(nodes, "custom_op", [value("x", [1, 8])], [value("y", [1, 8])])
+    opsets = OPSET + [helper.make_opsetid("ai.onnx.converters.tensorflow", 1)]
+    return helper.make_model(graph, opset_imports=opsets), (0.0, 1.0)
+
+
+# The sample shapes of inputs whose shape the model leaves dynamic (or declares wrongly).
+SAMPLE_SHAPES = {
+    "dynamic_input": {"x": [1, 3, 12, 20]},
+    "shared_symbolic": {"x": [1, 3, 12, 20]},
+    "old_export": {"input.1": [1, 3, 12, 20]},
+    "constant_if": {"x": [1, 3, 16, 16]},
+}
 
 
 MODELS = {
     f.__name__: f
     for f in [float_io, u8_io, a16w8, per_channel_conv, graph_a, graph_b, squeezenet, resnet50, mlp, unsupported, fp16]
     + [constant_weights, opset11, dynamic_input, with_metadata, many_unsupported]
+    + [shared_symbolic, old_export, computed_clip, constant_if, lstm, custom_op]
 }
 
 
@@ -623,6 +757,39 @@ def serve(args):
         os.write(answers, f"{time.perf_counter_ns() - started}\n".encode())
 
 
+def prepared_diff(args):
+    """The compile task's rewrites (hexagon_tpu_prepare.prepare, as for a float model) against
+    the model as shipped, both on ORT's CPU EP with its optimizations off, on 4 seeded random
+    samples of the shape given: prints `rewrites: ...` (what prepare said) and `max_abs_diff X`
+    (the largest difference over every output), and `max_abs X` (the largest value)."""
+    import tempfile
+
+    import onnxruntime as ort
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "priv", "compile"))
+    import hexagon_tpu_prepare
+
+    shapes = hexagon_tpu_prepare.parse_input_shapes(args.input_shape)
+    said = []
+    with tempfile.TemporaryDirectory() as work:
+        prepared = hexagon_tpu_prepare.prepare(args.model, os.path.join(work, "prepared.onnx"), shapes, True, lambda _k, m: said.append(m))
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        sessions = [ort.InferenceSession(m, so, providers=["CPUExecutionProvider"]) for m in (args.model, prepared)]
+        rng = np.random.default_rng(7)
+        worst = largest = 0.0
+        for _ in range(4):
+            feeds = {i.name: rng.uniform(args.low, args.high, size=shapes[i.name]).astype(np.float32) for i in sessions[1].get_inputs()}
+            for want, got in zip(*(s.run(None, feeds) for s in sessions)):
+                worst = max(worst, float(np.max(np.abs(np.asarray(want, np.float64) - got))))
+                largest = max(largest, float(np.max(np.abs(want))))
+    for line in said:
+        print(f"rewrites: {line}")
+    print(f"max_abs_diff {worst!r}")
+    print(f"max_abs {largest!r}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command", required=True)
@@ -656,6 +823,11 @@ def main():
     q.add_argument("out")
     w = sub.add_parser("weight-scales")
     w.add_argument("model")
+    d = sub.add_parser("prepared-diff")
+    d.add_argument("model")
+    d.add_argument("--input-shape", action="append", required=True)
+    d.add_argument("--low", type=float, default=0.0)
+    d.add_argument("--high", type=float, default=1.0)
     args = parser.parse_args()
     if args.command == "model":
         write_model(args.name, args.dir)
@@ -669,6 +841,8 @@ def main():
         ort_compile(args)
     elif args.command == "weight-scales":
         weight_scales(args)
+    elif args.command == "prepared-diff":
+        prepared_diff(args)
     else:
         quantize_qdq(args)
 
