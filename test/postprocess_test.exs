@@ -71,6 +71,32 @@ defmodule HexagonTpu.PostprocessTest do
       assert [] = Postprocess.yolov5!(out, score_threshold: 0.5)
     end
 
+    test "yolov8 from a head the compile task split: [boxes, scores] answer as the whole" do
+      # three anchors, two classes: {1, 6, 3} rows cx, cy, w, h, class 0, class 1
+      boxes = [50, 52, 200, 50, 52, 90, 20, 20, 30, 20, 20, 30]
+      scores = [0.9, 0.3, 0.1, 0.2, 0.8, 0.7]
+      whole = {f32(boxes ++ scores), {1, 6, 3}}
+      parts = [{f32(boxes), {1, 4, 3}}, {f32(scores), {1, 2, 3}}]
+
+      assert [_, _, _] = detections = Postprocess.yolov8!(whole, iou_threshold: 0.9)
+      assert Postprocess.yolov8!(parts, iou_threshold: 0.9) == detections
+
+      assert Postprocess.yolov8!([{f32(boxes), {4, 3}}, {f32(scores), {2, 3}}]) ==
+               Postprocess.yolov8!(whole)
+
+      letterbox = %{scale: 0.5, x_offset: 0, y_offset: 140}
+
+      assert Postprocess.yolov8!(parts, letterbox: letterbox, clip: {1280, 720}) ==
+               Postprocess.yolov8!(whole, letterbox: letterbox, clip: {1280, 720})
+
+      assert {:error, %Error{reason: :invalid_input, message: message}} =
+               Postprocess.yolov8([{f32(boxes), {1, 4, 3}}, {f32([0.5, 0.5]), {1, 1, 2}}])
+
+      assert message ==
+               "[boxes, scores]: expected shapes {1, 4, N} and {1, C, N} (or {4, N} and {C, N}), " <>
+                 "got {1, 4, 3} and {1, 1, 2}"
+    end
+
     test "yolov8 through Preprocess's own transform: the same boxes as the letterbox map" do
       # 1280x720 letterboxed into 640x640: scale 2 back, content at rows 140..500
       input = %HexagonTpu.TensorInfo{

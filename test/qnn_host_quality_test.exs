@@ -51,6 +51,36 @@ defmodule HexagonTpu.QnnHostQualityTest do
       refute text =~ "BELOW"
     end
 
+    test "reads a version 2 file: each output's answer, its kind and verdict", %{tmp_dir: tmp} do
+      bin = Path.join(tmp, "d.bin")
+
+      File.write!(Quality.path(bin), ~S"""
+      {"version": 2, "binary": "d.bin",
+       "bar": {"scores": "top-1 agreement >= 90%", "values": "cosine similarity >= 0.98"},
+       "measured_with": "ONNX Runtime CPU EP: the float model against the QDQ model",
+       "graphs": [{"name": "d", "model": "d.onnx", "activations": "u8", "weights": "s8", "task": "detect",
+         "evaluation": {"source": "--eval /e", "samples": 4},
+         "outputs": [{"name": "output0_scores", "sqnr_db": 9.5, "within_one_step": 0.999, "step": 0.0032,
+                      "bits": 8, "values": 151200, "meets_bar": true,
+                      "answer": {"kind": "detections", "verdict": "finds 2 of the float model's 2 detection(s)",
+                                 "recall": 1.0, "precision": 1.0, "meets_bar": true}}],
+         "tried": [{"activations": "u8", "weights": "s8", "min_sqnr_db": 9.5, "meets_bar": true}],
+         "min_sqnr_db": null, "warnings": []}], "unmeasured": []}
+      """)
+
+      assert {:ok, figures} = Quality.read(bin)
+      text = Quality.format(figures)
+      assert text =~ "bars: scores top-1 agreement >= 90%; values cosine similarity >= 0.98):"
+
+      assert text =~
+               ~s(graph "d": u8 activations, s8 weights, --task detect, chosen for the answers' bar from u8 9.5 dB, meets the bar;)
+
+      assert text =~
+               ~s[output "output0_scores" (detections): finds 2 of the float model's 2 detection(s); SQNR 9.5 dB, 99.9% within one step]
+
+      refute text =~ "BELOW"
+    end
+
     test "bad options are named before anything runs", %{tmp_dir: tmp} do
       model = Path.join(tmp, "m.onnx")
       File.write!(model, "not looked at")
@@ -66,6 +96,12 @@ defmodule HexagonTpu.QnnHostQualityTest do
       assert {:error, "invalid min_sqnr \"20\": expected a number of dB"} =
                Compiler.compile(model, bin, cal ++ [min_sqnr: "20"])
 
+      assert {:error, message} = Compiler.compile(model, bin, cal ++ [task: :count])
+      assert message =~ "invalid task :count"
+
+      assert {:error, "invalid split_head :yes: expected true or false"} =
+               Compiler.compile(model, bin, cal ++ [split_head: :yes])
+
       refute File.exists?(bin)
     end
 
@@ -75,9 +111,9 @@ defmodule HexagonTpu.QnnHostQualityTest do
       File.write!(Quality.path(bin), ~S({"version": 1, "graphs": [1,]}))
       assert {:error, message} = Quality.read(bin)
       assert message == "#{Quality.path(bin)}: invalid JSON at byte 28: a value expected"
-      File.write!(Quality.path(bin), ~S({"version": 2, "graphs": []}))
+      File.write!(Quality.path(bin), ~S({"version": 3, "graphs": []}))
 
-      assert {:error, "#{Quality.path(bin)}: not a quality file of version 1"} ==
+      assert {:error, "#{Quality.path(bin)}: not a quality file of version 1 or 2"} ==
                Quality.read(bin)
     end
   end
@@ -111,8 +147,15 @@ defmodule HexagonTpu.QnnHostQualityTest do
       assert y["sqnr_db"] < 5.0
       assert y["within_one_step"] < 0.1
       assert [warning] = result.warnings
-      assert warning =~ "1 output(s) below the quality bar (SQNR 20 dB, 50% within one step)"
-      assert warning =~ "output 'y': SQNR"
+      # the output is a feature map: its answer is its values, measured by cosine similarity
+      assert %{"kind" => "values", "cosine_min" => cosine} = y["answer"]
+      assert cosine < 0.5
+
+      assert warning =~
+               "1 output(s) below the quality bar: output 'y' (values): cosine similarity"
+
+      assert warning =~ "; SQNR "
+      assert warning =~ "(bar: cosine similarity >= 0.98)"
       assert warning =~ "try --activations u16"
       assert warning =~ "init_overrides={'TENSOR': [{'quant_type': QuantType.QUInt16}]}"
       assert Quality.read(result.output) == {:ok, result.quality}
@@ -152,6 +195,63 @@ defmodule HexagonTpu.QnnHostQualityTest do
                result.quality
 
       assert [%{outputs: [%{data_type: :ufixed_point_8}]}] = result.graphs
+    end
+
+    test "--activations auto: u16 for the outlier model, u8 for an easy one, by the answers' bar",
+         %{
+           outlier: outlier,
+           easy: easy
+         } do
+      {result, progress} =
+        compile!(outlier, "outlier_channel", "by_answer.bin", activations: :auto)
+
+      assert %{"graphs" => [graph]} = result.quality
+      assert graph["activations"] == "u16"
+
+      assert [
+               %{"activations" => "u8", "meets_bar" => false},
+               %{"activations" => "u16", "meets_bar" => true}
+             ] = graph["tried"]
+
+      assert Enum.any?(progress, &(&1 =~ "--activations auto: chose u16 activations, s8 weights"))
+      assert result.warnings == []
+
+      {result, _} = compile!(easy, "a16w8", "by_answer.bin", activations: :auto)
+
+      assert %{"graphs" => [%{"activations" => "u8", "tried" => [%{"meets_bar" => true}]}]} =
+               result.quality
+    end
+
+    test "class scores are answered by top-1 agreement, as the float and QDQ models' own outputs say" do
+      dir = QnnHost.model!("mlp")
+      inputs = Path.join(dir, "inputs")
+
+      {result, _} =
+        compile!(dir, "mlp", "top1.bin", activations: :u8, eval: inputs, save_qdq: true)
+
+      assert %{"graphs" => [%{"outputs" => [p]}]} = result.quality
+      assert %{"kind" => "scores", "rows" => 2, "k" => 5} = p["answer"]
+
+      # the same two samples through ORT's CPU EP: the float model and the QDQ model the task kept
+      qdq = Path.join(Path.dirname(result.output), "mlp_qdq.onnx")
+      float = QnnHost.reference!(Path.join(dir, "mlp.onnx"), inputs, :cpu)
+      quantized = QnnHost.reference!(qdq, inputs, :cpu)
+
+      agree =
+        for {[f], [q]} <- Enum.zip(float.outputs, quantized.outputs) do
+          argmax(f.data) == argmax(q.data)
+        end
+
+      assert p["answer"]["top1_agreement"] == Enum.count(agree, & &1) / length(agree)
+      assert p["meets_bar"] == p["answer"]["top1_agreement"] >= 0.9
+
+      # --task embed measures the same output as values instead
+      {result, _} =
+        compile!(dir, "mlp", "embed.bin", activations: :u8, eval: inputs, task: :embed)
+
+      assert %{"graphs" => [%{"task" => "embed", "outputs" => [p]}]} = result.quality
+      assert %{"kind" => "values", "cosine_min" => cosine} = p["answer"]
+      assert cosine > 0.9
     end
 
     test "--min-sqnr that no precision meets is an error naming the figures; nothing is written",
@@ -319,13 +419,16 @@ defmodule HexagonTpu.QnnHostQualityTest do
       out = inspect_output(result.output)
 
       assert out =~
-               "quantization quality (ONNX Runtime CPU EP: the float model against the QDQ model; bar: SQNR >= 20.0 dB"
+               "quantization quality (ONNX Runtime CPU EP: the float model against the QDQ model; bars: " <>
+                 "detections recall and precision of the float model's detections >= 90%; "
+
+      assert out =~ "; values cosine similarity >= 0.98):"
 
       assert out =~
                ~s[graph "outlier_channel": u8 activations, s8 weights; 1 sample(s): 1 of 8 calibration samples held out]
 
       assert out =~
-               ~r/output "y": SQNR -?\d+\.\d dB, \d+\.\d% within one step \([0-9.e-]+\)  BELOW THE BAR/
+               ~r/output "y" \(values\): cosine similarity with the float model -?\d\.\d{4} at worst .*; SQNR -?\d+\.\d dB, \d+\.\d% within one step \([0-9.e-]+\)  BELOW THE BAR/
     end
 
     test "a QDQ model has no float reference: said, no sidecar, a stale one removed",
@@ -390,6 +493,11 @@ defmodule HexagonTpu.QnnHostQualityTest do
       {:ok, result} -> {result, drain([])}
       {:error, message} -> flunk("compiling #{name} failed: #{message}")
     end
+  end
+
+  defp argmax(f32) do
+    values = for <<v::float-32-little <- f32>>, do: v
+    Enum.find_index(values, &(&1 == Enum.max(values)))
   end
 
   defp drain(acc) do

@@ -61,7 +61,9 @@ defmodule HexagonTpu.Compiler do
           | {:random_calibration, pos_integer()}
           | {:calibration_method, :minmax | :entropy | :percentile | :distribution}
           | {:input_shape, %{String.t() => tuple() | [pos_integer()]} | [{String.t(), tuple()}]}
-          | {:activations, :u8 | :u16}
+          | {:activations, :u8 | :u16 | :auto}
+          | {:task, :classify | :detect | :landmarks | :embed | :segment}
+          | {:split_head, boolean()}
           | {:eval, Path.t()}
           | {:min_sqnr, number()}
           | {:weights, :u8 | :s8}
@@ -116,10 +118,15 @@ defmodule HexagonTpu.Compiler do
 
   Options (defaults in brackets): `:htp_arch` [68], `:soc_model` [35, the QCS6490],
   `:calibration` (a directory of `<input>_<n>.npy` files), `:random_calibration` (a sample
-  count), `:activations` [`:u8`] or `:u16`, `:weights` [`:s8`] or `:u8` (per channel),
+  count), `:activations` [`:u8`], `:u16` or `:auto` (u8, else u16: the first whose every
+  output's answer meets its bar), `:weights` [`:s8`] or `:u8` (per channel),
   `:eval` (a directory like `:calibration`'s: the samples the quantization quality is measured
-  on, instead of every 5th calibration sample held out), `:min_sqnr` (a bar in dB: the
-  cheapest activations, u8 then u16, that meet it on every output; not with `:activations`),
+  on, instead of every 5th calibration sample held out), `:task` (`:classify`, `:detect`,
+  `:landmarks`, `:embed` or `:segment`: what the model answers, which chooses each output's
+  quality measure; by default each output's shape and values choose it), `:min_sqnr` (a bar in
+  dB: the cheapest activations, u8 then u16, that meet it on every output; not with
+  `:activations`), `:split_head` [true] (a YOLOv8 head's boxes and scores become two outputs,
+  each quantized on its own),
   `:io` [`:quantized`] or `:float` (the graph's input and output types), `:force` [false]
   (overwrite `output`), `:save_qdq` / `:save_ctx` [false] (keep the quantized models and ORT's
   EP-context models beside `output`, as `<model>_qdq.onnx` and `<model>_ctx.onnx`),
@@ -130,14 +137,18 @@ defmodule HexagonTpu.Compiler do
   `:percentile` or `:distribution` (ONNX Runtime's calibrators).
 
   Models as exporters write them are rewritten before they are quantized (see docs/models.md,
-  "Models as exporters write them"): weights as `Constant` nodes become initializers, an opset
-  older than 13 is converted to 13, ONNX Runtime's quantization pre-processing folds constants.
-  `:input_shape` fixes dynamic inputs, `%{"image" => {1, 3, 640, 640}}` (or a list of such
-  pairs): the HTP needs static shapes.
+  "Models as exporters write them"): unnamed nodes are named, initializers listed as inputs
+  are taken out of them, weights as `Constant` nodes become initializers, an opset older than
+  13 is converted to 13, constants are folded (a constant `If` with them), a `Clip` with a
+  computed bound becomes `Max`/`Min`, and a YOLOv8 head is split in two; a custom op is
+  refused by name. `:input_shape` fixes inputs by position, `%{"image" => {1, 3, 640, 640}}`
+  (or a list of such pairs), whatever their dimensions are called or declared: the HTP needs
+  static shapes.
 
-  When nodes cannot run on the HTP, the error names each (op type, name, QNN's code and a
-  reason, e.g. `QNN error 3110: float op on v68: not quantized`); more than 8 are summarised by
-  op type and code, and listed one a line in `<output>.refused.txt`.
+  When nodes cannot run on the HTP, the error names each (op type, name, the tensor it makes,
+  QNN's code and a reason in words, e.g. `QNN error 3110: float op on v68: not quantized`, or
+  for a graph finalize failure QNN's own words and what works instead); more than 8 are
+  summarised by op type and code, and listed one a line in `<output>.refused.txt`.
 
   Graph inputs and outputs keep the model's names: ONNX Runtime names the binary's own
   (an output `y` becomes `QuantizeLinear_token_17_out0`), so `<output>.names` records the
@@ -184,6 +195,8 @@ defmodule HexagonTpu.Compiler do
         activations: nil,
         eval: nil,
         min_sqnr: nil,
+        task: nil,
+        split_head: true,
         weights: :s8,
         io: :quantized,
         force: false,
@@ -254,6 +267,8 @@ defmodule HexagonTpu.Compiler do
 
   defp script_args(models, output, opts) do
     with {:ok, activations} <- activations(opts),
+         {:ok, task} <- task(opts),
+         :ok <- boolean(opts, :split_head),
          {:ok, weights} <- choice(opts, :weights, [:u8, :s8]),
          {:ok, io} <- choice(opts, :io, [:quantized, :float]),
          {:ok, method} <-
@@ -271,6 +286,8 @@ defmodule HexagonTpu.Compiler do
           ["-o", Path.expand(output)] ++
           ~w(--htp-arch #{opts[:htp_arch]} --soc-model #{opts[:soc_model]}) ++
           if(activations, do: ["--activations", activations], else: []) ++
+          if(task, do: ["--task", task], else: []) ++
+          if(opts[:split_head], do: [], else: ["--no-split-head"]) ++
           ~w(--weights #{weights} --io #{io}) ++
           ["--calibration-method", Atom.to_string(method)] ++
           Enum.flat_map(shapes, &["--input-shape", &1]) ++
@@ -432,7 +449,8 @@ defmodule HexagonTpu.Compiler do
         {:error, "give activations or min_sqnr (which chooses the activations), not both"}
 
       opts[:activations] ->
-        with {:ok, a} <- choice(opts, :activations, [:u8, :u16]), do: {:ok, Atom.to_string(a)}
+        with {:ok, a} <- choice(opts, :activations, [:u8, :u16, :auto]),
+             do: {:ok, Atom.to_string(a)}
 
       opts[:min_sqnr] ->
         {:ok, nil}
@@ -440,6 +458,21 @@ defmodule HexagonTpu.Compiler do
       true ->
         {:ok, "u8"}
     end
+  end
+
+  defp task(opts) do
+    if opts[:task] do
+      with {:ok, t} <- choice(opts, :task, [:classify, :detect, :landmarks, :embed, :segment]),
+           do: {:ok, Atom.to_string(t)}
+    else
+      {:ok, nil}
+    end
+  end
+
+  defp boolean(opts, key) do
+    if is_boolean(opts[key]),
+      do: :ok,
+      else: {:error, "invalid #{key} #{inspect(opts[key])}: expected true or false"}
   end
 
   defp evaluation(opts) do

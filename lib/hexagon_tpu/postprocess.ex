@@ -197,13 +197,18 @@ defmodule HexagonTpu.Postprocess do
   YOLOv8's head (`{1, 4 + C, N}`: `cx, cy, w, h`, then the class scores) decoded and
   suppressed: `{:ok, [%HexagonTpu.Postprocess.Detection{}]}` by score. Options: those of
   `nms/3` but `:format` and `:classes`, and `:letterbox`, `:clip` (see "Definitions").
+
+  The head may also come in its two parts, `[boxes, scores]` (`{1, 4, N}` and `{1, C, N}`):
+  the outputs `mix hexagon_tpu.compile` splits a YOLOv8 head into, so that each is quantized
+  on its own (the binary's `.names` file says so). The result is the same as for the two put
+  together.
   """
-  @spec yolov8(tensor(), keyword()) :: {:ok, [Detection.t()]} | {:error, Error.t()}
+  @spec yolov8(tensor() | [tensor()], keyword()) :: {:ok, [Detection.t()]} | {:error, Error.t()}
   def yolov8(output, opts \\ []),
     do: yolo(:yolov8, output, opts, "HexagonTpu.Postprocess.yolov8/2")
 
   @doc "Like `yolov8/2`, but raises `HexagonTpu.Error`."
-  @spec yolov8!(tensor(), keyword()) :: [Detection.t()]
+  @spec yolov8!(tensor() | [tensor()], keyword()) :: [Detection.t()]
   def yolov8!(output, opts \\ []), do: output |> yolov8(opts) |> Error.unwrap!()
 
   @doc """
@@ -338,7 +343,7 @@ defmodule HexagonTpu.Postprocess do
         _ -> {letterbox, clip, nil}
       end
 
-    with {:ok, bytes, shape} <- Input.f32!(output, "output", fun),
+    with {:ok, bytes, shape} <- head!(version, output, fun),
          {:ok, n, c} <- head_shape(version, shape) do
       args = %{
         version: version,
@@ -357,6 +362,30 @@ defmodule HexagonTpu.Postprocess do
       result |> detections() |> to_frame(transform, clip)
     end
   end
+
+  # A YOLOv8 head split in [boxes {1, 4, N}, scores {1, C, N}]: put back together as
+  # {1, 4 + C, N} (rows of boxes, then rows of scores: the bytes of one after the other).
+  defp head!(:yolov8, [boxes, scores], fun) do
+    with {:ok, box_bytes, box_shape} <- Input.f32!(boxes, "boxes", fun),
+         {:ok, score_bytes, score_shape} <- Input.f32!(scores, "scores", fun) do
+      case {rows(box_shape), rows(score_shape)} do
+        {{4, n}, {c, n}} when c >= 1 ->
+          {:ok, box_bytes <> score_bytes, {1, 4 + c, n}}
+
+        _ ->
+          Args.invalid_input(
+            "[boxes, scores]: expected shapes {1, 4, N} and {1, C, N} (or {4, N} and {C, N}), " <>
+              "got #{inspect(box_shape)} and #{inspect(score_shape)}"
+          )
+      end
+    end
+  end
+
+  defp head!(_version, output, fun), do: Input.f32!(output, "output", fun)
+
+  defp rows({1, r, n}), do: {r, n}
+  defp rows({r, n}), do: {r, n}
+  defp rows(_), do: nil
 
   defp to_frame(result, nil, _clip), do: result
 

@@ -4,11 +4,16 @@ defmodule HexagonTpu.Quality do
   `<binary>.quality.json` (schema in docs/models.md, "Quantization quality"), which
   `mix hexagon_tpu.inspect` shows.
 
-  For each graph quantized from a float model, and each of its outputs: the SQNR of the
-  quantized (QDQ) model against the float one, in dB, and the share of values within one
-  quantization step, both measured with ONNX Runtime's CPU EP on samples the calibration did
-  not see. They measure the quantization recipe, not the HTP. A binary made from QDQ models has
-  no float reference, and no such file.
+  For each graph quantized from a float model, and each of its outputs: the answer the user
+  sees, measured against the float model's (`"answer"`: top-1 agreement for class scores, the
+  float model's detections found again for a YOLO head, mask IoU for a probability map, the
+  error in the output's own units for landmarks, cosine similarity for anything else; its
+  `"kind"`, figures and `"verdict"` in words), which sets the bar (`"meets_bar"`); and the SQNR
+  of the quantized (QDQ) model against the float one, in dB, and the share of values within
+  one quantization step. All are measured with ONNX Runtime's CPU EP on samples the
+  calibration did not see: they measure the quantization recipe, not the HTP. A binary made
+  from QDQ models has no float reference, and no such file. Files of version 1 (before the
+  answer measures) are read too.
   """
 
   @typedoc "The decoded file: string keys, as written (see docs/models.md)."
@@ -28,37 +33,43 @@ defmodule HexagonTpu.Quality do
     file = path(binary)
 
     with {:ok, text} <- File.read(file),
-         {:ok, %{"version" => 1, "graphs" => graphs} = figures} when is_list(graphs) <-
+         {:ok, %{"version" => version, "graphs" => graphs} = figures}
+         when version in [1, 2] and is_list(graphs) <-
            HexagonTpu.JSON.decode(text) do
       {:ok, figures}
     else
       {:error, :enoent} -> :none
       {:error, reason} when is_atom(reason) -> {:error, "#{file}: #{:file.format_error(reason)}"}
       {:error, message} -> {:error, "#{file}: #{message}"}
-      {:ok, _other} -> {:error, "#{file}: not a quality file of version 1"}
+      {:ok, _other} -> {:error, "#{file}: not a quality file of version 1 or 2"}
     end
   end
 
   @doc "The figures for people, one output a line (what `mix hexagon_tpu.inspect` prints)."
   @spec format(t()) :: String.t()
   def format(%{"graphs" => graphs} = figures) do
-    bar = figures["bar"] || %{}
-
-    header =
-      "  quantization quality (#{figures["measured_with"]}; bar: SQNR >= #{num(bar["sqnr_db"])} dB, " <>
-        "#{num(100 * (bar["within_one_step"] || 0))}% of 8-bit values within one step):"
+    header = "  quantization quality (#{figures["measured_with"]}; #{bar(figures["bar"])}):"
 
     lines =
       Enum.flat_map(graphs, fn g ->
         eval = g["evaluation"] || %{}
 
         chosen =
-          if g["min_sqnr_db"],
-            do: ", chosen for --min-sqnr #{num(g["min_sqnr_db"])} dB from #{tried(g["tried"])}",
-            else: ""
+          cond do
+            g["min_sqnr_db"] ->
+              ", chosen for --min-sqnr #{num(g["min_sqnr_db"])} dB from #{tried(g["tried"])}"
+
+            g["tried"] not in [nil, []] ->
+              ", chosen for the answers' bar from #{tried(g["tried"])}"
+
+            true ->
+              ""
+          end
+
+        task = if g["task"], do: ", --task #{g["task"]}", else: ""
 
         [
-          "    graph #{inspect(g["name"])}: #{g["activations"]} activations, #{g["weights"]} weights#{chosen}; " <>
+          "    graph #{inspect(g["name"])}: #{g["activations"]} activations, #{g["weights"]} weights#{task}#{chosen}; " <>
             "#{eval["samples"]} sample(s): #{eval["source"]}"
         ] ++ Enum.map(g["outputs"] || [], &output_line/1)
       end)
@@ -80,13 +91,39 @@ defmodule HexagonTpu.Quality do
         else: ""
 
     verdict = if o["meets_bar"], do: "", else: "  BELOW THE BAR"
-    "      output #{inspect(o["name"])}: SQNR #{sqnr}#{within}#{verdict}"
+
+    case o["answer"] do
+      %{"kind" => kind, "verdict" => said} ->
+        "      output #{inspect(o["name"])} (#{kind}): #{said}; SQNR #{sqnr}#{within}#{verdict}"
+
+      _version_1 ->
+        "      output #{inspect(o["name"])}: SQNR #{sqnr}#{within}#{verdict}"
+    end
   end
+
+  # version 2: a bar per answer kind; version 1: SQNR and the share within one step
+  defp bar(%{"sqnr_db" => db, "within_one_step" => within}),
+    do: "bar: SQNR >= #{num(db)} dB, #{num(100 * (within || 0))}% of 8-bit values within one step"
+
+  defp bar(%{} = by_kind) when map_size(by_kind) > 0,
+    do:
+      "bars: " <>
+        Enum.map_join(Enum.sort(by_kind), "; ", fn {kind, text} -> "#{kind} #{text}" end)
+
+  defp bar(_), do: "bar: ?"
 
   defp tried(list) when is_list(list) do
     Enum.map_join(list, ", ", fn t ->
       sqnr = if t["min_sqnr_db"], do: "#{num(t["min_sqnr_db"])} dB", else: "exact"
-      "#{t["activations"]} #{sqnr}"
+
+      meets =
+        case t["meets_bar"] do
+          true -> ", meets the bar"
+          false -> ", below the bar"
+          nil -> ""
+        end
+
+      "#{t["activations"]} #{sqnr}#{meets}"
     end)
   end
 

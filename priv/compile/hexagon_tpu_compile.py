@@ -721,14 +721,22 @@ def names_token(name):
     return re.sub(r"[%#\s]", lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), name)
 
 
-def write_names(bin_path, pairs):
+def write_names(bin_path, pairs, splits):
     """<binary>.names: the graph names of the binary, which HexagonTpu.Context reads beside it,
-    then the model's names of each graph's inputs and outputs, by their index in the binary."""
+    then the model's names of each graph's inputs and outputs, by their index in the binary;
+    an output the task split (splits: graph name -> hexagon_tpu_prepare.split_heads's) is said
+    in a comment."""
     path = bin_path + ".names"
     with open(path + ".tmp", "w", encoding="utf-8") as f:
         f.write(f"# the graphs of {os.path.basename(bin_path)} (mix hexagon_tpu.compile): name, QNN graph name\n")
         for name, qnn, _tensors in pairs:
             f.write(f"{name} {qnn}\n")
+        for name, split in splits.items():
+            for whole, boxes, scores, dims in split:
+                f.write(
+                    f"# {name}: the model's output {whole} {dims} is split into {boxes} (its rows 0-3) and {scores} "
+                    f"(rows 4-{dims[1] - 1}), quantized apart; Postprocess.yolov8/2 takes [{boxes}, {scores}]\n"
+                )
         f.write("# the model's names of their tensors: graph, input|output, index in the binary, name\n")
         for name, _qnn, tensors in pairs:
             for kind, index, tensor in tensors:
@@ -813,6 +821,7 @@ def compile_models(args):
     with tempfile.TemporaryDirectory(prefix="hexagon_tpu_compile.", dir=out_dir) as work:
         ready = []
         qualities = {}  # float model path -> its quality record (hexagon_tpu_quality)
+        splits = {}  # model stem -> the YOLO heads split (hexagon_tpu_prepare.split_heads)
         for path, stem in zip(args.models, stems):
             try:
                 model = onnx.load(path, load_external_data=False)
@@ -823,8 +832,9 @@ def compile_models(args):
             ours = {n: s for n, s in shapes.items() if n in {v.name for v in model.graph.input}}
             source = path
             # the model as exporters write it, rewritten for the quantizer and the EP
+            path = os.path.join(work, f"{stem}_prepared.onnx")
             try:
-                path = hexagon_tpu_prepare.prepare(source, os.path.join(work, f"{stem}_prepared.onnx"), ours, not qdq_model, say)
+                splits[stem] = hexagon_tpu_prepare.prepare(source, path, ours, not qdq_model, say, split=not args.no_split_head)
             except hexagon_tpu_prepare.PrepareError as error:
                 raise CompileError(str(error)) from None
             model = onnx.load(path, load_external_data=False)
@@ -879,7 +889,7 @@ def compile_models(args):
                     raise CompileError(f"quantizing {path} failed: {one_line(error)}")
 
             # measured against the rewritten float model: the one quantized, with static shapes
-            qualities[path] = measured(path, prepared, qdq, inputs, evaluation, evaluated_on, args, quantize_with)
+            qualities[path] = measured(path, prepared, qdq, inputs, evaluation, evaluated_on, args, quantize_with, splits[stem])
             check_fp16(onnx.load(qdq, load_external_data=False), args.htp_arch, qdq)
             if args.save_qdq:
                 kept = os.path.join(out_dir, f"{stem}_qdq.onnx")
@@ -920,7 +930,7 @@ def compile_models(args):
         check_target(written_id, "the binary", args)
         pairs = graph_names(ctx_paths, names)
         os.replace(made, args.output)
-        write_names(args.output, pairs)
+        write_names(args.output, pairs, {name: splits.get(stem, []) for name, stem in zip(names, stems)})
         write_quality(args, names, qualities)
         say("info", f"build id {written_id}")
         for name, qnn, _tensors in pairs:
@@ -950,13 +960,13 @@ def evaluation_samples(path, samples, inputs, args):
     return calibration, evaluation, source
 
 
-def measured(path, reference, qdq, inputs, evaluation, source, args, quantize_with):
+def measured(path, reference, qdq, inputs, evaluation, source, args, quantize_with, splits):
     """Quantizes (once, or per candidate with --min-sqnr) and measures against the float model
     `reference` (the rewritten model that was quantized); messages name the user's `path`."""
     import hexagon_tpu_quality as quality
 
     try:
-        record = quality.choose(path, qdq, inputs, evaluation, source, args, quantize_with, say, reference=reference)
+        record = quality.choose(path, qdq, inputs, evaluation, source, args, quantize_with, say, reference=reference, splits=splits)
     except quality.QualityError as error:
         raise CompileError(str(error)) from None
     for warning in record["warnings"]:
@@ -982,13 +992,15 @@ def parse(argv):
     parser.add_argument("--soc-model", type=int, default=35, help="QNN SoC model id (QCS6490: 35)")
     parser.add_argument("--calibration", metavar="DIR", help="calibration data: <input>_<n>.npy files")
     parser.add_argument("--random-calibration", type=int, metavar="N", help="quantize with N random samples")
-    parser.add_argument("--activations", choices=["u8", "u16"], help="activation type of a float model (default u8)")
+    parser.add_argument("--activations", choices=["u8", "u16", "auto"], help="activation type of a float model (default u8; auto: u8, else u16, the first whose answers meet the bar)")
+    parser.add_argument("--task", choices=["classify", "detect", "landmarks", "embed", "segment"], help="what the model answers, for the quality measure (default: from each output's shape and values)")
     parser.add_argument("--weights", choices=["u8", "s8"], default="s8", help="per-channel weight type")
     parser.add_argument("--calibration-method", choices=sorted(CALIBRATION_METHODS), default="minmax", help="how ORT's calibrator picks the ranges")
     parser.add_argument("--input-shape", action="append", metavar="NAME=DxD...", help="the static shape of a dynamic input (repeatable)")
     parser.add_argument("--eval", metavar="DIR", help="measure the quantization on these samples (<input>_<n>.npy) instead of held-out calibration samples")
     parser.add_argument("--min-sqnr", type=float, metavar="DB", help="choose the cheapest activations (u8, then u16) whose SQNR meets DB on every output")
     parser.add_argument("--io", choices=["quantized", "float"], default="quantized", help="graph I/O types")
+    parser.add_argument("--no-split-head", action="store_true", help="keep a YOLOv8 head's boxes and scores in one output (split by default: one quantization step for both rounds the scores away)")
     parser.add_argument("--save-qdq", action="store_true", help="keep quantized models as <model>_qdq.onnx beside the output")
     parser.add_argument("--save-ctx", action="store_true", help="write ORT's EP-context models, <model>_ctx.onnx, beside the output")
     parser.add_argument("--force", action="store_true", help="overwrite the output")

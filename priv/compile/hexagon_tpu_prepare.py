@@ -29,6 +29,8 @@ A float model (quantized here), besides:
 - a `Clip` whose bound is computed (a mel front end's `Clip(x, ReduceMax(x) - 80)`) becomes
   `Max(x, min)` and `Min(., max)`, which is the same function: the HTP's Clip takes constant
   bounds only;
+- a YOLOv8 head's output, `Concat(boxes [1, 4, N], scores [1, C, N])`, is split into
+  `<output>_boxes` and `<output>_scores` (split_heads says why), unless --no-split-head;
 - ORT's own quantization pre-processing (onnxruntime.quantization.quant_pre_process: constant
   folding, shape inference) runs on the result, then its QNN one (qnn_preprocess_model) on a
   copy without `metadata_props` (ORT 1.32's fails on any: `cannot convert dictionary update
@@ -291,6 +293,58 @@ def computed_clips(graph):
     return done
 
 
+# A YOLO head's outputs: boxes in the input's pixels, class scores in [0, 1]. Concatenated,
+# they share one quantization step, set by the boxes (1.25 for a 320 input at u8): every score
+# rounds to 0 or 1.25, and the detector finds nothing. Split, each part gets its own (AI Hub's
+# YOLO exports are split the same way). At least this many anchors make an output a head.
+HEAD_ANCHORS = 100
+
+
+def split_heads(model):
+    """Splits each graph output that a Concat of YOLOv8 boxes [1, 4, N] and class scores
+    [1, C, N] (axis 1) makes into two outputs, `<name>_boxes` and `<name>_scores`; returns
+    [(output, boxes, scores, [1, 4 + C, N])]."""
+    import onnx
+
+    graph = model.graph
+    shapes = {}
+    inferred = onnx.shape_inference.infer_shapes(model)
+    for value in list(inferred.graph.value_info) + list(inferred.graph.output):
+        shapes[value.name] = dims_of(value)
+    producer = {o: n for n in graph.node for o in n.output}
+    consumers = {}
+    for n in graph.node:
+        for i in n.input:
+            consumers[i] = consumers.get(i, 0) + 1
+    outputs = {o.name for o in graph.output}
+    splits = []
+    for out in list(graph.output):
+        node = producer.get(out.name)
+        if node is None or node.op_type != "Concat" or len(node.input) != 2:
+            continue
+        axis = next((a.i for a in node.attribute if a.name == "axis"), None)
+        parts = [shapes.get(i) for i in node.input]
+        whole = shapes.get(out.name)
+        if axis not in (1, -2) or None in parts or whole is None or any(len(p) != 3 for p in parts):
+            continue
+        (b, four, n), (b2, classes, n2) = parts
+        if not (b == b2 == 1 and four == 4 and n == n2 and isinstance(n, int) and n >= HEAD_ANCHORS and isinstance(classes, int)):
+            continue
+        if any(consumers.get(i, 0) != 1 or i in outputs for i in node.input):
+            continue  # a part used elsewhere too: left as it is
+        names = [f"{out.name}_boxes", f"{out.name}_scores"]
+        for old, new in zip(node.input, names):
+            for other in graph.node:
+                other.output[:] = [new if o == old else o for o in other.output]
+        graph.node.remove(node)
+        at = list(graph.output).index(out)
+        graph.output.remove(out)
+        for k, (name, part) in enumerate(zip(names, parts)):
+            graph.output.insert(at + k, onnx.helper.make_tensor_value_info(name, out.type.tensor_type.elem_type, part))
+        splits.append((out.name, names[0], names[1], [1, 4 + classes, n]))
+    return splits
+
+
 def simplify(model, work_path, say, path):
     """Folds constants (ORT's folding also replaces an If whose condition is constant by the
     branch it takes), rewrites computed Clips, and folds what that exposed."""
@@ -302,8 +356,9 @@ def simplify(model, work_path, say, path):
     return fold_constants(model, f"{work_path}.refolded.onnx")
 
 
-def prepare(path, out_path, shapes, quantizing, say):
-    """Writes the prepared model to out_path. For a QDQ model (quantizing False) only the
+def prepare(path, out_path, shapes, quantizing, say, split=True):
+    """Writes the prepared model to out_path; returns the heads split, [(output, boxes, scores,
+    its shape)] (split_heads; only when split). For a QDQ model (quantizing False) only the
     structural steps run (names, initializers, input shapes). `say(kind, message)` reports
     each step."""
     import onnx
@@ -328,10 +383,19 @@ def prepare(path, out_path, shapes, quantizing, say):
         model, had = convert_opset(model)
         if had is not None and had < QDQ_OPSET:
             say("info", f"{path}: converted from opset {had} to {QDQ_OPSET} (per-channel quantization needs it)")
-        if not dynamic(model):
-            model = simplify(model, out_path, say, path)
+    splits = []
+    if quantizing and not dynamic(model):
+        model = simplify(model, out_path, say, path)
+        splits = split_heads(model) if split else []
+        for whole, boxes, scores, dims in splits:
+            say(
+                "info",
+                f"{path}: output '{whole}' {dims} (YOLO boxes and class scores) split into '{boxes}' [1, 4, {dims[2]}] "
+                f"and '{scores}' [1, {dims[1] - 4}, {dims[2]}], each quantized on its own (one step for both would "
+                "round the scores away); Postprocess.yolov8/2 takes [boxes, scores]",
+            )
     onnx.save(model, out_path, save_as_external_data=model.ByteSize() > 2_000_000_000)
-    return out_path
+    return splits
 
 
 def dynamic(model):

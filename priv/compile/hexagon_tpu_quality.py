@@ -3,37 +3,32 @@ float one it was made from, both run by ONNX Runtime's CPU EP on samples the cal
 not see. The figures measure the quantization recipe (activation and weight types, calibration
 data), not the HTP: the binary runs the same QDQ arithmetic, within a step or two.
 
-Per output:
+Per output, the answer the user sees (hexagon_tpu_answer.py: top-1 agreement for class
+scores, the float model's detections found again for a YOLO head, mask IoU for a probability
+map, the error in the output's units for landmarks, cosine similarity for embeddings and
+anything else), which sets the bar and the warning; and, as one line among them:
 
   - SQNR in dB, 10 * log10(sum(ref^2) / sum((ref - q)^2)) over every held-out sample, ref the
     float model's output and q the QDQ model's;
   - the share of values within one quantization step (the scale of the DequantizeLinear that
     makes the output in the QDQ model) of the float value.
 
-The bar (see docs/models.md, "Quantization quality"): SQNR >= 20 dB, and for 8-bit outputs at
-least half the values within one step. Below it the task warns and says what to try.
-
-The figures are written beside the binary as <binary>.quality.json (schema in docs/models.md).
+--min-sqnr DB still chooses by SQNR. The figures are written beside the binary as
+<binary>.quality.json (schema in docs/models.md).
 """
 
 import json
 import math
 import os
 
-# 20 dB: the error's RMS is a tenth of the signal's. Well-quantized 8-bit networks measure 30 dB
-# and more on their outputs; under 20 dB, the answers (top classes, boxes, masks) visibly move.
-BAR_SQNR_DB = 20.0
-# An 8-bit output's own rounding errs by at most half a step; the layers before it add their
-# own. Measured here with u8 activations: seeded SqueezeNet and ResNet-50 75% and 78% within one
-# step (at 36 and 34 dB), a two-conv model with an outlier channel 2% (-0.1 dB). When fewer than
-# half the values are within one step, the typical error is several of the output's own steps.
-# A 16-bit output's step is 256 times finer than 8-bit weights resolve, so its share is shown
-# but not held to this bar.
-BAR_WITHIN = 0.5
+import hexagon_tpu_answer as answer
+
+# What --min-sqnr is suggested with: at 20 dB the error's RMS is a tenth of the signal's.
+SUGGESTED_SQNR_DB = 20.0
 # Every HOLD_OUT-th calibration sample (the 5th, 10th, ...) is held out for the evaluation.
 HOLD_OUT = 5
 ACTIVATIONS = ["u8", "u16"]
-VERSION = 1
+VERSION = 2
 
 
 class QualityError(Exception):
@@ -133,8 +128,11 @@ class Sums:
         return self.within / self.values if self.step and self.values else None
 
 
-def measure(float_path, qdq_path, inputs, samples):
-    """[{name, sqnr_db, within_one_step, step, bits, values, meets_bar}] per output."""
+def measure(float_path, qdq_path, inputs, samples, task=None, splits=()):
+    """[{name, sqnr_db, within_one_step, step, bits, values, answer, meets_bar}] per output;
+    meets_bar is the answer's (hexagon_tpu_answer). A YOLO head the task split (splits:
+    hexagon_tpu_prepare.split_heads's) is answered as one: the scores output carries the
+    detections of both parts put back together."""
     import numpy as np
 
     reference, quantized = cpu_session(float_path), cpu_session(qdq_path)
@@ -144,33 +142,42 @@ def measure(float_path, qdq_path, inputs, samples):
     pick = [qnames.index(name) if name in qnames else i for i, name in enumerate(names)]
     steps = output_steps(qdq_path)
     sums = [Sums(steps.get(qnames[j], (None, None))[0]) for j in pick]
+    answers = None
     for sample in samples:
         feeds = {name: np.asarray(sample[name]).astype(dtype) for name, dtype, _shape in inputs}
         refs, quants = reference.run(None, feeds), quantized.run(None, feeds)
-        for acc, ref, j in zip(sums, refs, pick):
+        heads = {scores: names.index(boxes) for _whole, boxes, scores, _dims in splits}
+        if answers is None:
+            answers = [
+                answer.Answer("detections", (1, 4 + np.shape(ref)[1], np.shape(ref)[2]), task)
+                if name in heads
+                else answer.Answer(answer.kind_of(np.shape(ref), ref, task), np.shape(ref), task)
+                for name, ref in zip(names, refs)
+            ]
+        for name, acc, said, ref, j in zip(names, sums, answers, refs, pick):
             acc.add(ref, quants[j])
+            if name in heads:
+                b = heads[name]
+                said.add(np.concatenate([refs[b], ref], axis=1), np.concatenate([quants[pick[b]], quants[j]], axis=1))
+            else:
+                said.add(ref, quants[j])
     outputs = []
-    for name, acc, j in zip(names, sums, pick):
+    for name, acc, said, j in zip(names, sums, answers, pick):
         step, bits = steps.get(qnames[j], (None, None))
-        sqnr, within = acc.sqnr(), acc.within_one_step()
+        figures = said.figures()
         outputs.append(
             {
                 "name": name,
-                "sqnr_db": sqnr,
-                "within_one_step": within,
+                "sqnr_db": acc.sqnr(),
+                "within_one_step": acc.within_one_step(),
                 "step": step,
                 "bits": bits,
                 "values": acc.values,
-                "meets_bar": meets_bar(sqnr, within, bits),
+                "answer": figures,
+                "meets_bar": figures["meets_bar"],
             }
         )
     return outputs
-
-
-def meets_bar(sqnr, within, bits):
-    if sqnr is not None and sqnr < BAR_SQNR_DB:
-        return False
-    return not (bits == 8 and within is not None and within < BAR_WITHIN)
 
 
 def worst_sqnr(outputs):
@@ -187,16 +194,15 @@ def shown_db(sqnr):
 def describe(output):
     within = output["within_one_step"]
     share = f", {100 * within:.1f}% within one step ({output['step']:.3g})" if within is not None else ", no output step"
-    if within is not None and output["bits"] != 8:
-        share += f" (a {output['bits']}-bit step: not held to the bar)"
-    return f"output '{output['name']}': SQNR {shown_db(output['sqnr_db'])}{share}"
+    said = output["answer"]
+    return f"output '{output['name']}' ({said['kind']}): {said['verdict']}; SQNR {shown_db(output['sqnr_db'])}{share}"
 
 
 def hint(activations):
     """What to try when a recipe is below the bar: only what this task and ORT's QNN tools offer."""
     if activations == "u8":
         return (
-            f"try --activations u16 (or --min-sqnr {BAR_SQNR_DB:g} to take it only when needed), or keep only the "
+            "try --activations u16 (or --activations auto to take it only when the answer needs it), or keep only the "
             "tensors that need it at 16 bits: quantize with onnxruntime's get_qnn_qdq_config(..., "
             "init_overrides={'TENSOR': [{'quant_type': QuantType.QUInt16}]}) (its TensorQuantOverrides) and "
             "compile that QDQ model as it is"
@@ -208,24 +214,31 @@ def hint(activations):
     )
 
 
-def choose(model_path, qdq_path, inputs, evaluation, source, args, quantize, say, reference=None):
+def choose(model_path, qdq_path, inputs, evaluation, source, args, quantize, say, reference=None, splits=()):
     """Quantizes model_path into qdq_path (quantize(activations)) and measures it against the
-    float model `reference` (default: model_path; messages name model_path) on the evaluation samples (chosen as `source` says); with args.min_sqnr, tries u8 then u16
-    activations and keeps the first whose every output meets it. Returns this graph's record
+    float model `reference` (default: model_path; messages name model_path) on the evaluation
+    samples (chosen as `source` says). With args.min_sqnr, tries u8 then u16 activations and
+    keeps the first whose every output meets it; with --activations auto, the first whose every
+    answer meets its bar (u16 when none does, with the warning). Returns this graph's record
     for the sidecar."""
     min_sqnr = getattr(args, "min_sqnr", None)
-    candidates = ACTIVATIONS if min_sqnr is not None else [args.activations or "u8"]
+    auto = args.activations == "auto"
+    candidates = ACTIVATIONS if min_sqnr is not None or auto else [args.activations or "u8"]
     tried = []
+    task = getattr(args, "task", None)
     for activations in candidates:
         quantize(activations)
-        outputs = measure(reference or model_path, qdq_path, inputs, evaluation)
+        outputs = measure(reference or model_path, qdq_path, inputs, evaluation, task, splits)
         worst = worst_sqnr(outputs)
-        tried.append({"activations": activations, "weights": args.weights, "min_sqnr_db": finite(worst)})
+        meets = all(o["meets_bar"] for o in outputs)
+        tried.append({"activations": activations, "weights": args.weights, "min_sqnr_db": finite(worst), "meets_bar": meets})
         for output in outputs:
             say("info", f"{model_path} ({activations} activations, {args.weights} weights): {describe(output)}")
-        if min_sqnr is None or worst >= min_sqnr:
+        if (min_sqnr is None or worst >= min_sqnr) and (not auto or meets):
             break
     else:
+        if auto:
+            return record(model_path, activations, outputs, tried, evaluation, source, args, task, min_sqnr, say)
         figures_seen = ", ".join(f"{t['activations']} activations {shown_db(t['min_sqnr_db'])}" for t in tried)
         raise QualityError(
             f"{model_path}: no precision meets --min-sqnr {min_sqnr:g} dB on every output (lowest SQNR: "
@@ -234,20 +247,25 @@ def choose(model_path, qdq_path, inputs, evaluation, source, args, quantize, say
         )
     if min_sqnr is not None:
         say("info", f"{model_path}: --min-sqnr {min_sqnr:g} dB: chose {activations} activations, {args.weights} weights")
+    return record(model_path, activations, outputs, tried, evaluation, source, args, task, min_sqnr, say)
+
+
+def record(model_path, activations, outputs, tried, evaluation, source, args, task, min_sqnr, say):
+    """The graph's record for the sidecar, and the warning for the outputs below their bar."""
+    if args.activations == "auto":
+        say("info", f"{model_path}: --activations auto: chose {activations} activations, {args.weights} weights")
     below = [o for o in outputs if not o["meets_bar"]]
     warnings = []
     if below:
-        shown = "; ".join(describe(o) for o in below)
-        warnings.append(
-            f"{model_path}: quantized with {activations} activations, {len(below)} output(s) below the quality bar "
-            f"(SQNR {BAR_SQNR_DB:g} dB, {100 * BAR_WITHIN:g}% within one step): {shown}; {hint(activations)}"
-        )
+        shown = "; ".join(f"{describe(o)} (bar: {answer.bar_text(o['answer']['kind'])})" for o in below)
+        warnings.append(f"{model_path}: quantized with {activations} activations, {len(below)} output(s) below the quality bar: {shown}; {hint(activations)}")
     return {
         "activations": activations,
         "weights": args.weights,
+        "task": task,
         "evaluation": {"source": source, "samples": len(evaluation)},
         "outputs": [dict(o, sqnr_db=finite(o["sqnr_db"])) for o in outputs],
-        "tried": tried if min_sqnr is not None else [],
+        "tried": tried if min_sqnr is not None or args.activations == "auto" else [],
         "min_sqnr_db": min_sqnr,
         "warnings": warnings,
     }
@@ -276,7 +294,7 @@ def write(bin_path, graphs, unmeasured):
     document = {
         "version": VERSION,
         "binary": os.path.basename(bin_path),
-        "bar": {"sqnr_db": BAR_SQNR_DB, "within_one_step": BAR_WITHIN},
+        "bar": {kind: answer.bar_text(kind) for kind in ("scores", "detections", "map", "points", "values")},
         "measured_with": "ONNX Runtime CPU EP: the float model against the QDQ model",
         "graphs": [dict({"name": name, "model": os.path.basename(model)}, **record) for name, model, record in graphs],
         "unmeasured": unmeasured,

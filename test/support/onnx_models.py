@@ -772,7 +772,8 @@ def prepared_diff(args):
     shapes = hexagon_tpu_prepare.parse_input_shapes(args.input_shape)
     said = []
     with tempfile.TemporaryDirectory() as work:
-        prepared = hexagon_tpu_prepare.prepare(args.model, os.path.join(work, "prepared.onnx"), shapes, True, lambda _k, m: said.append(m))
+        prepared = os.path.join(work, "prepared.onnx")
+        hexagon_tpu_prepare.prepare(args.model, prepared, shapes, True, lambda _k, m: said.append(m), split=False)
         so = ort.SessionOptions()
         so.log_severity_level = 3
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL

@@ -33,9 +33,19 @@ defmodule Mix.Tasks.HexagonTpu.Compile do
       only for trying things out: accuracy suffers, and the task says so
     * `--calibration-method minmax|entropy|percentile|distribution` - how ONNX Runtime's
       calibrator picks the activation ranges (default minmax)
-    * `--input-shape NAME=1x3x640x640` - the static shape to compile a dynamic input for
-      (repeatable, one per input); the HTP needs static shapes
-    * `--activations u8|u16` - activation type of a float model (default u8)
+    * `--input-shape NAME=1x3x640x640` - the static shape to compile an input for
+      (repeatable, one per input), dimension by dimension whatever the model calls or declares
+      them (a dimension the model fixes to another size is overridden, and said); the HTP
+      needs static shapes
+    * `--activations u8|u16|auto` - activation type of a float model (default u8; auto: u8,
+      else u16, the first whose every output's answer meets its bar)
+    * `--task classify|detect|landmarks|embed|segment` - what the model answers: chooses each
+      output's quality measure (top-1 agreement, the float model's detections found again, the
+      error in the output's units, cosine similarity, mask IoU); by default each output's shape
+      and values choose it
+    * `--no-split-head` - keep a YOLOv8 head (`Concat` of boxes and class scores) as one
+      output; by default it becomes `<output>_boxes` and `<output>_scores`, each quantized on
+      its own (`HexagonTpu.Postprocess.yolov8/2` takes `[boxes, scores]`)
     * `--min-sqnr DB` - choose the activations instead: u8, else u16, the first whose SQNR
       (below) is at least DB on every output; an error naming the figures when neither is
     * `--eval DIR` - measure the quantization quality on these samples (same layout as
@@ -99,6 +109,8 @@ defmodule Mix.Tasks.HexagonTpu.Compile do
     calibration: :string,
     random_calibration: :integer,
     activations: :string,
+    task: :string,
+    no_split_head: :boolean,
     eval: :string,
     min_sqnr: :float,
     weights: :string,
@@ -154,13 +166,16 @@ defmodule Mix.Tasks.HexagonTpu.Compile do
     Mix.Task.run("loadpaths", [])
 
     {verbose, opts} = Keyword.pop(opts, :verbose, false)
+    {no_split, opts} = Keyword.pop(opts, :no_split_head, false)
     names = Keyword.get_values(opts, :graph_name)
     names = if names == [], do: [], else: [graph_name: names]
     shapes = [input_shape: Keyword.get_values(opts, :input_shape)]
 
     opts =
       Keyword.drop(opts, [:output, :setup, :graph_name, :input_shape]) ++
-        names ++ shapes ++ [verbose: verbose, progress: &progress/1, log: &log/1]
+        names ++
+        shapes ++
+        [split_head: not no_split, verbose: verbose, progress: &progress/1, log: &log/1]
 
     case Compiler.compile(models, output, opts) do
       {:ok, result} ->
