@@ -265,8 +265,10 @@ class Warnings(logging.Handler):
         self.add(record.getMessage())
 
     # Not passed on: ORT raising the opset to 21 for 16-bit activations is what u16 needs (its
-    # "Please verify the quantized model" is done: the quality figures measure it).
-    EXPECTED = re.compile(r"does not support 16-bit integer quantization natively")
+    # "Please verify the quantized model" is done: the quality figures measure it); its advice
+    # to run the pre-processing, which ran (ort_pre_process: when it fails, that is said), but
+    # whose mark in metadata_props qnn_pre_process must drop.
+    EXPECTED = re.compile(r"does not support 16-bit integer quantization natively|consider (to run )?pre-processing before quantization")
 
     def add(self, message):
         message = " ".join(ANSI.sub("", str(message)).split())
@@ -822,6 +824,7 @@ def compile_models(args):
         ready = []
         qualities = {}  # float model path -> its quality record (hexagon_tpu_quality)
         splits = {}  # model stem -> the YOLO heads split (hexagon_tpu_prepare.split_heads)
+        on_htp = {}  # float model path -> what measuring its binary on the emulator needs
         for path, stem in zip(args.models, stems):
             try:
                 model = onnx.load(path, load_external_data=False)
@@ -890,6 +893,8 @@ def compile_models(args):
 
             # measured against the rewritten float model: the one quantized, with static shapes
             qualities[path] = measured(path, prepared, qdq, inputs, evaluation, evaluated_on, args, quantize_with, splits[stem])
+            # and again on the binary, once it is made (on_htp below)
+            on_htp[path] = (stem, prepared, qdq, inputs, evaluation)
             check_fp16(onnx.load(qdq, load_external_data=False), args.htp_arch, qdq)
             if args.save_qdq:
                 kept = os.path.join(out_dir, f"{stem}_qdq.onnx")
@@ -928,6 +933,7 @@ def compile_models(args):
                 f"({compiler_lib(args)}): not written"
             )
         check_target(written_id, "the binary", args)
+        measure_on_htp(qualities, on_htp, dict(zip(stems, ctx_paths)), args, splits)
         pairs = graph_names(ctx_paths, names)
         os.replace(made, args.output)
         write_names(args.output, pairs, {name: splits.get(stem, []) for name, stem in zip(names, stems)})
@@ -969,9 +975,29 @@ def measured(path, reference, qdq, inputs, evaluation, source, args, quantize_wi
         record = quality.choose(path, qdq, inputs, evaluation, source, args, quantize_with, say, reference=reference, splits=splits)
     except quality.QualityError as error:
         raise CompileError(str(error)) from None
-    for warning in record["warnings"]:
-        say("warning", warning)
-    return record
+    return record  # its warnings are said once the binary is measured (measure_on_htp)
+
+
+def measure_on_htp(qualities, on_htp, ctx_by_stem, args, splits):
+    """Each float model's quality measured again on its binary, run by the HTP emulator through
+    ORT's EP-context model (hexagon_tpu_quality.on_htp); skipped with --backend-path, whose
+    SDK's emulator need not run on this machine (said)."""
+    import hexagon_tpu_quality as quality
+    import onnxruntime as ort
+
+    for path, (stem, prepared, qdq, inputs, evaluation) in on_htp.items():
+        record = qualities[path]
+        if args.backend_path:
+            say("info", f"{path}: the quality figures are the QDQ model's on ORT's CPU (with --backend-path the binary is not run here)")
+        else:
+            so = ort.SessionOptions()
+            so.log_severity_level = 3
+            so.add_provider_for_devices(qnn_device(), provider_options(args))
+            with captured_output(args.verbose):
+                session = ort.InferenceSession(ctx_by_stem[stem], so)
+            record = quality.on_htp(record, path, prepared, qdq, session, inputs, evaluation, args.task, splits[stem], say)
+        for warning in record["warnings"]:
+            say("warning", warning)
 
 
 def write_quality(args, names, qualities):

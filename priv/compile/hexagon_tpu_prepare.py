@@ -267,25 +267,34 @@ def constants_of(graph):
 
 
 def computed_clips(graph):
-    """Rewrites each Clip with a computed (non-constant) bound as Max(x, min) then Min(., max):
-    the same function, in ops the HTP takes with a tensor operand. Returns the names."""
+    """Rewrites each Clip with a computed (non-constant) bound: Max(x, min) for a computed
+    minimum, Min(., max) for a computed maximum (the same function, in ops the HTP takes with a
+    tensor operand); a constant bound stays a Clip's, and one beyond float32's range (an
+    exporter's "no bound") is dropped: as a tensor it would set a quantization range of 1e38.
+    Returns the names."""
     from onnx import helper
 
     consts = constants_of(graph)
     out, done = [], []
     for node in graph.node:
-        bounds = list(node.input[1:3]) + [""] * (3 - len(node.input))
-        if node.op_type != "Clip" or not any(b and b not in consts for b in bounds[:2]):
+        bounds = (list(node.input[1:3]) + ["", ""])[:2]
+        if node.op_type != "Clip" or not any(b and b not in consts for b in bounds):
             out.append(node)
             continue
-        low, high = bounds[0], bounds[1]
-        value = node.input[0]
-        if low:
-            target = node.output[0] if not high else f"{node.name}/max"
-            out.append(helper.make_node("Max", [value, low], [target], name=f"{node.name}/max"))
+        value, steps = node.input[0], []
+        kept = ["", ""]  # constant bounds for a Clip after the Max/Min
+        for k, (bound, op) in enumerate(zip(bounds, ("Max", "Min"))):
+            if bound and bound not in consts:
+                steps.append((op, bound))
+            elif bound and abs(float(consts[bound].reshape(()))) < 1e38:
+                kept[k] = bound
+        if any(kept):
+            steps.append(("Clip", kept))
+        for n, (op, operand) in enumerate(steps):
+            target = node.output[0] if n == len(steps) - 1 else f"{node.name}/{op.lower()}"
+            inputs = [value, *operand] if op == "Clip" else [value, operand]
+            out.append(helper.make_node(op, inputs, [target], name=f"{node.name}/{op.lower()}"))
             value = target
-        if high:
-            out.append(helper.make_node("Min", [value, high], [node.output[0]], name=f"{node.name}/min"))
         done.append(node.name)
     if done:
         del graph.node[:]
@@ -423,10 +432,12 @@ def qnn_pre_process(path, out_path):
     path when it had nothing to do (it then writes nothing: its own constant folding is lost,
     which is why ort_pre_process runs first). It is given the model without metadata_props:
     ORT 1.32's fails on any (`cannot convert dictionary update sequence element #0`), and
-    ort_pre_process adds one."""
+    ort_pre_process adds one. Nodes ORT's pre-processing made are named here as prepare names
+    the model's (qnn_preprocess_model would name them, with a warning each)."""
     import onnx
     from onnxruntime.quantization.execution_providers.qnn import qnn_preprocess_model
 
     model = onnx.load(path)
     del model.metadata_props[:]
+    name_nodes(model.graph)  # what ORT's pre-processing made (its HardSigmoid of a HardSwish) is unnamed
     return out_path if qnn_preprocess_model(model, out_path) else path

@@ -128,14 +128,17 @@ class Sums:
         return self.within / self.values if self.step and self.values else None
 
 
-def measure(float_path, qdq_path, inputs, samples, task=None, splits=()):
+def measure(float_path, qdq_path, inputs, samples, task=None, splits=(), quantized=None):
     """[{name, sqnr_db, within_one_step, step, bits, values, answer, meets_bar}] per output;
-    meets_bar is the answer's (hexagon_tpu_answer). A YOLO head the task split (splits:
-    hexagon_tpu_prepare.split_heads's) is answered as one: the scores output carries the
-    detections of both parts put back together."""
+    meets_bar is the answer's (hexagon_tpu_answer). The quantized answers are the QDQ model's
+    on ORT's CPU, or `quantized`'s (a session of the same outputs: the binary on the HTP
+    emulator). A YOLO head the task split (splits: hexagon_tpu_prepare.split_heads's) is
+    answered as one: the scores output carries the detections of both parts put back
+    together."""
     import numpy as np
 
-    reference, quantized = cpu_session(float_path), cpu_session(qdq_path)
+    reference = cpu_session(float_path)
+    quantized = quantized or cpu_session(qdq_path)
     names = [o.name for o in reference.get_outputs()]
     qnames = [o.name for o in quantized.get_outputs()]
     # the quantizer keeps the graph's output names; by position otherwise
@@ -254,11 +257,6 @@ def record(model_path, activations, outputs, tried, evaluation, source, args, ta
     """The graph's record for the sidecar, and the warning for the outputs below their bar."""
     if args.activations == "auto":
         say("info", f"{model_path}: --activations auto: chose {activations} activations, {args.weights} weights")
-    below = [o for o in outputs if not o["meets_bar"]]
-    warnings = []
-    if below:
-        shown = "; ".join(f"{describe(o)} (bar: {answer.bar_text(o['answer']['kind'])})" for o in below)
-        warnings.append(f"{model_path}: quantized with {activations} activations, {len(below)} output(s) below the quality bar: {shown}; {hint(activations)}")
     return {
         "activations": activations,
         "weights": args.weights,
@@ -267,8 +265,34 @@ def record(model_path, activations, outputs, tried, evaluation, source, args, ta
         "outputs": [dict(o, sqnr_db=finite(o["sqnr_db"])) for o in outputs],
         "tried": tried if min_sqnr is not None or args.activations == "auto" else [],
         "min_sqnr_db": min_sqnr,
-        "warnings": warnings,
+        "measured_on": "the QDQ model on ORT's CPU EP",
+        "warnings": below_bar(model_path, activations, outputs),
     }
+
+
+def on_htp(record, model_path, reference, qdq_path, ctx_session, inputs, evaluation, task, splits, say):
+    """The record measured again on the binary itself, run by the HTP emulator (ORT's QNN EP
+    on the EP-context model): what the device computes, which differs from ORT's CPU running
+    the QDQ model where the HTP's kernels round otherwise (measured: a mel front end's cosine
+    0.93 on the CPU, 0.05 on the emulator). Its outputs become the record's, each keeping the
+    CPU's figures as `qdq_cpu`; the bar and the warning follow them."""
+    outputs = measure(reference, qdq_path, inputs, evaluation, task, splits, quantized=ctx_session)
+    for htp, cpu in zip(outputs, record["outputs"]):
+        htp["qdq_cpu"] = {"sqnr_db": cpu["sqnr_db"], "answer": cpu["answer"], "meets_bar": cpu["meets_bar"]}
+        say("info", f"{model_path} on the HTP emulator: {describe(htp)}")
+    record["outputs"] = [dict(o, sqnr_db=finite(o["sqnr_db"])) for o in outputs]
+    record["measured_on"] = "the binary on the HTP emulator (ORT's QNN EP); qdq_cpu: the QDQ model on ORT's CPU EP"
+    record["warnings"] = below_bar(model_path, record["activations"], outputs)
+    return record
+
+
+def below_bar(model_path, activations, outputs):
+    """The warning for the outputs below their bar ([] when none is)."""
+    below = [o for o in outputs if not o["meets_bar"]]
+    if not below:
+        return []
+    shown = "; ".join(f"{describe(o)} (bar: {answer.bar_text(o['answer']['kind'])})" for o in below)
+    return [f"{model_path}: quantized with {activations} activations, {len(below)} output(s) below the quality bar: {shown}; {hint(activations)}"]
 
 
 def finite(sqnr):
@@ -295,7 +319,7 @@ def write(bin_path, graphs, unmeasured):
         "version": VERSION,
         "binary": os.path.basename(bin_path),
         "bar": {kind: answer.bar_text(kind) for kind in ("scores", "detections", "map", "points", "values")},
-        "measured_with": "ONNX Runtime CPU EP: the float model against the QDQ model",
+        "measured_with": "the float model on ONNX Runtime's CPU EP against the binary on the HTP emulator (each graph's measured_on)",
         "graphs": [dict({"name": name, "model": os.path.basename(model)}, **record) for name, model, record in graphs],
         "unmeasured": unmeasured,
     }

