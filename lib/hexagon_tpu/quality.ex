@@ -9,11 +9,12 @@ defmodule HexagonTpu.Quality do
   float model's detections found again for a YOLO head, mask IoU for a probability map, the
   error in the output's own units for landmarks, cosine similarity for anything else; its
   `"kind"`, figures and `"verdict"` in words), which sets the bar (`"meets_bar"`); and the SQNR
-  of the quantized (QDQ) model against the float one, in dB, and the share of values within
-  one quantization step. All are measured with ONNX Runtime's CPU EP on samples the
-  calibration did not see: they measure the quantization recipe, not the HTP. A binary made
-  from QDQ models has no float reference, and no such file. Files of version 1 (before the
-  answer measures) are read too.
+  in dB and the share of values within one quantization step. They are measured on samples
+  the calibration did not see, the float model run by ONNX Runtime's CPU EP against the binary
+  itself run by the HTP emulator (a graph's `"measured_on"`); the quantized (QDQ) model's
+  figures on ONNX Runtime's CPU are kept beside each output as `"qdq_cpu"`, and they can differ
+  (the HTP's kernels round otherwise). A binary made from QDQ models has no float reference,
+  and no such file. Files of version 1 (CPU figures, before the answer measures) are read too.
   """
 
   @typedoc "The decoded file: string keys, as written (see docs/models.md)."
@@ -92,9 +93,15 @@ defmodule HexagonTpu.Quality do
 
     verdict = if o["meets_bar"], do: "", else: "  BELOW THE BAR"
 
+    cpu =
+      case o["qdq_cpu"] do
+        %{"answer" => %{"verdict" => said}} -> "\n        (the QDQ model on ORT's CPU: #{said})"
+        _ -> ""
+      end
+
     case o["answer"] do
       %{"kind" => kind, "verdict" => said} ->
-        "      output #{inspect(o["name"])} (#{kind}): #{said}; SQNR #{sqnr}#{within}#{verdict}"
+        "      output #{inspect(o["name"])} (#{kind}): #{said}; SQNR #{sqnr}#{within}#{verdict}#{cpu}"
 
       _version_1 ->
         "      output #{inspect(o["name"])}: SQNR #{sqnr}#{within}#{verdict}"

@@ -291,8 +291,19 @@ def below_bar(model_path, activations, outputs):
     below = [o for o in outputs if not o["meets_bar"]]
     if not below:
         return []
-    shown = "; ".join(f"{describe(o)} (bar: {answer.bar_text(o['answer']['kind'])})" for o in below)
+    shown = "; ".join(f"{describe(o)} (bar: {answer.bar_text(o['answer']['kind'])}){cpu_said(o)}" for o in below)
     return [f"{model_path}: quantized with {activations} activations, {len(below)} output(s) below the quality bar: {shown}; {hint(activations)}"]
+
+
+def cpu_said(output):
+    """Where ORT's CPU running the QDQ model met the bar and the binary on the HTP does not."""
+    cpu = output.get("qdq_cpu")
+    if not cpu or not cpu["meets_bar"]:
+        return ""
+    return (
+        f" (on ORT's CPU the QDQ model meets it: {cpu['answer']['verdict']}, SQNR {shown_db(cpu['sqnr_db'])}; "
+        "the HTP's kernels round otherwise, and the binary is what runs)"
+    )
 
 
 def finite(sqnr):
