@@ -434,6 +434,8 @@ impl Plan {
 }
 
 #[cfg(test)]
+mod bench;
+#[cfg(test)]
 mod frame_tests;
 #[cfg(test)]
 mod tests;
