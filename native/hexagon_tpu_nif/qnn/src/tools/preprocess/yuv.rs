@@ -1,6 +1,7 @@
 //! The frame's bytes: where each pixel of each pixel format lies (planes, strides), and the
 //! YUV -> RGB conversion of one pixel to u8 (the fixed-point formulas of the module docs).
 
+use super::linear::Kernels;
 use super::{PreprocessError, Rect};
 
 /// How the frame's pixels are stored.
@@ -145,7 +146,9 @@ impl Coefficients {
 
 impl Coefficients {
     /// [`Coefficients::rgb`] over a row of samples, in place (Y, U, V become R, G, B), in a
-    /// loop the compiler vectorizes; then interleaved into `out`.
+    /// loop the compiler vectorizes; then interleaved into `out`. Inlined: the AVX2 gather
+    /// compiles it for AVX2.
+    #[inline(always)]
     pub(super) fn rgb_row(&self, samples: &mut [Vec<u8>; 3], out: &mut [[u8; 3]]) {
         let [ys, us, vs] = samples;
         let n = out.len().min(ys.len()).min(us.len()).min(vs.len());
@@ -273,8 +276,43 @@ impl Planes {
     }
 
     /// The RGB values of frame row `y` at columns `x0 + cols[j]`, into `out[3 j..3 j + 3]`.
-    /// `src` is at least `min_len` bytes long.
+    /// `src` is at least `min_len` bytes long. The same code compiled for AVX2 where the CPU
+    /// has it (the conversion's i32 products are slow in baseline SSE2).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn gather(
+        &self,
+        src: &[u8],
+        y: usize,
+        x0: usize,
+        cols: &[usize],
+        samples: &mut [Vec<u8>; 3],
+        out: &mut [u8],
+        kernels: Kernels,
+    ) {
+        match kernels {
+            // SAFETY: `Kernels::best` chose Avx2 after `is_x86_feature_detected!("avx2")`.
+            #[cfg(target_arch = "x86_64")]
+            Kernels::Avx2 => unsafe { self.gather_avx2(src, y, x0, cols, samples, out) },
+            _ => self.gather_any(src, y, x0, cols, samples, out),
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn gather_avx2(
+        &self,
+        src: &[u8],
+        y: usize,
+        x0: usize,
+        cols: &[usize],
+        samples: &mut [Vec<u8>; 3],
+        out: &mut [u8],
+    ) {
+        self.gather_any(src, y, x0, cols, samples, out)
+    }
+
+    #[inline(always)]
+    fn gather_any(
         &self,
         src: &[u8],
         y: usize,
