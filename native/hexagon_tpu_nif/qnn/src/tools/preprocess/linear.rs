@@ -24,13 +24,26 @@
 //! to every element of a row; its exact variant (`(h0 b0 + h1 b1 + 2^21) >> 22` before the
 //! `>> 4`) differs from OpenCV's output by 1 in some pixels, so it is not the definition.
 
-/// One output pixel's horizontal tap: byte offsets of its two source pixels in the row that
-/// [`horizontal`] reads, and their weights.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct HTap {
-    pub o0: u32,
-    pub o1: u32,
-    pub a: [i16; 2],
+/// The horizontal taps of a row, one per output pixel: byte offsets of its two source pixels
+/// in the row that [`horizontal`] reads (3 bytes of each are the pixel's channels), and their
+/// weights packed as `a0 | a1 << 16` (what AVX2's `madd` takes).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct HTaps {
+    pub o0: Vec<i32>,
+    pub o1: Vec<i32>,
+    pub a: Vec<i32>,
+}
+
+impl HTaps {
+    pub(super) fn push(&mut self, o0: usize, o1: usize, a: [i16; 2]) {
+        self.o0.push(o0 as i32);
+        self.o1.push(o1 as i32);
+        self.a.push(a[0] as i32 | (a[1] as i32) << 16);
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.a.len()
+    }
 }
 
 /// `floor` and fraction of the source position of destination index `d`.
@@ -103,9 +116,16 @@ impl Kernels {
         all
     }
 
-    /// `out[3 j + c] = h` of channel `c` of output pixel `j` (see the module docs).
-    pub(super) fn horizontal(self, row: &[u8], taps: &[HTap], out: &mut [i16]) {
-        horizontal(row, taps, out)
+    /// `out[c * w + j] = h` of channel `c` of output pixel `j` (`w` pixels; see the module
+    /// docs). Offsets must fit `row` (checked: a panic otherwise, never a bad read).
+    pub(super) fn horizontal(self, row: &[u8], taps: &HTaps, out: &mut [i16]) {
+        let done = match self {
+            // SAFETY: `best` chose Avx2 after `is_x86_feature_detected!("avx2")`.
+            #[cfg(target_arch = "x86_64")]
+            Kernels::Avx2 => unsafe { x86::horizontal(row, taps, out) },
+            _ => 0,
+        };
+        horizontal(row, taps, out, done)
     }
 
     /// `out[k] = v` of the rows' elements `k` (see the module docs).
@@ -123,13 +143,14 @@ impl Kernels {
     }
 }
 
-/// The horizontal pass, portable: the definition.
-pub(super) fn horizontal(row: &[u8], taps: &[HTap], out: &mut [i16]) {
-    for (t, o) in taps.iter().zip(out.as_chunks_mut::<3>().0) {
-        let (p0, p1) = (t.o0 as usize, t.o1 as usize);
-        let (a0, a1) = (t.a[0] as i32, t.a[1] as i32);
+/// The horizontal pass, portable (the definition), from output pixel `from` on.
+pub(super) fn horizontal(row: &[u8], taps: &HTaps, out: &mut [i16], from: usize) {
+    let w = taps.len();
+    for j in from..w {
+        let (p0, p1) = (taps.o0[j] as usize, taps.o1[j] as usize);
+        let (a0, a1) = (taps.a[j] & 0xffff, taps.a[j] >> 16);
         for c in 0..3 {
-            o[c] = ((row[p0 + c] as i32 * a0 + row[p1 + c] as i32 * a1) >> 4) as i16;
+            out[c * w + j] = ((row[p0 + c] as i32 * a0 + row[p1 + c] as i32 * a1) >> 4) as i16;
         }
     }
 }
@@ -178,6 +199,74 @@ mod x86 {
             unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(at).cast(), v) };
         }
         n
+    }
+
+    /// The horizontal pass over whole blocks of 16 output pixels whose source pixels can be
+    /// read 4 bytes at a time inside `row`; returns how many pixels it did.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must have AVX2; `taps`' vectors must be equally long, `out` at least 3 times
+    /// as long, and `o1` non-decreasing with `o0[j] <= o1[j]` (as [`super::column`] makes
+    /// them).
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn horizontal(row: &[u8], taps: &super::HTaps, out: &mut [i16]) -> usize {
+        let w = taps.len();
+        if row.len() > i32::MAX as usize || out.len() < 3 * w {
+            return 0;
+        }
+        // the pixels whose 4-byte reads stay inside `row` (offsets are >= 0 and rise)
+        let mut safe = w;
+        while safe > 0 && taps.o1[safe - 1] as usize + 4 > row.len() {
+            safe -= 1;
+        }
+        if taps.o0[..safe].iter().any(|&o| o < 0) {
+            return 0;
+        }
+        let n = safe / 16 * 16;
+        let base = row.as_ptr().cast::<i32>();
+        for j in (0..n).step_by(16) {
+            let mut h = [[_mm256_setzero_si256(); 2]; 3];
+            for (half, at) in [j, j + 8].into_iter().enumerate() {
+                // SAFETY: `at + 8 <= n <= w`, the length of the three vectors.
+                let (i0, i1, a) = unsafe {
+                    (
+                        _mm256_loadu_si256(taps.o0.as_ptr().add(at).cast()),
+                        _mm256_loadu_si256(taps.o1.as_ptr().add(at).cast()),
+                        _mm256_loadu_si256(taps.a.as_ptr().add(at).cast()),
+                    )
+                };
+                // SAFETY: every offset of these pixels is >= 0 and at most `row.len() - 4`
+                // (`at + 8 <= safe`, `o0 <= o1`, `o1` rising): 4-byte reads inside `row`.
+                let (g0, g1) = unsafe {
+                    (
+                        _mm256_i32gather_epi32::<1>(base, i0),
+                        _mm256_i32gather_epi32::<1>(base, i1),
+                    )
+                };
+                h[0][half] = channel::<0>(g0, g1, a);
+                h[1][half] = channel::<8>(g0, g1, a);
+                h[2][half] = channel::<16>(g0, g1, a);
+            }
+            for (c, [lo, hi]) in h.into_iter().enumerate() {
+                // packs interleaves 128-bit lanes; the permute puts them back in order
+                let v = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packs_epi32(lo, hi));
+                // SAFETY: `c * w + j + 16 <= 3 * w <= out.len()`.
+                unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(c * w + j).cast(), v) };
+            }
+        }
+        n
+    }
+
+    /// `h` of the channel at bit `S` of 8 gathered pixel pairs: `(p0 | p1 << 16)` against
+    /// `(a0 | a1 << 16)` in one `madd`, then `>> 4`.
+    #[target_feature(enable = "avx2")]
+    fn channel<const S: i32>(g0: __m256i, g1: __m256i, a: __m256i) -> __m256i {
+        let byte = _mm256_set1_epi32(0xff);
+        let p0 = _mm256_and_si256(_mm256_srli_epi32::<S>(g0), byte);
+        let p1 = _mm256_and_si256(_mm256_srli_epi32::<S>(g1), byte);
+        let pairs = _mm256_or_si256(p0, _mm256_slli_epi32::<16>(p1));
+        _mm256_srai_epi32::<4>(_mm256_madd_epi16(pairs, a))
     }
 
     /// `blend` of 16 elements.

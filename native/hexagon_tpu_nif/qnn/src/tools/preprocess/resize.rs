@@ -2,23 +2,23 @@
 //! into the content rectangle, reading frame rows through [`Rows`] (in place for RGB,
 //! converted column by column for YUV), and the letterbox padding around it.
 
-use super::linear::{self, HTap, Kernels};
+use super::linear::{self, HTaps, Kernels};
 use super::yuv::Planes;
 use super::{Layout, Plan, Rect};
 
-/// Frame rows as packed RGB: a slice of the frame itself (RGB), or the needed columns of the
-/// row converted into one of two buffers (YUV; the last two rows are kept, for bilinear).
+/// Frame rows as packed RGB: the frame itself from the crop's first pixel on (RGB, 3 bytes a
+/// pixel), or the needed columns of the row converted into a buffer (YUV, `px` bytes a pixel:
+/// 3, or 4 with a zero fourth byte, which the bilinear pass reads 4 bytes at a time).
 struct Rows<'a> {
     src: &'a [u8],
     planes: &'a Planes,
     crop: Rect,
     /// YUV: the crop columns converted, in this order.
     cols: Vec<usize>,
-    bufs: [Vec<u8>; 2],
+    px: usize,
+    buf: Vec<u8>,
     /// YUV: the Y, U, V samples of a row's columns, before their conversion.
     samples: [Vec<u8>; 3],
-    tags: [usize; 2],
-    next: usize,
     kernels: Kernels,
 }
 
@@ -27,60 +27,38 @@ impl<'a> Rows<'a> {
         src: &'a [u8],
         planes: &'a Planes,
         crop: Rect,
-        cols: Vec<usize>,
+        (cols, px): (Vec<usize>, usize),
         kernels: Kernels,
     ) -> Rows<'a> {
-        let len = if planes.direct() { 0 } else { cols.len() * 3 };
+        let len = if planes.direct() { 0 } else { cols.len() * px };
         Rows {
             src,
             planes,
             crop,
             cols,
-            bufs: [vec![0; len], vec![0; len]],
+            px,
+            buf: vec![0; len],
             samples: Default::default(),
-            tags: [usize::MAX; 2],
-            next: 0,
             kernels,
         }
     }
 
-    /// Crop rows `y0` and `y1`.
-    fn pair(&mut self, y0: usize, y1: usize) -> (&[u8], &[u8]) {
+    /// Crop row `y` (RGB: up to the end of the frame, the bytes after the row included).
+    fn row(&mut self, y: usize) -> &[u8] {
+        let (crop, src) = (self.crop, self.src);
         if self.planes.direct() {
-            let (crop, stride, src) = (self.crop, self.planes.stride, self.src);
-            let row = |y: usize| {
-                let at = (crop.y + y) * stride + crop.x * 3;
-                &src[at..at + crop.width * 3]
-            };
-            return (row(y0), row(y1));
+            return &src[(crop.y + y) * self.planes.stride + crop.x * 3..];
         }
-        let s0 = self.load(y0, usize::MAX);
-        let s1 = self.load(y1, s0);
-        (&self.bufs[s0], &self.bufs[s1])
-    }
-
-    fn load(&mut self, y: usize, keep: usize) -> usize {
-        if let Some(s) = (0..2).find(|&s| self.tags[s] == y) {
-            return s;
-        }
-        let s = match keep {
-            0 => 1,
-            1 => 0,
-            _ => self.next,
-        };
-        self.next = 1 - s;
-        let (x0, row) = (self.crop.x, self.crop.y + y);
         self.planes.gather(
-            self.src,
-            row,
-            x0,
+            src,
+            crop.y + y,
+            crop.x,
             &self.cols,
             &mut self.samples,
-            &mut self.bufs[s],
+            (&mut self.buf, self.px),
             self.kernels,
         );
-        self.tags[s] = y;
-        s
+        &self.buf
     }
 }
 
@@ -126,18 +104,13 @@ impl Plan {
         } else {
             (0..r.width).map(|j| j * 3).collect()
         };
-        let mut rows = Rows::new(
-            src,
-            &self.planes,
-            crop,
-            if direct { vec![] } else { xs },
-            Kernels::best(),
-        );
+        let cols = if direct { vec![] } else { xs };
+        let mut rows = Rows::new(src, &self.planes, crop, (cols, 3), Kernels::best());
         let chans = [0, 1, 2].map(|c| self.source_channel(c));
         let dst = dst.as_chunks_mut::<N>().0;
         for dy in 0..r.height {
             let sy = nearest_index(dy, crop.height, r.height);
-            let (row, _) = rows.pair(sy, sy);
+            let row = rows.row(sy);
             let y = r.y + dy;
             match s.layout {
                 Layout::Nhwc => {
@@ -196,22 +169,29 @@ impl Plan {
                     cols.push(i);
                 }
             }
+            // a quarter of a range or more used: converting all of it, as slices, is cheaper
+            let (first, last) = (cols[0], cols[cols.len() - 1]);
+            if last - first < 4 * cols.len() {
+                cols = (first..=last).collect();
+                for (i, p) in slot.iter_mut().enumerate().skip(first) {
+                    *p = (i - first) as u32;
+                }
+            }
             (cols, slot)
         };
-        let at = |i: usize| 3 * if direct { i as u32 } else { slot[i] };
-        let taps: Vec<HTap> = xs
-            .iter()
-            .map(|&(i0, i1, a)| HTap {
-                o0: at(i0),
-                o1: at(i1),
-                a,
-            })
-            .collect();
-        let mut rows = Rows::new(src, &self.planes, crop, cols, kernels);
+        // YUV rows are converted to 4 bytes a pixel (the vector pass reads 4 at a time)
+        let px = if direct { 3 } else { 4 };
+        let offset = |i: usize| px * if direct { i } else { slot[i] as usize };
+        let mut taps = HTaps::default();
+        for &(i0, i1, a) in &xs {
+            taps.push(offset(i0), offset(i1), a);
+        }
+        let mut rows = Rows::new(src, &self.planes, crop, (cols, px), kernels);
         let tables: [&[[u8; N]]; 3] = [0, 1, 2].map(|c| luts[c].as_chunks::<N>().0);
         let chans = [0, 1, 2].map(|c| self.source_channel(c));
         let w = r.width;
-        // the ring: two source rows resampled horizontally, tagged with their crop row
+        // the ring: two source rows resampled horizontally (a plane per channel), tagged with
+        // their crop row
         let mut ring = [vec![0i16; w * 3], vec![0i16; w * 3]];
         let mut tags = [usize::MAX; 2];
         let mut pixels = vec![0u8; w * 3];
@@ -223,8 +203,7 @@ impl Plan {
                 if !tags.contains(&y) {
                     // replace the row that is not r0
                     let k = if tags[0] == r0 { 1 } else { 0 };
-                    let (row, _) = rows.pair(y, y);
-                    kernels.horizontal(row, &taps, &mut ring[k]);
+                    kernels.horizontal(rows.row(y), &taps, &mut ring[k]);
                     tags[k] = y;
                 }
             }
@@ -232,23 +211,25 @@ impl Plan {
             let k1 = if tags[0] == r1 { 0 } else { 1 };
             kernels.vertical(&ring[k0], &ring[k1], b, &mut pixels);
             let y = r.y + dy;
+            // `pixels` holds one plane per source channel
+            let plane = |c: usize| &pixels[chans[c] * w..(chans[c] + 1) * w];
             match s.layout {
                 Layout::Nhwc => {
                     let start = (y * s.dst_width + r.x) * 3;
                     let out = &mut dst[start..start + w * 3];
-                    for (o, p) in out.chunks_exact_mut(3).zip(pixels.chunks_exact(3)) {
-                        o[0] = tables[0][p[chans[0]] as usize];
-                        o[1] = tables[1][p[chans[1]] as usize];
-                        o[2] = tables[2][p[chans[2]] as usize];
+                    let (p0, p1, p2) = (plane(0), plane(1), plane(2));
+                    for (j, o) in out.chunks_exact_mut(3).enumerate() {
+                        o[0] = tables[0][p0[j] as usize];
+                        o[1] = tables[1][p1[j] as usize];
+                        o[2] = tables[2][p2[j] as usize];
                     }
                 }
                 Layout::Nchw => {
-                    for c in 0..3 {
+                    for (c, table) in tables.iter().enumerate() {
                         let start = (c * s.dst_height + y) * s.dst_width + r.x;
                         let out = &mut dst[start..start + w];
-                        let (table, sc) = (tables[c], chans[c]);
-                        for (o, p) in out.iter_mut().zip(pixels.chunks_exact(3)) {
-                            *o = table[p[sc] as usize];
+                        for (o, &p) in out.iter_mut().zip(plane(c)) {
+                            *o = table[p as usize];
                         }
                     }
                 }
