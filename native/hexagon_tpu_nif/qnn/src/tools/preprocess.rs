@@ -300,6 +300,13 @@ impl Plan {
         };
         let crop = spec.crop.unwrap_or(whole(spec.src_width, spec.src_height));
         check_rect("the crop", crop, spec.src_width, spec.src_height)?;
+        // bilinear's row offsets are i32 (AVX2 gathers): 4 bytes a pixel at most
+        if spec.resize == Resize::Bilinear && crop.width > (i32::MAX as usize - 8) / 4 {
+            return Err(PreprocessError::TooLarge {
+                width: spec.src_width,
+                height: spec.src_height,
+            });
+        }
         let content = spec
             .content
             .unwrap_or(whole(spec.dst_width, spec.dst_height));

@@ -96,9 +96,10 @@ fn bench_bilinear() {
 
 /// The pass on frames written by an outside reference (the OpenCV cross-check of issue 31,
 /// run by hand): `$PREPROCESS_CASES/cases.txt` has one case a line, `format width height
-/// stride crop_x crop_y crop_w crop_h dst_w dst_h`, `frame<i>` its bytes (chroma right after
-/// the Y plane); writes `out<i>`, the u8 RGB pixels of the resized crop (NHWC, identity
-/// normalization).
+/// stride crop_x crop_y crop_w crop_h dst_w dst_h [content_x content_y content_w content_h
+/// pad]`, `frame<i>` its bytes (chroma right after the Y plane); writes `out<i>`, the u8 RGB
+/// pixels of the resized crop (NHWC, identity normalization; the content rectangle, if given,
+/// padded around with `pad`).
 #[test]
 #[ignore]
 fn run_cases_from_dir() {
@@ -145,8 +146,13 @@ fn run_cases_from_dir() {
                 width: n[5],
                 height: n[6],
             }),
-            content: None,
-            pad: [0; 3],
+            content: (n.len() >= 14).then(|| Rect {
+                x: n[9],
+                y: n[10],
+                width: n[11],
+                height: n[12],
+            }),
+            pad: [n.get(13).map_or(0, |&p| p as u8); 3],
         };
         let frame = std::fs::read(dir.join(format!("frame{i}"))).unwrap();
         let out = Plan::new(s).unwrap().run_to_vec(&frame).unwrap();

@@ -26,23 +26,39 @@
 
 /// The horizontal taps of a row, one per output pixel: byte offsets of its two source pixels
 /// in the row that [`horizontal`] reads (3 bytes of each are the pixel's channels), and their
-/// weights packed as `a0 | a1 << 16` (what AVX2's `madd` takes).
+/// weights packed as `a0 | a1 << 16` (what AVX2's `madd` takes). Private fields: only `push`
+/// makes them, keeping the invariants the AVX2 pass relies on.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct HTaps {
-    pub o0: Vec<i32>,
-    pub o1: Vec<i32>,
-    pub a: Vec<i32>,
+    o0: Vec<i32>,
+    o1: Vec<i32>,
+    a: Vec<i32>,
+    /// Per pixel, the largest offset up to it (non-decreasing, so searchable).
+    reach: Vec<i32>,
 }
 
 impl HTaps {
+    /// Adds a pixel; offsets beyond `i32::MAX - 4` are refused (a panic: `Plan::new` refuses
+    /// crops wide enough to make them).
     pub(super) fn push(&mut self, o0: usize, o1: usize, a: [i16; 2]) {
+        let max = i32::try_from(o0.max(o1))
+            .ok()
+            .filter(|&m| m <= i32::MAX - 4);
+        let max = max.expect("a row offset beyond i32");
+        let reach = self.reach.last().map_or(max, |&r| r.max(max));
         self.o0.push(o0 as i32);
         self.o1.push(o1 as i32);
         self.a.push(a[0] as i32 | (a[1] as i32) << 16);
+        self.reach.push(reach);
     }
 
     pub(super) fn len(&self) -> usize {
         self.a.len()
+    }
+
+    /// How many leading pixels can be read 4 bytes at a time inside a row of `len` bytes.
+    fn fitting(&self, len: usize) -> usize {
+        self.reach.partition_point(|&r| r as usize + 4 <= len)
     }
 }
 
@@ -206,23 +222,14 @@ mod x86 {
     ///
     /// # Safety
     ///
-    /// The CPU must have AVX2; `taps`' vectors must be equally long, `out` at least 3 times
-    /// as long, and `o1` non-decreasing with `o0[j] <= o1[j]` (as [`super::column`] makes
-    /// them).
+    /// The CPU must have AVX2 (offsets are checked here, through [`super::HTaps::fitting`]).
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn horizontal(row: &[u8], taps: &super::HTaps, out: &mut [i16]) -> usize {
         let w = taps.len();
-        if row.len() > i32::MAX as usize || out.len() < 3 * w {
+        if out.len() < 3 * w {
             return 0;
         }
-        // the pixels whose 4-byte reads stay inside `row` (offsets are >= 0 and rise)
-        let mut safe = w;
-        while safe > 0 && taps.o1[safe - 1] as usize + 4 > row.len() {
-            safe -= 1;
-        }
-        if taps.o0[..safe].iter().any(|&o| o < 0) {
-            return 0;
-        }
+        let safe = taps.fitting(row.len());
         let n = safe / 16 * 16;
         let base = row.as_ptr().cast::<i32>();
         for j in (0..n).step_by(16) {
@@ -236,8 +243,8 @@ mod x86 {
                         _mm256_loadu_si256(taps.a.as_ptr().add(at).cast()),
                     )
                 };
-                // SAFETY: every offset of these pixels is >= 0 and at most `row.len() - 4`
-                // (`at + 8 <= safe`, `o0 <= o1`, `o1` rising): 4-byte reads inside `row`.
+                // SAFETY: `at + 8 <= safe`: every offset of these pixels is >= 0 (from a
+                // usize) and at most `reach <= row.len() - 4`: 4-byte reads inside `row`.
                 let (g0, g1) = unsafe {
                     (
                         _mm256_i32gather_epi32::<1>(base, i0),

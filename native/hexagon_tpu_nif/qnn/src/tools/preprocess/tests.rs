@@ -336,4 +336,13 @@ fn refuses_bad_arguments_without_panicking() {
         })
         .contains("overflows")
     );
+    // bilinear's row offsets are i32
+    assert!(
+        bad(Spec {
+            src_width: 1 << 29,
+            resize: Resize::Bilinear,
+            ..ok
+        })
+        .contains("overflows")
+    );
 }
