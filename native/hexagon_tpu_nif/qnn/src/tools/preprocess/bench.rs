@@ -82,15 +82,24 @@ fn bench_bilinear() {
             .collect();
         let mut dst = vec![0; plan.dst_len()];
         plan.run(&src, &mut dst).unwrap();
-        let mut times: Vec<f64> = (0..101)
-            .map(|_| {
-                let t = Instant::now();
-                plan.run(&src, &mut dst).unwrap();
-                t.elapsed().as_secs_f64() * 1e3
-            })
-            .collect();
-        times.sort_by(f64::total_cmp);
-        println!("{name}: median {:.3} ms (min {:.3})", times[50], times[0]);
+        for (what, kernels) in [
+            ("best", linear::Kernels::best()),
+            ("portable", linear::Kernels::Scalar),
+        ] {
+            let mut times: Vec<f64> = (0..101)
+                .map(|_| {
+                    let t = Instant::now();
+                    plan.pad(&mut dst); // as `run` does (every case here has a letterbox or none)
+                    plan.run_with(&src, &mut dst, kernels);
+                    t.elapsed().as_secs_f64() * 1e3
+                })
+                .collect();
+            times.sort_by(f64::total_cmp);
+            println!(
+                "{name} ({what}, {kernels:?}): median {:.3} ms (min {:.3})",
+                times[50], times[0]
+            );
+        }
     }
 }
 
