@@ -1,7 +1,9 @@
 //! Bilinear resizing in OpenCV's fixed point (what `cv2.resize(INTER_LINEAR)` computes on u8
 //! images, OpenCV 4.12 on x86-64, checked byte for byte against it): the taps, the horizontal
 //! pass over one source row, and the vertical blend of two resampled rows, each in a portable
-//! loop (the definition) and, where the CPU has them, AVX2 or NEON loops that equal it.
+//! loop (the definition) and in vector loops that equal it: both passes in AVX2 (chosen at run
+//! time), the vertical blend in NEON (aarch64 has no gather: its horizontal pass is the
+//! portable loop).
 //!
 //! Per axis, with `scale = 1 / (dst / src)` in f64, destination index `d`:
 //!
@@ -21,8 +23,9 @@
 //!
 //! `h0`, `h1` being the rows' horizontal values. The vertical step is OpenCV's SIMD one
 //! (`VResizeLinearVec_32s8u`: 16-bit `mulhi`, rounding shift by 2), which x86-64 builds apply
-//! to every element of a row; its exact variant (`(h0 b0 + h1 b1 + 2^21) >> 22` before the
-//! `>> 4`) differs from OpenCV's output by 1 in some pixels, so it is not the definition.
+//! to every element of a row; OpenCV's scalar variant on the unshifted sums,
+//! `(H0 b0 + H1 b1 + 2^21) >> 22`, differs from cv2's output by 1 in some pixels (most
+//! sizes tried), so it is not the definition. OpenCV's own NEON build may differ from x86's.
 
 /// The horizontal taps of a row, one per output pixel: byte offsets of its two source pixels
 /// in the row that [`horizontal`] reads (3 bytes of each are the pixel's channels), and their
@@ -57,6 +60,7 @@ impl HTaps {
     }
 
     /// How many leading pixels can be read 4 bytes at a time inside a row of `len` bytes.
+    #[cfg(target_arch = "x86_64")]
     fn fitting(&self, len: usize) -> usize {
         self.reach.partition_point(|&r| r as usize + 4 <= len)
     }
