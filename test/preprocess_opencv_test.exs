@@ -1,10 +1,11 @@
 defmodule HexagonTpu.PreprocessOpencvTest do
-  # HexagonTpu.Preprocess's YUV -> RGB (BT.601, limited range: the default) against OpenCV's
-  # cvtColor (COLOR_YUV2RGB_NV12, _NV21, _I420, _YUYV; opencv-python-headless, pinned in
-  # test/support/real_models/requirements.txt): each frame converted whole by the pass (an
-  # identity input: the frame's own size, u8, nearest, no normalization) and by OpenCV (the
-  # frame repacked without its padding, test/support/opencv_reference.py). :qnn_host, as the
-  # numpy comparisons: the compile venv's Python runs OpenCV.
+  # HexagonTpu.Preprocess against OpenCV (opencv-python-headless, pinned in
+  # test/support/real_models/requirements.txt; test/support/opencv_reference.py): its YUV -> RGB
+  # (BT.601, limited range: the default) against cvtColor (COLOR_YUV2RGB_NV12, _NV21, _I420,
+  # _YUYV), each frame converted whole by the pass (an identity input: the frame's own size,
+  # u8, nearest, no normalization) and by OpenCV (the frame repacked without its padding); its
+  # bilinear resize (crop, stretch or letterbox) against cvtColor, resize(INTER_LINEAR) and
+  # copyMakeBorder. :qnn_host, as the numpy comparisons: the compile venv's Python runs OpenCV.
   use ExUnit.Case, async: false
 
   @moduletag :qnn_host
@@ -41,7 +42,16 @@ defmodule HexagonTpu.PreprocessOpencvTest do
       end
 
     cases = random ++ real
-    opencv = opencv!(setup, cases)
+
+    opencv =
+      opencv!(
+        setup,
+        "yuv",
+        for {_, format, w, h, stride, frame} <- cases do
+          {stride, {cs, _}} = layout(format, w, h, stride)
+          {%{format: format, width: w, height: h, stride: stride, chroma_stride: cs}, frame}
+        end
+      )
 
     results =
       for {{label, format, w, h, stride, frame}, want} <- Enum.zip(cases, opencv) do
@@ -61,8 +71,68 @@ defmodule HexagonTpu.PreprocessOpencvTest do
         do: assert({off, max} == {0, 0}, "#{format} #{label}: #{off} pixels differ (max #{max})")
   end
 
+  # {format, width, height, row padding, crop, model width, model height, fit}: the issue 31
+  # geometries (camera frames to YOLO's letterbox and ImageNet's 224), upscales, odd crops
+  @resize_cases [
+    {:nv12, 1280, 720, 64, nil, 640, 640, :letterbox},
+    {:nv12, 1920, 1080, 0, nil, 640, 640, :letterbox},
+    {:nv12, 1280, 720, 0, nil, 224, 224, :stretch},
+    {:nv21, 640, 480, 0, {3, 5, 301, 211}, 416, 416, :letterbox},
+    {:i420, 320, 240, 32, nil, 640, 480, :stretch},
+    {:yuyv, 352, 288, 0, {1, 1, 350, 286}, 97, 61, :stretch},
+    {:rgb, 161, 97, 5, nil, 56, 40, :stretch},
+    {:rgb, 33, 17, 0, {2, 3, 29, 13}, 101, 59, :letterbox}
+  ]
+
+  test "bilinear (stretch, letterbox, crops): byte for byte OpenCV's resize(INTER_LINEAR)" do
+    setup = RealModels.setup!()
+    :rand.seed(:exsss, {31, 1, 1})
+
+    cases =
+      for {format, w, h, padding, crop, dw, dh, fit} <- @resize_cases do
+        stride = if padding > 0, do: row_bytes(format, w) + padding
+        {format, w, h, stride, crop, dw, dh, fit, random_frame(format, w, h, stride)}
+      end
+
+    opencv =
+      opencv!(
+        setup,
+        "resize",
+        for {format, w, h, stride, crop, dw, dh, fit, frame} <- cases do
+          {stride, {cs, _}} = layout(format, w, h, stride)
+          crop = if crop, do: Tuple.to_list(crop)
+
+          {%{
+             format: format,
+             width: w,
+             height: h,
+             stride: stride,
+             chroma_stride: cs,
+             crop: crop,
+             dw: dw,
+             dh: dh,
+             fit: fit,
+             pad: 114
+           }, frame}
+        end
+      )
+
+    for {{format, w, h, stride, crop, dw, dh, fit, frame}, want} <- Enum.zip(cases, opencv) do
+      opts = [width: w, height: h, pixel_format: format, resize: :bilinear, pixel_scale: :byte]
+      opts = opts ++ [fit: fit, pad: 114]
+      opts = if stride, do: [stride: stride] ++ opts, else: opts
+      opts = if crop, do: [crop: crop] ++ opts, else: opts
+      got = Preprocess.image!(frame, identity(dw, dh), opts)
+      {off, max} = diff(got, want)
+      label = "#{format} #{w}x#{h} #{inspect(crop)} -> #{dw}x#{dh} #{fit}"
+      IO.puts("  bilinear #{label}: #{off} of #{dw * dh} pixels differ, max #{max}")
+      assert {off, max} == {0, 0}, label
+    end
+  end
+
   # -- frames ----------------------------------------------------------------------------------
 
+  defp row_bytes(:rgb, w), do: 3 * w
   defp row_bytes(:yuyv, w), do: 2 * w
   defp row_bytes(_, w), do: w
 
@@ -73,7 +143,7 @@ defmodule HexagonTpu.PreprocessOpencvTest do
 
     chroma =
       case format do
-        :yuyv -> {0, 0}
+        f when f in [:rgb, :yuyv] -> {0, 0}
         f when f in [:nv12, :nv21] -> {stride, 1}
         :i420 -> {div(stride, 2), 2}
       end
@@ -171,29 +241,29 @@ defmodule HexagonTpu.PreprocessOpencvTest do
     end
   end
 
-  defp opencv!(setup, cases) do
+  # runs `opencv_reference.py COMMAND` on `cases` ({params, frame}); the outputs, in order
+  defp opencv!(setup, command, cases) do
     {:ok, python} = HexagonTpu.Compiler.python()
     dir = Path.join(System.tmp_dir!(), "hexagon_tpu_opencv_#{System.unique_integer([:positive])}")
     File.mkdir_p!(dir)
 
     try do
       params =
-        for {{_, format, w, h, stride, frame}, i} <- Enum.with_index(cases) do
+        for {{params, frame}, i} <- Enum.with_index(cases) do
           File.write!(Path.join(dir, "frame#{i}"), frame)
-          {stride, {cs, _}} = layout(format, w, h, stride)
-          %{format: format, width: w, height: h, stride: stride, chroma_stride: cs}
+          params
         end
 
       File.write!(Path.join(dir, "cases.json"), JSON.encode(params))
       script = Path.expand("support/opencv_reference.py", __DIR__)
 
       {output, status} =
-        System.cmd(python, [script, "yuv", dir],
+        System.cmd(python, [script, command, dir],
           env: [{"PYTHONPATH", RealModels.site(setup)}],
           stderr_to_stdout: true
         )
 
-      if status != 0, do: raise("opencv_reference.py yuv failed (#{status}): #{output}")
+      if status != 0, do: raise("opencv_reference.py #{command} failed (#{status}): #{output}")
       for i <- 0..(length(cases) - 1), do: File.read!(Path.join(dir, "out#{i}"))
     after
       File.rm_rf!(dir)

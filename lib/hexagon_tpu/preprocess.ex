@@ -139,11 +139,15 @@ defmodule HexagonTpu.Preprocess do
   an antialiasing filter:
 
     * `:nearest` - source index `floor((i + 0.5) * src / dst)`. Every output value is a
-      function of one u8 pixel, so the pass builds a 256-entry table per channel with the very
-      arithmetic above and then only looks values up;
-    * `:bilinear` - source coordinate `max((i + 0.5) * src / dst - 0.5, 0)` (f64), the two
-      neighbours `i0 = floor(t)` and `min(i0 + 1, src - 1)`, weights `w1 = t - i0` and
-      `w0 = 1 - w1` (f32), and `v = (p00 w0x + p01 w1x) w0y + (p10 w0x + p11 w1x) w1y` in f32.
+      function of one u8 pixel value, so the pass builds a 256-entry table per channel with
+      the very arithmetic above and then only looks values up;
+    * `:bilinear` - OpenCV's fixed point for u8 images, byte for byte
+      `cv2.resize(frame, (w, h), interpolation=cv2.INTER_LINEAR)` (OpenCV 4.12 on x86-64):
+      per axis `f = ((i + 0.5) * src / dst - 0.5)` rounded to f32, `s = floor(f)`, weights
+      `round((1 - (f - s)) * 2048)` and `round((f - s) * 2048)` (columns clamp `s` to the
+      frame with the fraction 0, rows clamp the two neighbours `s`, `s + 1`); a row's value
+      `h = (p0 a0 + p1 a1) >>> 4`, then `v = (((h0 b0) >>> 16) + ((h1 b1) >>> 16) + 2) >>> 2`
+      (OpenCV's 16-bit vertical step). `v` is a u8, so the same tables as `:nearest` apply.
 
   ## Options
 

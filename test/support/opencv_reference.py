@@ -1,6 +1,7 @@
-"""OpenCV as the independent reference of HexagonTpu.Preprocess's YUV -> RGB and
-HexagonTpu.Postprocess's NMS (test/preprocess_opencv_test.exs, test/postprocess_opencv_test.exs),
-and the OpenCV side of bench/preprocess.exs and bench/postprocess.exs.
+"""OpenCV as the independent reference of HexagonTpu.Preprocess's YUV -> RGB and bilinear
+resize, and of HexagonTpu.Postprocess's NMS (test/preprocess_opencv_test.exs,
+test/postprocess_opencv_test.exs), and the OpenCV side of bench/preprocess.exs and
+bench/postprocess.exs.
 
 Run with the compile venv's Python and PYTHONPATH=<real-models set-up>/site (where
 test/support/real_models.py installs the pinned opencv-python-headless):
@@ -10,6 +11,12 @@ test/support/real_models.py installs the pinned opencv-python-headless):
         DIR/frame<i>: the frame's bytes (rows padded to the strides, chroma right after the Y
         plane); writes DIR/out<i>: cv2.cvtColor(COLOR_YUV2RGB_<FORMAT>) of the frame repacked
         without the padding, u8 {h, w, 3}
+    python opencv_reference.py resize DIR
+        DIR/cases.json: [{format: rgb|nv12|nv21|i420|yuyv, width, height, stride,
+        chroma_stride, crop: [x, y, w, h] | null, dw, dh, fit: stretch|letterbox, pad}];
+        DIR/frame<i> as for yuv; writes DIR/out<i>: the frame converted (cvtColor) and cropped,
+        cv2.resize(INTER_LINEAR) to the content's size, copyMakeBorder'd with pad (letterbox:
+        HexagonTpu.Preprocess's placement), u8 {dh, dw, 3}
     python opencv_reference.py nms DIR
         DIR/cases.json: [{boxes: file (N x 4 f32 x, y, w, h), scores: file (N f32), classes:
         [int] or null, score_threshold, iou_threshold, eta, top_k}]; writes DIR/out.json, the
@@ -68,6 +75,43 @@ def yuv(directory):
         assert rgb.shape == (c["height"], c["width"], 3), rgb.shape
         with open(os.path.join(directory, f"out{i}"), "wb") as f:
             f.write(rgb.tobytes())
+
+
+def placement(dw, dh, cw, ch, fit):
+    """The content rectangle (left, top, width, height): HexagonTpu.Preprocess's letterbox
+    (round half up, at least 1, centred, the odd pixel at the bottom or right)."""
+    if fit == "stretch":
+        return 0, 0, dw, dh
+    if dw * ch <= dh * cw:
+        nw, nh = dw, min(dh, max(1, (2 * ch * dw + cw) // (2 * cw)))
+    else:
+        nw, nh = min(dw, max(1, (2 * cw * dh + ch) // (2 * ch))), dh
+    return (dw - nw) // 2, (dh - nh) // 2, nw, nh
+
+
+def resize(directory):
+    with open(os.path.join(directory, "cases.json")) as f:
+        cases = json.load(f)
+    for i, c in enumerate(cases):
+        with open(os.path.join(directory, f"frame{i}"), "rb") as f:
+            frame = f.read()
+        w, h, stride = c["width"], c["height"], c["stride"]
+        if c["format"] == "rgb":
+            rows = np.frombuffer(frame, np.uint8)[: h * stride].reshape(h, stride)
+            rgb = rows[:, : 3 * w].reshape(h, w, 3)
+        else:
+            src = packed(frame, c["format"], w, h, stride, c["chroma_stride"])
+            rgb = cv2.cvtColor(src, CODES[c["format"]])
+        x, y, cw, ch = c["crop"] or (0, 0, w, h)
+        crop = np.ascontiguousarray(rgb[y: y + ch, x: x + cw])
+        left, top, nw, nh = placement(c["dw"], c["dh"], cw, ch, c["fit"])
+        out = cv2.resize(crop, (nw, nh), interpolation=cv2.INTER_LINEAR)
+        pad = c["pad"]
+        out = cv2.copyMakeBorder(out, top, c["dh"] - nh - top, left, c["dw"] - nw - left,
+                                 cv2.BORDER_CONSTANT, value=(pad, pad, pad))
+        assert out.shape == (c["dh"], c["dw"], 3), out.shape
+        with open(os.path.join(directory, f"out{i}"), "wb") as f:
+            f.write(out.tobytes())
 
 
 def nms(directory):
@@ -145,6 +189,8 @@ def main(argv):
     command = argv[0]
     if command == "yuv":
         yuv(argv[1])
+    elif command == "resize":
+        resize(argv[1])
     elif command == "nms":
         nms(argv[1])
     elif command == "bench-preprocess":

@@ -20,32 +20,44 @@ import numpy as np
 DTYPES = {"u8": "<u1", "s8": "<i1", "u16": "<u2", "s16": "<i2"}
 
 
-def taps(src, dst):
-    # pixel centres: t = max((d + 0.5) * (src / dst) - 0.5, 0) in f64
-    t = np.maximum((np.arange(dst, dtype=np.float64) + 0.5) * (src / dst) - 0.5, 0.0)
-    i0 = np.minimum(np.floor(t).astype(np.int64), src - 1)
-    i1 = np.minimum(i0 + 1, src - 1)
-    w1 = (t - i0).astype(np.float32)
-    w0 = np.float32(1.0) - w1
-    return i0, i1, w0, w1
+def taps(src, dst, column):
+    """OpenCV's INTER_LINEAR taps for u8 (resize.cpp's resizeGeneric set-up): the position in
+    f32, the two neighbours and their 11-bit weights. Columns clamp the position at the
+    borders (fraction 0); rows clamp only the neighbours."""
+    scale = 1.0 / (dst / src)
+    f = ((np.arange(dst, dtype=np.float64) + 0.5) * scale - 0.5).astype(np.float32)
+    s = np.floor(f)
+    f = (f - s).astype(np.float32)
+    s = s.astype(np.int64)
+    if column:
+        f = np.where((s < 0) | (s >= src - 1), np.float32(0), f).astype(np.float32)
+        s = np.clip(s, 0, src - 1)
+    w0 = np.rint((np.float32(1) - f) * np.float32(2048)).astype(np.int64)
+    w1 = np.rint(f * np.float32(2048)).astype(np.int64)
+    return np.clip(s, 0, src - 1), np.clip(s + 1, 0, src - 1), w0, w1
+
+
+def bilinear(frame, dw, dh):
+    """cv2.resize(INTER_LINEAR) of a u8 image, written out: a horizontal pass per row (>> 4 to
+    16 bits), then OpenCV's 16-bit vertical blend (mulhi, rounding shift by 2)."""
+    sh, sw = frame.shape[:2]
+    y0, y1, b0, b1 = taps(sh, dh, False)
+    x0, x1, a0, a1 = taps(sw, dw, True)
+    f = frame.astype(np.int64)
+    h = (f[:, x0] * a0[None, :, None] + f[:, x1] * a1[None, :, None]) >> 4
+    v = ((h[y0] * b0[:, None, None]) >> 16) + ((h[y1] * b1[:, None, None]) >> 16)
+    return np.clip((v + 2) >> 2, 0, 255).astype(np.uint8)
 
 
 def preprocess(frame, p):
     sh, sw, dh, dw = p["sh"], p["sw"], p["dh"], p["dw"]
-    # 1. resize (f32 values)
+    # 1. resize (u8 values, as f32)
     if p["resize"] == "nearest":
         ys = np.minimum(((2 * np.arange(dh) + 1) * sh) // (2 * dh), sh - 1)
         xs = np.minimum(((2 * np.arange(dw) + 1) * sw) // (2 * dw), sw - 1)
         v = frame[ys[:, None], xs[None, :], :].astype(np.float32)
     else:
-        y0, y1, wy0, wy1 = taps(sh, dh)
-        x0, x1, wx0, wx1 = taps(sw, dw)
-        f = frame.astype(np.float32)
-        r0, r1 = f[y0], f[y1]
-        wx0, wx1 = wx0[None, :, None], wx1[None, :, None]
-        top = r0[:, x0] * wx0 + r0[:, x1] * wx1
-        bottom = r1[:, x0] * wx0 + r1[:, x1] * wx1
-        v = top * wy0[:, None, None] + bottom * wy1[:, None, None]
+        v = bilinear(frame, dw, dh).astype(np.float32)
     # 2. channel order
     if p["swap"]:
         v = v[..., ::-1]

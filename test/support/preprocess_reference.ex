@@ -2,7 +2,7 @@ defmodule HexagonTpu.Test.PreprocessReference do
   @moduledoc false
   # HexagonTpu.Preprocess's steps done separately, in plain Elixir (no Nx): resize, channel
   # order, layout, normalize, quantize, one element at a time from the definition in the
-  # moduledoc. Single-precision arithmetic is emulated by rounding every +, -, *, / to f32
+  # moduledoc (bilinear: OpenCV's u8 fixed point, in integers). Single-precision arithmetic is emulated by rounding every +, -, *, / to f32
   # (`f32/1`): Elixir computes in f64, and an f64 result rounded to f32 is the f32 result of
   # the same operation on f32 operands (53 >= 2 * 24 + 2 bits, so double rounding never bites).
   #
@@ -24,22 +24,22 @@ defmodule HexagonTpu.Test.PreprocessReference do
         :nchw -> for c <- 0..2, y <- 0..(p.dh - 1), x <- 0..(p.dw - 1), do: {x, y, c}
       end
 
-    xs = for x <- 0..(p.dw - 1), into: %{}, do: {x, index(p.resize, x, p.sw, p.dw)}
-    ys = for y <- 0..(p.dh - 1), into: %{}, do: {y, index(p.resize, y, p.sh, p.dh)}
+    xs = for x <- 0..(p.dw - 1), into: %{}, do: {x, index(p.resize, :column, x, p.sw, p.dw)}
+    ys = for y <- 0..(p.dh - 1), into: %{}, do: {y, index(p.resize, :row, y, p.sh, p.dh)}
 
     Enum.map(order, fn {x, y, c} ->
       sc = if p.swap, do: 2 - c, else: c
-      pixel = fn px, py -> :binary.at(frame, (py * p.sw + px) * 3 + sc) * 1.0 end
+      pixel = fn px, py -> :binary.at(frame, (py * p.sw + px) * 3 + sc) end
 
       v =
         case {xs[x], ys[y]} do
           {{:nearest, sx}, {:nearest, sy}} ->
-            pixel.(sx, sy)
+            pixel.(sx, sy) * 1.0
 
-          {{i0x, i1x, w0x, w1x}, {i0y, i1y, w0y, w1y}} ->
-            top = f32(f32(pixel.(i0x, i0y) * w0x) + f32(pixel.(i1x, i0y) * w1x))
-            bottom = f32(f32(pixel.(i0x, i1y) * w0x) + f32(pixel.(i1x, i1y) * w1x))
-            f32(f32(top * w0y) + f32(bottom * w1y))
+          {{:column, x0, x1, a0, a1}, {:row, y0, y1, b0, b1}} ->
+            h = fn py -> (pixel.(x0, py) * a0 + pixel.(x1, py) * a1) >>> 4 end
+            v = ((h.(y0) * b0) >>> 16) + ((h.(y1) * b1) >>> 16)
+            (v + 2) >>> 2 |> max(0) |> min(255) |> Kernel.*(1.0)
         end
 
       mean = f32(elem(p.mean, c))
@@ -48,13 +48,30 @@ defmodule HexagonTpu.Test.PreprocessReference do
     end)
   end
 
-  defp index(:nearest, d, src, dst), do: {:nearest, min(div((2 * d + 1) * src, 2 * dst), src - 1)}
+  @doc "Bilinear taps of an axis (`:column` or `:row`): `{i0s, i1s, w0s, w1s}`, lists."
+  def linear_taps(axis, src, dst) do
+    taps = for d <- 0..(dst - 1), do: index(:bilinear, axis, d, src, dst)
+    for k <- 1..4, do: Enum.map(taps, &elem(&1, k))
+  end
 
-  defp index(:bilinear, d, src, dst) do
-    t = max((d + 0.5) * (src / dst) - 0.5, 0.0)
-    i0 = min(trunc(Float.floor(t)), src - 1)
-    w1 = f32(t - i0)
-    {i0, min(i0 + 1, src - 1), f32(1.0 - w1), w1}
+  defp index(:nearest, _, d, src, dst),
+    do: {:nearest, min(div((2 * d + 1) * src, 2 * dst), src - 1)}
+
+  # OpenCV's INTER_LINEAR taps for u8: the position in f32, 11-bit weights; columns clamp the
+  # position at the borders (fraction 0), rows only the neighbours
+  defp index(:bilinear, axis, d, src, dst) do
+    f = f32((d + 0.5) * (1.0 / (dst / src)) - 0.5)
+    s = trunc(Float.floor(f))
+    f = f32(f - s)
+
+    {s, f} =
+      if axis == :column and (s < 0 or s >= src - 1),
+        do: {min(max(s, 0), src - 1), 0.0},
+        else: {s, f}
+
+    w = fn x -> round_even(f32(x) * 2048.0) end
+    clamp = fn i -> i |> max(0) |> min(src - 1) end
+    {axis, clamp.(s), clamp.(s + 1), w.(1.0 - f), w.(f)}
   end
 
   @doc """

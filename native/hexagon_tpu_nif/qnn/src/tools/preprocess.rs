@@ -14,16 +14,16 @@
 //!   the kernels of [`crate::quant`]); f16: [`f32_to_f16_bits`] (round to nearest even).
 //!
 //! Resizing uses pixel centres (OpenCV's `INTER_LINEAR` / `INTER_NEAREST_EXACT`, PyTorch's
-//! `align_corners=False`), without an antialiasing filter:
+//! `align_corners=False`), without an antialiasing filter, and gives a u8 pixel value `v`:
 //!
 //! * nearest: source index `floor((d + 0.5) * src / dst)`, in exact integer arithmetic,
-//!   capped at `src - 1`. `v` is a source pixel, so `x` takes one of 256 values per channel:
-//!   the pass builds a 256-entry table per channel (with the very arithmetic above) and only
-//!   looks values up;
-//! * bilinear: `t = max((d + 0.5) * (src / dst) - 0.5, 0)` in f64, `i0 = floor(t)`,
-//!   `i1 = min(i0 + 1, src - 1)`, `w1 = (t - i0) as f32`, `w0 = 1 - w1`; then
-//!   `v = (p00 * wx0 + p01 * wx1) * wy0 + (p10 * wx0 + p11 * wx1) * wy1` in f32, each
-//!   product and sum rounded in that order.
+//!   capped at `src - 1`; `v` is a source pixel;
+//! * bilinear: OpenCV's fixed point for u8, byte for byte `cv2.resize(INTER_LINEAR)`
+//!   (OpenCV 4.12, x86-64): 11-bit weights from f32 positions, a horizontal pass per source
+//!   row, then a 16-bit vertical blend (the formulas: `preprocess/linear.rs`).
+//!
+//! Either way `x` takes one of 256 values per channel: the pass builds a 256-entry table per
+//! channel (with the very arithmetic above) and only looks values up.
 //!
 //! The frame is read where it lies (see [`FrameFormat`]): packed RGB/BGR, or YUV (NV12,
 //! NV21, I420, YUYV) with padded rows. A YUV pixel is first converted to u8 RGB on its own,
@@ -68,11 +68,10 @@ use thiserror::Error;
 
 use crate::model::quant::{PerTensor, QuantError, QuantType, f32_to_f16_bits};
 
+mod linear;
 mod resize;
 mod yuv;
 
-#[cfg(test)]
-use resize::tap;
 pub use yuv::{ColorMatrix, ColorRange, FrameFormat, PixelFormat};
 use yuv::{Planes, check_rect};
 
@@ -215,8 +214,8 @@ pub struct Plan {
     content: Rect,
     /// The pad value's bytes per output channel (`elem` each).
     pad_bytes: [Vec<u8>; 3],
-    /// Nearest only: per output channel, 256 entries of `elem` bytes each.
-    luts: Option<[Vec<u8>; 3]>,
+    /// Per output channel, 256 entries of `elem` bytes each: the output of every u8 value.
+    luts: [Vec<u8>; 3],
 }
 
 #[derive(Clone, Debug)]
@@ -301,6 +300,13 @@ impl Plan {
         };
         let crop = spec.crop.unwrap_or(whole(spec.src_width, spec.src_height));
         check_rect("the crop", crop, spec.src_width, spec.src_height)?;
+        // bilinear's row offsets are i32 (AVX2 gathers): 4 bytes a pixel at most
+        if spec.resize == Resize::Bilinear && crop.width > (i32::MAX as usize - 8) / 4 {
+            return Err(PreprocessError::TooLarge {
+                width: spec.src_width,
+                height: spec.src_height,
+            });
+        }
         let content = spec
             .content
             .unwrap_or(whole(spec.dst_width, spec.dst_height));
@@ -323,7 +329,7 @@ impl Plan {
             crop,
             content,
             pad_bytes: Default::default(),
-            luts: None,
+            luts: Default::default(),
         };
         for c in 0..3 {
             let mut bytes = vec![0; elem];
@@ -331,9 +337,7 @@ impl Plan {
             plan.conv.emit(&[x], &mut bytes)?;
             plan.pad_bytes[c] = bytes;
         }
-        if spec.resize == Resize::Nearest {
-            plan.luts = Some(plan.tables()?);
-        }
+        plan.luts = plan.tables()?;
         Ok(plan)
     }
 
@@ -364,8 +368,8 @@ impl Plan {
         if self.spec.swap_rb { 2 - c } else { c }
     }
 
-    /// The output bytes of every u8 value, per output channel: the same normalize and
-    /// conversion as the bilinear path, applied once to 0..=255.
+    /// The output bytes of every u8 value, per output channel: normalize and convert applied
+    /// once to 0..=255 (both resizings produce u8 pixel values).
     fn tables(&self) -> Result<[Vec<u8>; 3], PreprocessError> {
         let mut luts: [Vec<u8>; 3] = Default::default();
         for (c, lut) in luts.iter_mut().enumerate() {
@@ -416,13 +420,21 @@ impl Plan {
         {
             self.pad(dst);
         }
-        match (&self.luts, self.elem) {
-            (Some(luts), 1) => self.nearest::<1>(luts, src, dst),
-            (Some(luts), 2) => self.nearest::<2>(luts, src, dst),
-            (Some(luts), _) => self.nearest::<4>(luts, src, dst),
-            (None, _) => return self.bilinear(src, dst),
-        }
+        self.run_with(src, dst, linear::Kernels::best());
         Ok(())
+    }
+
+    /// The sweep, with the bilinear kernels given (checked lengths).
+    fn run_with(&self, src: &[u8], dst: &mut [u8], kernels: linear::Kernels) {
+        let luts = &self.luts;
+        match (self.spec.resize, self.elem) {
+            (Resize::Nearest, 1) => self.nearest::<1>(luts, src, dst),
+            (Resize::Nearest, 2) => self.nearest::<2>(luts, src, dst),
+            (Resize::Nearest, _) => self.nearest::<4>(luts, src, dst),
+            (Resize::Bilinear, 1) => self.bilinear::<1>(luts, src, dst, kernels),
+            (Resize::Bilinear, 2) => self.bilinear::<2>(luts, src, dst, kernels),
+            (Resize::Bilinear, _) => self.bilinear::<4>(luts, src, dst, kernels),
+        }
     }
 
     /// A new buffer holding the pass's output.
@@ -433,6 +445,8 @@ impl Plan {
     }
 }
 
+#[cfg(test)]
+mod bench;
 #[cfg(test)]
 mod frame_tests;
 #[cfg(test)]

@@ -508,3 +508,92 @@ fn refuses_bad_frames_without_panicking() {
     };
     assert!(err(huge, 48).contains("overflows"));
 }
+
+/// The vector kernels (AVX2 on x86-64 where the CPU has it, NEON on aarch64) against the
+/// portable ones, byte for byte: random sizes (odd widths, upscale and downscale), strides,
+/// crops, letterboxes, formats, layouts and outputs.
+#[test]
+fn vector_kernels_equal_the_portable_ones() {
+    let kernels = linear::Kernels::available();
+    if kernels.len() < 2 {
+        eprintln!("no vector kernels on this CPU: only the portable ones run");
+    }
+    let mut next = rng(31);
+    let mut pick = |n: usize| {
+        let r = (next() as usize) << 8 | next() as usize;
+        r % n
+    };
+    let formats = [
+        PixelFormat::Rgb,
+        PixelFormat::Nv12,
+        PixelFormat::Nv21,
+        PixelFormat::I420,
+        PixelFormat::Yuyv,
+    ];
+    for case in 0..300 {
+        let fmt = formats[case % formats.len()];
+        let even = |v: usize| if fmt == PixelFormat::Rgb { v } else { v & !1 };
+        let w = even(2 + pick(90)).max(2);
+        let h = if matches!(fmt, PixelFormat::Rgb | PixelFormat::Yuyv) {
+            1 + pick(60)
+        } else {
+            even(2 + pick(60)).max(2)
+        };
+        let f = if fmt == PixelFormat::Rgb {
+            FrameFormat {
+                stride: Some(w * 3 + pick(5)),
+                ..FrameFormat::default()
+            }
+        } else {
+            format(fmt, ColorMatrix::Bt601, ColorRange::Limited, w)
+        };
+        let (buf, _) = if fmt == PixelFormat::Rgb {
+            let stride = f.stride.unwrap();
+            let mut n = rng(case as u64);
+            ((0..stride * h).map(|_| n()).collect(), vec![])
+        } else {
+            yuv_frame(&f, w, h, case as u64)
+        };
+        let (cw, ch) = (1 + pick(w), 1 + pick(h));
+        let crop = Rect {
+            x: pick(w - cw + 1),
+            y: pick(h - ch + 1),
+            width: cw,
+            height: ch,
+        };
+        let (dw, dh) = (1 + pick(120), 1 + pick(90));
+        let content = if pick(2) == 0 {
+            let (tw, th) = (1 + pick(dw), 1 + pick(dh));
+            Some(Rect {
+                x: pick(dw - tw + 1),
+                y: pick(dh - th + 1),
+                width: tw,
+                height: th,
+            })
+        } else {
+            None
+        };
+        let output = [u8_out(), Output::F32, Output::F16][pick(3)];
+        let s = Spec {
+            layout: [Layout::Nhwc, Layout::Nchw][pick(2)],
+            swap_rb: pick(2) == 0,
+            frame: f,
+            crop: Some(crop),
+            content,
+            pad: [1, 2, 3],
+            ..base(w, h, dw, dh, output)
+        };
+        let plan = Plan::new(s).unwrap();
+        let outs: Vec<Vec<u8>> = kernels
+            .iter()
+            .map(|&k| {
+                let mut out = vec![0; plan.dst_len()];
+                plan.run_with(&buf, &mut out, k);
+                out
+            })
+            .collect();
+        for o in &outs[1..] {
+            assert!(o == &outs[0], "{s:?}");
+        }
+    }
+}

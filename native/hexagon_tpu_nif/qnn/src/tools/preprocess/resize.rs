@@ -1,76 +1,64 @@
-//! The sweep over the output: nearest (table look-ups) and bilinear (f32) resizing of the crop
+//! The sweep over the output: nearest and bilinear (fixed point) resizing of the crop
 //! into the content rectangle, reading frame rows through [`Rows`] (in place for RGB,
 //! converted column by column for YUV), and the letterbox padding around it.
 
+use super::linear::{self, HTaps, Kernels};
 use super::yuv::Planes;
-use super::{Layout, Plan, PreprocessError, Rect};
+use super::{Layout, Plan, Rect};
 
-/// Frame rows as packed RGB: a slice of the frame itself (RGB), or the needed columns of the
-/// row converted into one of two buffers (YUV; the last two rows are kept, for bilinear).
+/// Frame rows as packed RGB: the frame itself from the crop's first pixel on (RGB, 3 bytes a
+/// pixel), or the needed columns of the row converted into a buffer (YUV, `px` bytes a pixel:
+/// 3, or 4 with a zero fourth byte, which the bilinear pass reads 4 bytes at a time).
 struct Rows<'a> {
     src: &'a [u8],
     planes: &'a Planes,
     crop: Rect,
     /// YUV: the crop columns converted, in this order.
     cols: Vec<usize>,
-    bufs: [Vec<u8>; 2],
+    px: usize,
+    buf: Vec<u8>,
     /// YUV: the Y, U, V samples of a row's columns, before their conversion.
     samples: [Vec<u8>; 3],
-    tags: [usize; 2],
-    next: usize,
+    kernels: Kernels,
 }
 
 impl<'a> Rows<'a> {
-    fn new(src: &'a [u8], planes: &'a Planes, crop: Rect, cols: Vec<usize>) -> Rows<'a> {
-        let len = if planes.direct() { 0 } else { cols.len() * 3 };
+    fn new(
+        src: &'a [u8],
+        planes: &'a Planes,
+        crop: Rect,
+        (cols, px): (Vec<usize>, usize),
+        kernels: Kernels,
+    ) -> Rows<'a> {
+        let len = if planes.direct() { 0 } else { cols.len() * px };
         Rows {
             src,
             planes,
             crop,
             cols,
-            bufs: [vec![0; len], vec![0; len]],
+            px,
+            buf: vec![0; len],
             samples: Default::default(),
-            tags: [usize::MAX; 2],
-            next: 0,
+            kernels,
         }
     }
 
-    /// Crop rows `y0` and `y1`.
-    fn pair(&mut self, y0: usize, y1: usize) -> (&[u8], &[u8]) {
+    /// Crop row `y` (RGB: up to the end of the frame, the bytes after the row included).
+    fn row(&mut self, y: usize) -> &[u8] {
+        let (crop, src) = (self.crop, self.src);
         if self.planes.direct() {
-            let (crop, stride, src) = (self.crop, self.planes.stride, self.src);
-            let row = |y: usize| {
-                let at = (crop.y + y) * stride + crop.x * 3;
-                &src[at..at + crop.width * 3]
-            };
-            return (row(y0), row(y1));
+            return &src[(crop.y + y) * self.planes.stride + crop.x * 3..];
         }
-        let s0 = self.load(y0, usize::MAX);
-        let s1 = self.load(y1, s0);
-        (&self.bufs[s0], &self.bufs[s1])
-    }
-
-    fn load(&mut self, y: usize, keep: usize) -> usize {
-        if let Some(s) = (0..2).find(|&s| self.tags[s] == y) {
-            return s;
-        }
-        let s = match keep {
-            0 => 1,
-            1 => 0,
-            _ => self.next,
-        };
-        self.next = 1 - s;
-        let (x0, row) = (self.crop.x, self.crop.y + y);
         self.planes.gather(
-            self.src,
-            row,
-            x0,
+            src,
+            crop.y + y,
+            crop.x,
             &self.cols,
             &mut self.samples,
-            &mut self.bufs[s],
+            (&mut self.buf, self.px),
+            self.kernels,
         );
-        self.tags[s] = y;
-        s
+        &self.buf
     }
 }
 
@@ -116,12 +104,13 @@ impl Plan {
         } else {
             (0..r.width).map(|j| j * 3).collect()
         };
-        let mut rows = Rows::new(src, &self.planes, crop, if direct { vec![] } else { xs });
+        let cols = if direct { vec![] } else { xs };
+        let mut rows = Rows::new(src, &self.planes, crop, (cols, 3), Kernels::best());
         let chans = [0, 1, 2].map(|c| self.source_channel(c));
         let dst = dst.as_chunks_mut::<N>().0;
         for dy in 0..r.height {
             let sy = nearest_index(dy, crop.height, r.height);
-            let (row, _) = rows.pair(sy, sy);
+            let row = rows.row(sy);
             let y = r.y + dy;
             match s.layout {
                 Layout::Nhwc => {
@@ -148,59 +137,104 @@ impl Plan {
         }
     }
 
-    pub(super) fn bilinear(&self, src: &[u8], dst: &mut [u8]) -> Result<(), PreprocessError> {
+    /// Bilinear in OpenCV's fixed point ([`super::linear`]): each needed source row is
+    /// converted (YUV) and resampled horizontally once, into a ring of two rows; each output
+    /// row blends two of them into u8 pixels, which the tables turn into output bytes.
+    pub(super) fn bilinear<const N: usize>(
+        &self,
+        luts: &[Vec<u8>; 3],
+        src: &[u8],
+        dst: &mut [u8],
+        kernels: Kernels,
+    ) {
         let s = &self.spec;
         let (crop, r) = (self.crop, self.content);
-        let xs = taps(crop.width, r.width);
+        let xs: Vec<(usize, usize, [i16; 2])> = (0..r.width)
+            .map(|d| linear::column(d, crop.width, r.width))
+            .collect();
         let direct = self.planes.direct();
-        // per output column, where its two neighbours are in a row from `rows`
-        let at: Vec<(usize, usize)> = if direct {
-            xs.iter().map(|t| (t.i0 * 3, t.i1 * 3)).collect()
+        // YUV: only the columns the taps read are converted, each once, in increasing order
+        let (cols, slot) = if direct {
+            (vec![], vec![])
         } else {
-            (0..r.width).map(|j| (j * 6, j * 6 + 3)).collect()
-        };
-        let cols = if direct {
-            vec![]
-        } else {
-            xs.iter().flat_map(|t| [t.i0, t.i1]).collect()
-        };
-        let mut rows = Rows::new(src, &self.planes, crop, cols);
-        let chans = [0, 1, 2].map(|c| self.source_channel(c));
-        let (w, e) = (r.width, self.elem);
-        // One output row of normalized f32 values, in the output's order (NHWC: pixel by
-        // pixel; NCHW: channel by channel), then converted into `dst` in one call.
-        let mut row = vec![[0u8; 4]; w * 3];
-        for dy in 0..r.height {
-            let ty = tap(dy, crop.height, r.height);
-            let (r0, r1) = rows.pair(ty.i0, ty.i1);
-            for (dx, (tx, &(a, b))) in xs.iter().zip(&at).enumerate() {
-                for (c, &sc) in chans.iter().enumerate() {
-                    let top = r0[a + sc] as f32 * tx.w0 + r0[b + sc] as f32 * tx.w1;
-                    let bottom = r1[a + sc] as f32 * tx.w0 + r1[b + sc] as f32 * tx.w1;
-                    let v = top * ty.w0 + bottom * ty.w1;
-                    let i = match s.layout {
-                        Layout::Nhwc => dx * 3 + c,
-                        Layout::Nchw => c * w + dx,
-                    };
-                    row[i] = self.normalize(v, c).to_le_bytes();
+            let mut slot = vec![u32::MAX; crop.width];
+            for &(i0, i1, _) in &xs {
+                slot[i0] = 0;
+                slot[i1] = 0;
+            }
+            let mut cols = Vec::new();
+            for (i, p) in slot.iter_mut().enumerate() {
+                if *p == 0 {
+                    *p = cols.len() as u32;
+                    cols.push(i);
                 }
             }
+            // a quarter of a range or more used: converting all of it, as slices, is cheaper
+            let (first, last) = (cols[0], cols[cols.len() - 1]);
+            if last - first < 4 * cols.len() {
+                cols = (first..=last).collect();
+                for (i, p) in slot.iter_mut().enumerate().skip(first) {
+                    *p = (i - first) as u32;
+                }
+            }
+            (cols, slot)
+        };
+        // YUV rows are converted to 4 bytes a pixel (the vector pass reads 4 at a time)
+        let px = if direct { 3 } else { 4 };
+        let offset = |i: usize| px * if direct { i } else { slot[i] as usize };
+        let mut taps = HTaps::default();
+        for &(i0, i1, a) in &xs {
+            taps.push(offset(i0), offset(i1), a);
+        }
+        let mut rows = Rows::new(src, &self.planes, crop, (cols, px), kernels);
+        let tables: [&[[u8; N]]; 3] = [0, 1, 2].map(|c| luts[c].as_chunks::<N>().0);
+        let chans = [0, 1, 2].map(|c| self.source_channel(c));
+        let w = r.width;
+        // the ring: two source rows resampled horizontally (a plane per channel), tagged with
+        // their crop row
+        let mut ring = [vec![0i16; w * 3], vec![0i16; w * 3]];
+        let mut tags = [usize::MAX; 2];
+        let mut pixels = vec![0u8; w * 3];
+        let dst = dst.as_chunks_mut::<N>().0;
+        for dy in 0..r.height {
+            let (r0, r1, b) = linear::row(dy, crop.height, r.height);
+            // rows only move down: r0 is in the ring or is the next one to resample
+            for y in [r0, r1] {
+                if !tags.contains(&y) {
+                    // replace the row that is not r0
+                    let k = if tags[0] == r0 { 1 } else { 0 };
+                    kernels.horizontal(rows.row(y), &taps, &mut ring[k]);
+                    tags[k] = y;
+                }
+            }
+            let k0 = if tags[0] == r0 { 0 } else { 1 };
+            let k1 = if tags[0] == r1 { 0 } else { 1 };
+            kernels.vertical(&ring[k0], &ring[k1], b, &mut pixels);
             let y = r.y + dy;
+            // `pixels` holds one plane per source channel
+            let plane = |c: usize| &pixels[chans[c] * w..(chans[c] + 1) * w];
             match s.layout {
                 Layout::Nhwc => {
-                    let start = (y * s.dst_width + r.x) * 3 * e;
-                    self.conv.emit(&row, &mut dst[start..start + w * 3 * e])?;
+                    let start = (y * s.dst_width + r.x) * 3;
+                    let out = &mut dst[start..start + w * 3];
+                    let (p0, p1, p2) = (plane(0), plane(1), plane(2));
+                    for (j, o) in out.chunks_exact_mut(3).enumerate() {
+                        o[0] = tables[0][p0[j] as usize];
+                        o[1] = tables[1][p1[j] as usize];
+                        o[2] = tables[2][p2[j] as usize];
+                    }
                 }
                 Layout::Nchw => {
-                    for c in 0..3 {
-                        let start = ((c * s.dst_height + y) * s.dst_width + r.x) * e;
-                        self.conv
-                            .emit(&row[c * w..(c + 1) * w], &mut dst[start..start + w * e])?;
+                    for (c, table) in tables.iter().enumerate() {
+                        let start = (c * s.dst_height + y) * s.dst_width + r.x;
+                        let out = &mut dst[start..start + w];
+                        for (o, &p) in out.iter_mut().zip(plane(c)) {
+                            *o = table[p as usize];
+                        }
                     }
                 }
             }
         }
-        Ok(())
     }
 }
 
@@ -208,31 +242,4 @@ impl Plan {
 pub(super) fn nearest_index(d: usize, src: usize, dst: usize) -> usize {
     let i = ((2 * d as u128 + 1) * src as u128) / (2 * dst as u128);
     (i as usize).min(src - 1)
-}
-
-/// The two source indices and weights of one destination index (bilinear).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(super) struct Tap {
-    pub i0: usize,
-    pub i1: usize,
-    pub w0: f32,
-    pub w1: f32,
-}
-
-pub(super) fn tap(d: usize, src: usize, dst: usize) -> Tap {
-    let ratio = src as f64 / dst as f64;
-    let t = ((d as f64 + 0.5) * ratio - 0.5).max(0.0);
-    let i0 = (t.floor() as usize).min(src - 1);
-    let i1 = (i0 + 1).min(src - 1);
-    let w1 = (t - i0 as f64) as f32;
-    Tap {
-        i0,
-        i1,
-        w0: 1.0 - w1,
-        w1,
-    }
-}
-
-fn taps(src: usize, dst: usize) -> Vec<Tap> {
-    (0..dst).map(|d| tap(d, src, dst)).collect()
 }

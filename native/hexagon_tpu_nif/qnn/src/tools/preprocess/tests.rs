@@ -46,9 +46,29 @@ fn u8_out(scale: f32, zero_point: i32) -> Output {
     }
 }
 
+/// OpenCV's INTER_LINEAR tap for u8 (`resize.cpp`'s `resizeGeneric` set-up, written out
+/// here on its own): the two source indices and the 11-bit weights. Columns (`column`) clamp
+/// the position and zero the fraction at the borders; rows clamp the indices only.
+fn opencv_tap(d: usize, src: usize, dst: usize, column: bool) -> (usize, usize, [i32; 2]) {
+    let inv_scale = dst as f64 / src as f64;
+    let mut f = ((d as f64 + 0.5) * (1.0 / inv_scale) - 0.5) as f32;
+    let mut s = f.floor() as i64;
+    f -= s as f32;
+    let last = src as i64 - 1;
+    if column && s < 0 {
+        (s, f) = (0, 0.0);
+    }
+    if column && s >= last {
+        (s, f) = (last, 0.0);
+    }
+    let w = |x: f32| (x * 2048.0).round_ties_even() as i32;
+    let (i0, i1) = (s.clamp(0, last) as usize, (s + 1).clamp(0, last) as usize);
+    (i0, i1, [w(1.0 - f), w(f)])
+}
+
 /// The definition, one element at a time.
 fn reference(s: &Spec, src: &[u8]) -> Vec<u8> {
-    let pixel = |x: usize, y: usize, c: usize| src[(y * s.src_width + x) * 3 + c] as f32;
+    let pixel = |x: usize, y: usize, c: usize| src[(y * s.src_width + x) * 3 + c];
     let mut out = Vec::new();
     let mut push = |x: f32| match s.output {
         Output::Quantized {
@@ -69,16 +89,16 @@ fn reference(s: &Spec, src: &[u8]) -> Vec<u8> {
             Resize::Nearest => {
                 let nx = ((dx as f64 + 0.5) * s.src_width as f64 / s.dst_width as f64) as usize;
                 let ny = ((dy as f64 + 0.5) * s.src_height as f64 / s.dst_height as f64) as usize;
-                pixel(nx.min(s.src_width - 1), ny.min(s.src_height - 1), sc)
+                pixel(nx.min(s.src_width - 1), ny.min(s.src_height - 1), sc) as f32
             }
             Resize::Bilinear => {
-                let (tx, ty) = (
-                    tap(dx, s.src_width, s.dst_width),
-                    tap(dy, s.src_height, s.dst_height),
-                );
-                let top = pixel(tx.i0, ty.i0, sc) * tx.w0 + pixel(tx.i1, ty.i0, sc) * tx.w1;
-                let bottom = pixel(tx.i0, ty.i1, sc) * tx.w0 + pixel(tx.i1, ty.i1, sc) * tx.w1;
-                top * ty.w0 + bottom * ty.w1
+                let (x0, x1, a) = opencv_tap(dx, s.src_width, s.dst_width, true);
+                let (y0, y1, b) = opencv_tap(dy, s.src_height, s.dst_height, false);
+                let h = |y: usize| {
+                    (pixel(x0, y, sc) as i32 * a[0] + pixel(x1, y, sc) as i32 * a[1]) >> 4
+                };
+                let v = ((h(y0) * b[0]) >> 16) + ((h(y1) * b[1]) >> 16);
+                ((v + 2) >> 2).clamp(0, 255) as f32
             }
         };
         (v / s.divisor - s.mean[c]) / s.std[c]
@@ -312,6 +332,15 @@ fn refuses_bad_arguments_without_panicking() {
     assert!(
         bad(Spec {
             src_width: usize::MAX,
+            ..ok
+        })
+        .contains("overflows")
+    );
+    // bilinear's row offsets are i32
+    assert!(
+        bad(Spec {
+            src_width: 1 << 29,
+            resize: Resize::Bilinear,
             ..ok
         })
         .contains("overflows")

@@ -1,6 +1,7 @@
 //! The frame's bytes: where each pixel of each pixel format lies (planes, strides), and the
 //! YUV -> RGB conversion of one pixel to u8 (the fixed-point formulas of the module docs).
 
+use super::linear::Kernels;
 use super::{PreprocessError, Rect};
 
 /// How the frame's pixels are stored.
@@ -145,8 +146,10 @@ impl Coefficients {
 
 impl Coefficients {
     /// [`Coefficients::rgb`] over a row of samples, in place (Y, U, V become R, G, B), in a
-    /// loop the compiler vectorizes; then interleaved into `out`.
-    pub(super) fn rgb_row(&self, samples: &mut [Vec<u8>; 3], out: &mut [[u8; 3]]) {
+    /// loop the compiler vectorizes; then interleaved into `out`'s first 3 bytes of each `P`.
+    /// Inlined: the AVX2 gather compiles it for AVX2.
+    #[inline(always)]
+    pub(super) fn rgb_row<const P: usize>(&self, samples: &mut [Vec<u8>; 3], out: &mut [[u8; P]]) {
         let [ys, us, vs] = samples;
         let n = out.len().min(ys.len()).min(us.len()).min(vs.len());
         let (ys, us, vs) = (&mut ys[..n], &mut us[..n], &mut vs[..n]);
@@ -155,7 +158,22 @@ impl Coefficients {
             (ys[i], us[i], vs[i]) = (r, g, b);
         }
         for (i, o) in out[..n].iter_mut().enumerate() {
-            *o = [ys[i], us[i], vs[i]];
+            o[..3].copy_from_slice(&[ys[i], us[i], vs[i]]);
+        }
+    }
+}
+
+impl Coefficients {
+    /// [`Coefficients::rgb`] over a row of samples into `R, G, B, 0` pixels: one loop the
+    /// compiler vectorizes whole (each pixel a u32 store). Inlined, as `rgb_row`.
+    #[inline(always)]
+    pub(super) fn rgbx_row(&self, samples: &[Vec<u8>; 3], out: &mut [[u8; 4]]) {
+        let [ys, us, vs] = samples;
+        let n = out.len().min(ys.len()).min(us.len()).min(vs.len());
+        let (ys, us, vs, out) = (&ys[..n], &us[..n], &vs[..n], &mut out[..n]);
+        for i in 0..n {
+            let [r, g, b] = self.rgb(ys[i], us[i], vs[i]);
+            out[i] = (r as u32 | (g as u32) << 8 | (b as u32) << 16).to_le_bytes();
         }
     }
 }
@@ -273,7 +291,9 @@ impl Planes {
     }
 
     /// The RGB values of frame row `y` at columns `x0 + cols[j]`, into `out[3 j..3 j + 3]`.
-    /// `src` is at least `min_len` bytes long.
+    /// `src` is at least `min_len` bytes long. The same code compiled for AVX2 where the CPU
+    /// has it (the conversion's i32 products are slow in baseline SSE2).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn gather(
         &self,
         src: &[u8],
@@ -281,21 +301,86 @@ impl Planes {
         x0: usize,
         cols: &[usize],
         samples: &mut [Vec<u8>; 3],
-        out: &mut [u8],
+        out: (&mut [u8], usize),
+        kernels: Kernels,
+    ) {
+        match kernels {
+            // SAFETY: `Kernels::best` chose Avx2 after `is_x86_feature_detected!("avx2")`.
+            #[cfg(target_arch = "x86_64")]
+            Kernels::Avx2 => unsafe { self.gather_avx2(src, y, x0, cols, samples, out) },
+            _ => self.gather_any(src, y, x0, cols, samples, out),
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn gather_avx2(
+        &self,
+        src: &[u8],
+        y: usize,
+        x0: usize,
+        cols: &[usize],
+        samples: &mut [Vec<u8>; 3],
+        out: (&mut [u8], usize),
+    ) {
+        self.gather_any(src, y, x0, cols, samples, out)
+    }
+
+    #[inline(always)]
+    fn gather_any(
+        &self,
+        src: &[u8],
+        y: usize,
+        x0: usize,
+        cols: &[usize],
+        samples: &mut [Vec<u8>; 3],
+        (out, px): (&mut [u8], usize),
     ) {
         let k = &self.coefficients;
         let row = y * self.stride;
         for s in samples.iter_mut() {
             s.resize(cols.len(), 0);
         }
-        let out = out.as_chunks_mut::<3>().0;
+        let n = cols.len();
+        // bilinear's columns are sorted and often all of a range: read that range as slices
+        let contiguous = n > 0 && cols[n - 1] - cols[0] + 1 == n;
         match self.format {
             PixelFormat::Rgb => {
-                for (o, &x) in out.iter_mut().zip(cols) {
+                for (o, &x) in out.chunks_exact_mut(px).zip(cols) {
                     let at = row + (x0 + x) * 3;
-                    o.copy_from_slice(&src[at..at + 3]);
+                    o[..3].copy_from_slice(&src[at..at + 3]);
                 }
                 return;
+            }
+            PixelFormat::Nv12 | PixelFormat::Nv21 if contiguous => {
+                let (iu, iv) = if self.format == PixelFormat::Nv12 {
+                    (0, 1)
+                } else {
+                    (1, 0)
+                };
+                let first = x0 + cols[0];
+                samples[0].copy_from_slice(&src[row + first..row + first + n]);
+                // the UV pairs from that of `first` to that of the last column
+                let c = self.chroma + (y / 2) * self.chroma_stride + (first & !1);
+                let uv = &src[c..c + ((first + n - 1) & !1) - (first & !1) + 2];
+                let [_, us, vs] = samples;
+                let (mut us, mut vs, mut uv) = (&mut us[..n], &mut vs[..n], uv);
+                if first & 1 == 1 {
+                    (us[0], vs[0]) = (uv[iu], uv[iv]);
+                    (us, vs, uv) = (&mut us[1..], &mut vs[1..], &uv[2..]);
+                }
+                // then whole pairs of columns, each pair one U, V
+                let (u2, u1) = us.as_chunks_mut::<2>();
+                let (v2, v1) = vs.as_chunks_mut::<2>();
+                let pairs = uv.as_chunks::<2>().0;
+                for ((u, v), p) in u2.iter_mut().zip(v2.iter_mut()).zip(pairs) {
+                    (*u, *v) = ([p[iu]; 2], [p[iv]; 2]);
+                }
+                if let (Some(u), Some(v), Some(p)) =
+                    (u1.first_mut(), v1.first_mut(), pairs.get(u2.len()))
+                {
+                    (*u, *v) = (p[iu], p[iv]);
+                }
             }
             PixelFormat::Nv12 | PixelFormat::Nv21 => {
                 let (iu, iv) = if self.format == PixelFormat::Nv12 {
@@ -332,7 +417,10 @@ impl Planes {
                 }
             }
         }
-        k.rgb_row(samples, out);
+        match px {
+            3 => k.rgb_row(samples, out.as_chunks_mut::<3>().0),
+            _ => k.rgbx_row(samples, out.as_chunks_mut::<4>().0),
+        }
     }
 
     /// Whether a frame row is already packed RGB the pass reads in place.

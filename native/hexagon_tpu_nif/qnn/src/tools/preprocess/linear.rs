@@ -1,0 +1,318 @@
+//! Bilinear resizing in OpenCV's fixed point (what `cv2.resize(INTER_LINEAR)` computes on u8
+//! images, OpenCV 4.12 on x86-64, checked byte for byte against it): the taps, the horizontal
+//! pass over one source row, and the vertical blend of two resampled rows, each in a portable
+//! loop (the definition) and in vector loops that equal it: both passes in AVX2 (chosen at run
+//! time), the vertical blend in NEON (aarch64 has no gather: its horizontal pass is the
+//! portable loop).
+//!
+//! Per axis, with `scale = 1 / (dst / src)` in f64, destination index `d`:
+//!
+//! ```text
+//! f = ((d + 0.5) * scale - 0.5) as f32,  s = floor(f),  f = f - s     (f32)
+//! a0 = round_half_even((1 - f) * 2048),  a1 = round_half_even(f * 2048)   (f32 products)
+//! ```
+//!
+//! Columns: `s < 0` gives `s = 0, f = 0`, `s >= src - 1` gives `s = src - 1, f = 0`; the
+//! neighbours are `s` and `min(s + 1, src - 1)`. Rows keep `f` as it is and clamp both
+//! neighbours, `clamp(s, 0, src - 1)` and `clamp(s + 1, 0, src - 1)`. Then, per channel:
+//!
+//! ```text
+//! h = (p0 * a0 + p1 * a1) >> 4                            (i32, fits i16)
+//! v = sat_u8((((h0 * b0) >> 16) + ((h1 * b1) >> 16) + 2) >> 2)
+//! ```
+//!
+//! `h0`, `h1` being the rows' horizontal values. The vertical step is OpenCV's SIMD one
+//! (`VResizeLinearVec_32s8u`: 16-bit `mulhi`, rounding shift by 2), which x86-64 builds apply
+//! to every element of a row; OpenCV's scalar variant on the unshifted sums,
+//! `(H0 b0 + H1 b1 + 2^21) >> 22`, differs from cv2's output by 1 in some pixels (most
+//! sizes tried), so it is not the definition. OpenCV's own NEON build may differ from x86's.
+
+/// The horizontal taps of a row, one per output pixel: byte offsets of its two source pixels
+/// in the row that [`horizontal`] reads (3 bytes of each are the pixel's channels), and their
+/// weights packed as `a0 | a1 << 16` (what AVX2's `madd` takes). Private fields: only `push`
+/// makes them, keeping the invariants the AVX2 pass relies on.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct HTaps {
+    o0: Vec<i32>,
+    o1: Vec<i32>,
+    a: Vec<i32>,
+    /// Per pixel, the largest offset up to it (non-decreasing, so searchable).
+    reach: Vec<i32>,
+}
+
+impl HTaps {
+    /// Adds a pixel; offsets beyond `i32::MAX - 4` are refused (a panic: `Plan::new` refuses
+    /// crops wide enough to make them).
+    pub(super) fn push(&mut self, o0: usize, o1: usize, a: [i16; 2]) {
+        let max = i32::try_from(o0.max(o1))
+            .ok()
+            .filter(|&m| m <= i32::MAX - 4);
+        let max = max.expect("a row offset beyond i32");
+        let reach = self.reach.last().map_or(max, |&r| r.max(max));
+        self.o0.push(o0 as i32);
+        self.o1.push(o1 as i32);
+        self.a.push(a[0] as i32 | (a[1] as i32) << 16);
+        self.reach.push(reach);
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.a.len()
+    }
+
+    /// How many leading pixels can be read 4 bytes at a time inside a row of `len` bytes.
+    #[cfg(target_arch = "x86_64")]
+    fn fitting(&self, len: usize) -> usize {
+        self.reach.partition_point(|&r| r as usize + 4 <= len)
+    }
+}
+
+/// `floor` and fraction of the source position of destination index `d`.
+fn position(d: usize, src: usize, dst: usize) -> (i64, f32) {
+    let scale = 1.0 / (dst as f64 / src as f64);
+    let f = ((d as f64 + 0.5) * scale - 0.5) as f32;
+    let s = f.floor();
+    (s as i64, f - s)
+}
+
+fn weights(f: f32) -> [i16; 2] {
+    [
+        ((1.0 - f) * 2048.0).round_ties_even() as i16,
+        (f * 2048.0).round_ties_even() as i16,
+    ]
+}
+
+/// Source columns `i0`, `i1` and weights of output column `d`.
+pub(super) fn column(d: usize, src: usize, dst: usize) -> (usize, usize, [i16; 2]) {
+    let (s, f) = position(d, src, dst);
+    let last = src as i64 - 1;
+    let (s, f) = if s < 0 {
+        (0, 0.0)
+    } else if s >= last {
+        (last, 0.0)
+    } else {
+        (s, f)
+    };
+    let i0 = s as usize;
+    (i0, (i0 + 1).min(src - 1), weights(f))
+}
+
+/// Source rows `r0`, `r1` and weights of output row `d`.
+pub(super) fn row(d: usize, src: usize, dst: usize) -> (usize, usize, [i16; 2]) {
+    let (s, f) = position(d, src, dst);
+    let clamp = |i: i64| i.clamp(0, src as i64 - 1) as usize;
+    (clamp(s), clamp(s + 1), weights(f))
+}
+
+/// The kernels a pass uses, chosen once per run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Kernels {
+    Scalar,
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+    #[cfg(target_arch = "aarch64")]
+    Neon,
+}
+
+impl Kernels {
+    /// The fastest the CPU runs.
+    pub(super) fn best() -> Kernels {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            return Kernels::Avx2;
+        }
+        #[cfg(target_arch = "aarch64")]
+        return Kernels::Neon;
+        #[allow(unreachable_code)]
+        Kernels::Scalar
+    }
+
+    /// Every kernel set this CPU runs (the tests compare them).
+    #[cfg(test)]
+    pub(super) fn available() -> Vec<Kernels> {
+        let mut all = vec![Kernels::Scalar];
+        if Kernels::best() != Kernels::Scalar {
+            all.push(Kernels::best());
+        }
+        all
+    }
+
+    /// `out[c * w + j] = h` of channel `c` of output pixel `j` (`w` pixels; see the module
+    /// docs). Offsets must fit `row` (checked: a panic otherwise, never a bad read).
+    pub(super) fn horizontal(self, row: &[u8], taps: &HTaps, out: &mut [i16]) {
+        let done = match self {
+            // SAFETY: `best` chose Avx2 after `is_x86_feature_detected!("avx2")`.
+            #[cfg(target_arch = "x86_64")]
+            Kernels::Avx2 => unsafe { x86::horizontal(row, taps, out) },
+            _ => 0,
+        };
+        horizontal(row, taps, out, done)
+    }
+
+    /// `out[k] = v` of the rows' elements `k` (see the module docs).
+    pub(super) fn vertical(self, h0: &[i16], h1: &[i16], b: [i16; 2], out: &mut [u8]) {
+        let n = out.len().min(h0.len()).min(h1.len());
+        let done = match self {
+            Kernels::Scalar => 0,
+            // SAFETY: `best` chose Avx2 after `is_x86_feature_detected!("avx2")`.
+            #[cfg(target_arch = "x86_64")]
+            Kernels::Avx2 => unsafe { x86::vertical(&h0[..n], &h1[..n], b, &mut out[..n]) },
+            #[cfg(target_arch = "aarch64")]
+            Kernels::Neon => neon::vertical(&h0[..n], &h1[..n], b, &mut out[..n]),
+        };
+        vertical(&h0[done..n], &h1[done..n], b, &mut out[done..n]);
+    }
+}
+
+/// The horizontal pass, portable (the definition), from output pixel `from` on.
+pub(super) fn horizontal(row: &[u8], taps: &HTaps, out: &mut [i16], from: usize) {
+    let w = taps.len();
+    for j in from..w {
+        let (p0, p1) = (taps.o0[j] as usize, taps.o1[j] as usize);
+        let (a0, a1) = (taps.a[j] & 0xffff, taps.a[j] >> 16);
+        for c in 0..3 {
+            out[c * w + j] = ((row[p0 + c] as i32 * a0 + row[p1 + c] as i32 * a1) >> 4) as i16;
+        }
+    }
+}
+
+/// The vertical blend of one element, portable: the definition.
+#[inline(always)]
+fn blend(h0: i16, h1: i16, b: [i16; 2]) -> u8 {
+    let v = ((h0 as i32 * b[0] as i32) >> 16) + ((h1 as i32 * b[1] as i32) >> 16);
+    ((v + 2) >> 2).clamp(0, 255) as u8
+}
+
+pub(super) fn vertical(h0: &[i16], h1: &[i16], b: [i16; 2], out: &mut [u8]) {
+    for ((o, &x), &y) in out.iter_mut().zip(h0).zip(h1) {
+        *o = blend(x, y, b);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    /// The vertical blend over whole blocks of 32 elements; returns how many it did.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must have AVX2; `h0`, `h1` and `out` must be equally long.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn vertical(h0: &[i16], h1: &[i16], b: [i16; 2], out: &mut [u8]) -> usize {
+        let n = out.len() / 32 * 32;
+        let (b0, b1) = (_mm256_set1_epi16(b[0]), _mm256_set1_epi16(b[1]));
+        let one = |at: usize| {
+            // SAFETY: `at + 16 <= n <= h0.len(), h1.len()`: 16 i16 each, unaligned loads.
+            let (x, y) = unsafe {
+                (
+                    _mm256_loadu_si256(h0.as_ptr().add(at).cast()),
+                    _mm256_loadu_si256(h1.as_ptr().add(at).cast()),
+                )
+            };
+            blend16(x, y, b0, b1)
+        };
+        for at in (0..n).step_by(32) {
+            // packus interleaves 128-bit lanes; the permute puts them back in order
+            let v = _mm256_packus_epi16(one(at), one(at + 16));
+            let v = _mm256_permute4x64_epi64::<0b11_01_10_00>(v);
+            // SAFETY: `at + 32 <= n <= out.len()`: 32 bytes, unaligned store.
+            unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(at).cast(), v) };
+        }
+        n
+    }
+
+    /// The horizontal pass over whole blocks of 16 output pixels whose source pixels can be
+    /// read 4 bytes at a time inside `row`; returns how many pixels it did.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must have AVX2 (offsets are checked here, through [`super::HTaps::fitting`]).
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn horizontal(row: &[u8], taps: &super::HTaps, out: &mut [i16]) -> usize {
+        let w = taps.len();
+        if out.len() < 3 * w {
+            return 0;
+        }
+        let safe = taps.fitting(row.len());
+        let n = safe / 16 * 16;
+        let base = row.as_ptr().cast::<i32>();
+        for j in (0..n).step_by(16) {
+            let mut h = [[_mm256_setzero_si256(); 2]; 3];
+            for (half, at) in [j, j + 8].into_iter().enumerate() {
+                // SAFETY: `at + 8 <= n <= w`, the length of the three vectors.
+                let (i0, i1, a) = unsafe {
+                    (
+                        _mm256_loadu_si256(taps.o0.as_ptr().add(at).cast()),
+                        _mm256_loadu_si256(taps.o1.as_ptr().add(at).cast()),
+                        _mm256_loadu_si256(taps.a.as_ptr().add(at).cast()),
+                    )
+                };
+                // SAFETY: `at + 8 <= safe`: every offset of these pixels is >= 0 (from a
+                // usize) and at most `reach <= row.len() - 4`: 4-byte reads inside `row`.
+                let (g0, g1) = unsafe {
+                    (
+                        _mm256_i32gather_epi32::<1>(base, i0),
+                        _mm256_i32gather_epi32::<1>(base, i1),
+                    )
+                };
+                h[0][half] = channel::<0>(g0, g1, a);
+                h[1][half] = channel::<8>(g0, g1, a);
+                h[2][half] = channel::<16>(g0, g1, a);
+            }
+            for (c, [lo, hi]) in h.into_iter().enumerate() {
+                // packs interleaves 128-bit lanes; the permute puts them back in order
+                let v = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packs_epi32(lo, hi));
+                // SAFETY: `c * w + j + 16 <= 3 * w <= out.len()`.
+                unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(c * w + j).cast(), v) };
+            }
+        }
+        n
+    }
+
+    /// `h` of the channel at bit `S` of 8 gathered pixel pairs: `(p0 | p1 << 16)` against
+    /// `(a0 | a1 << 16)` in one `madd`, then `>> 4`.
+    #[target_feature(enable = "avx2")]
+    fn channel<const S: i32>(g0: __m256i, g1: __m256i, a: __m256i) -> __m256i {
+        let byte = _mm256_set1_epi32(0xff);
+        let p0 = _mm256_and_si256(_mm256_srli_epi32::<S>(g0), byte);
+        let p1 = _mm256_and_si256(_mm256_srli_epi32::<S>(g1), byte);
+        let pairs = _mm256_or_si256(p0, _mm256_slli_epi32::<16>(p1));
+        _mm256_srai_epi32::<4>(_mm256_madd_epi16(pairs, a))
+    }
+
+    /// `blend` of 16 elements.
+    #[target_feature(enable = "avx2")]
+    fn blend16(x: __m256i, y: __m256i, b0: __m256i, b1: __m256i) -> __m256i {
+        let v = _mm256_add_epi16(_mm256_mulhi_epi16(x, b0), _mm256_mulhi_epi16(y, b1));
+        _mm256_srai_epi16::<2>(_mm256_add_epi16(v, _mm256_set1_epi16(2)))
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+mod neon {
+    use std::arch::aarch64::*;
+
+    /// The vertical blend over whole blocks of 8 elements; returns how many it did.
+    /// `h0`, `h1` and `out` are equally long.
+    pub(super) fn vertical(h0: &[i16], h1: &[i16], b: [i16; 2], out: &mut [u8]) -> usize {
+        let n = out.len() / 8 * 8;
+        // SAFETY: NEON is part of aarch64; every access is inside `..n` of equally long slices.
+        unsafe {
+            let (b0, b1) = (vdup_n_s16(b[0]), vdup_n_s16(b[1]));
+            for at in (0..n).step_by(8) {
+                let x = vld1q_s16(h0.as_ptr().add(at));
+                let y = vld1q_s16(h1.as_ptr().add(at));
+                // (a * b) >> 16, as x86's mulhi: widen, multiply, narrowing shift
+                let mulhi = |a: int16x8_t, b: int16x4_t| {
+                    let lo = vshrn_n_s32::<16>(vmull_s16(vget_low_s16(a), b));
+                    let hi = vshrn_n_s32::<16>(vmull_s16(vget_high_s16(a), b));
+                    vcombine_s16(lo, hi)
+                };
+                let v = vaddq_s16(mulhi(x, b0), mulhi(y, b1));
+                // (v + 2) >> 2 saturated to u8
+                vst1_u8(out.as_mut_ptr().add(at), vqrshrun_n_s16::<2>(v));
+            }
+        }
+        n
+    }
+}
