@@ -132,7 +132,7 @@ defmodule HexagonTpu.CompilerTest do
     assert {:error, "model /nonexistent.onnx does not exist"} =
              Compiler.compile("/nonexistent.onnx", out)
 
-    assert {:error, "invalid activations :u4: expected one of u8, u16"} =
+    assert {:error, "invalid activations :u4: expected one of u8, u16, auto"} =
              Compiler.compile(model, out, activations: :u4)
 
     assert {:error, "invalid io \"fp16\": expected one of quantized, float"} =
