@@ -251,7 +251,7 @@ defmodule HexagonTpu.QnnHostCompileTest do
 
       assert error =~
                "cannot run 2 node(s): Relu 'relu' (makes 'r'): QNN error 3110: float op on v68: not quantized; " <>
-                 "Mod 'the_mod_node' (makes 'y_QuantizeLinear_Input'): no HTP op for it in ONNX Runtime's QNN EP"
+                 "Mod 'the_mod_node' (makes 'y'): no HTP op for it in ONNX Runtime's QNN EP"
 
       refute quiet.stderr =~ "backendValidateOpConfig"
 
@@ -281,6 +281,24 @@ defmodule HexagonTpu.QnnHostCompileTest do
 
       assert message =~
                "(ONNX Runtime: [ONNXRuntimeError] : 11 : EP_FAIL : Failed to finalize QNN graph."
+
+      refute File.exists?(bin)
+    end
+
+    test "data-dependent control flow: the If named, why, and what works instead" do
+      dir = QnnHost.model!("data_if")
+      bin = Path.join(dir, "data_if.bin")
+
+      assert {:error, message} =
+               Compiler.compile(Path.join(dir, "data_if.onnx"), bin,
+                 calibration: Path.join(dir, "calibration")
+               )
+
+      assert message ==
+               "the HTP (v68) cannot run 1 node(s): If 'verify_if_sure' (makes 'y'): data-dependent " <>
+                 "control flow (an If on a value computed from the input; a constant one is folded away): " <>
+                 "the HTP runs none; compute both branches and choose with Where, or run this part on " <>
+                 "the host; ONNX Runtime's QNN EP took no node of the model"
 
       refute File.exists?(bin)
     end

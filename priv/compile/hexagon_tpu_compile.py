@@ -468,6 +468,8 @@ CONSTANT_INPUTS = {
     "LayerNormalization": [1, 2],
     "PRelu": [1],
 }
+# Control flow, which the HTP does not run: ORT's QNN EP then takes no node of the graph.
+CONTROL_FLOW = {"If", "Loop", "Scan"}
 # What works instead, by the op type the HTP could not build.
 INSTEAD = {
     "LSTM": (
@@ -537,6 +539,11 @@ class Refused:
         if said is not None:
             why = f"the HTP has no implementation of it for these types and sizes, found when the graph was finalized ({said})"
             return why + (f"; {INSTEAD[op_type]}" if op_type in INSTEAD else "")
+        if code is None and op_type in CONTROL_FLOW:
+            return (
+                f"data-dependent control flow (an {op_type} on a value computed from the input; a constant one is "
+                "folded away): the HTP runs none; compute both branches and choose with Where, or run this part on the host"
+            )
         if code is None:
             computed = self.not_constant(node)
             if computed:
@@ -586,7 +593,9 @@ class Refused:
         for name, (op_type, qnn_op, code, said) in self.nodes.items():
             qnn = f" (QNN {qnn_op})" if qnn_op and qnn_op != op_type else ""
             node = self.by_name.get(name)
-            makes = f" (makes '{node.output[0]}')" if node is not None and node.output and node.output[0] else ""
+            # the quantizer renames a node's output that a QuantizeLinear takes: the model's name back
+            made = re.sub(r"_QuantizeLinear_Input$", "", node.output[0]) if node is not None and node.output else ""
+            makes = f" (makes '{made}')" if made else ""
             where = f"QNN error {code}: " if code is not None else ""
             out.append(f"{op_type} '{name}'{makes}{qnn}: {where}{self.reason(name, code, said)}")
         return out
@@ -656,6 +665,19 @@ def explain_failure(error, log, models, args, work):
     if code:
         detail = f"QNN error {code.group(1)}: " + detail
     return "ONNX Runtime's QNN EP failed to compile the model: " + detail
+
+
+def nothing_taken(models, args):
+    """The error for models of which ORT's QNN EP took no node (it then writes no EP-context
+    model): their control flow named, which is what leaves a whole graph to the CPU."""
+    refused = Refused(models, args)
+    for graph in refused.graphs:
+        for node in graph.node:
+            if node.op_type in CONTROL_FLOW:
+                refused.add(node.op_type, node.name)
+    if refused.nodes:
+        return refused.message(None, refused_path(args), advice="; ONNX Runtime's QNN EP took no node of the model")
+    return "ONNX Runtime's QNN EP took no node of the model and wrote no context binary (--verbose shows its reasons)"
 
 
 def one_line(text):
@@ -911,6 +933,9 @@ def compile_models(args):
         error, log = run_sessions(ready, ctx_paths, args, fallback=quantized_io)
         if error is not None:
             raise CompileError(explain_failure(error, log, ready, args, work))
+        untaken = [model for model, ctx in zip(ready, ctx_paths) if not os.path.exists(ctx)]
+        if untaken:
+            raise CompileError(nothing_taken(untaken, args))
         found = [node for ctx in ctx_paths for node in cpu_nodes(ctx)]
         if found:
             refused = Refused(ready, args)

@@ -466,6 +466,32 @@ def lstm(rng):
     return helper.make_model(graph, opset_imports=OPSET), (-1.0, 1.0)
 
 
+def data_if(rng):
+    """A wake-word model's verifier: an If on the first stage's score (data-dependent: the
+    HTP runs no control flow), then or else a second Gemm; ORT leaves the whole graph to the
+    CPU and writes no EP-context model."""
+    then_graph = helper.make_graph(
+        [helper.make_node("Gemm", ["h", "w2", "b2"], ["t"], name="verify", transB=1)], "then", [], [value("t", None)]
+    )
+    else_graph = helper.make_graph([helper.make_node("Identity", ["zero"], ["e"], name="skip")], "else", [], [value("e", None)])
+    nodes = [
+        helper.make_node("Gemm", ["x", "w1", "b1"], ["h"], name="stage1", transB=1),
+        helper.make_node("ReduceMax", ["h"], ["top"], name="top", keepdims=0),
+        helper.make_node("Greater", ["top", "half"], ["sure"], name="sure"),
+        helper.make_node("If", ["sure"], ["y"], name="verify_if_sure", then_branch=then_graph, else_branch=else_graph),
+    ]
+    inits = [
+        init(rng, "w1", [4, 8]),
+        init(rng, "b1", [4], 0.1),
+        init(rng, "w2", [1, 4]),
+        init(rng, "b2", [1], 0.1),
+        numpy_helper.from_array(np.array(0.5, np.float32), "half"),
+        numpy_helper.from_array(np.zeros([1, 1], np.float32), "zero"),
+    ]
+    graph = helper.make_graph(nodes, "data_if", [value("x", [1, 8])], [value("y", [1, 1])], inits)
+    return helper.make_model(graph, opset_imports=OPSET), (-1.0, 1.0)
+
+
 def custom_op(rng):
     """A node a converter left as a custom op (tf2onnx's TFLite path leaves TFL_* ops in the
     'ai.onnx.converters.tensorflow' domain), between two supported ones: refused by name."""
@@ -492,7 +518,7 @@ MODELS = {
     f.__name__: f
     for f in [float_io, u8_io, a16w8, per_channel_conv, graph_a, graph_b, squeezenet, resnet50, mlp, unsupported, fp16]
     + [constant_weights, opset11, dynamic_input, with_metadata, many_unsupported]
-    + [shared_symbolic, old_export, computed_clip, constant_if, lstm, custom_op]
+    + [shared_symbolic, old_export, computed_clip, constant_if, lstm, custom_op, data_if]
 }
 
 
