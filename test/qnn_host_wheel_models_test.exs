@@ -227,6 +227,86 @@ defmodule HexagonTpu.QnnHostWheelModelsTest do
     assert o["qdq_cpu"]["answer"]["cosine_min"] > ours_worst + 0.5
   end
 
+  describe "TFLite models, as MediaPipe ships them" do
+    test "BlazeFace's .tflite compiles end to end: converted, checked against the TFLite interpreter, measured",
+         %{setup: setup} do
+      samples = Path.join([setup.dir, "samples", "face_detection_short_range"])
+      bin = Path.join([RealModels.dir(), "tflite", "face_detection_short_range.bin"])
+      File.mkdir_p!(Path.dirname(bin))
+      me = self()
+
+      assert {:ok, result} =
+               Compiler.compile(RealModels.model(setup, "face_detection_short_range.tflite"), bin,
+                 calibration: Path.join(samples, "calibration"),
+                 eval: Path.join(samples, "eval"),
+                 force: true,
+                 progress: &send(me, {:said, &1})
+               )
+
+      said = said()
+
+      assert Enum.any?(
+               said,
+               &(&1 =~ "face_detection_short_range.tflite: converted to ONNX by tflite2onnx 0.4.1")
+             )
+
+      # the conversion against ai-edge-litert on the calibration samples (8 at most), per output
+      for output <- ["regressors", "classificators"] do
+        assert [line] =
+                 Enum.filter(
+                   said,
+                   &(&1 =~
+                       "output '#{output}' against the TFLite interpreter (ai-edge-litert 2.3.0) on 8 sample(s)")
+                 )
+
+        [_, largest, cosine] =
+          Regex.run(~r/largest difference (\S+), cosine similarity (\S+)$/, line)
+
+        assert String.to_float(cosine) >= 0.9999
+        assert Float.parse(largest) |> elem(0) < 1.0e-3
+      end
+
+      refute Enum.any?(result.warnings, &(&1 =~ "the conversion changed the answer"))
+      # the binary, run: the graph is the .tflite's, with its names
+      graph = QnnHost.graph!(bin)
+      assert Enum.map(Graph.inputs(graph), & &1.name) == ["input"]
+
+      assert Enum.sort(Enum.map(Graph.outputs(graph), & &1.name)) == [
+               "classificators",
+               "regressors"
+             ]
+
+      assert [%{"outputs" => [_, _]}] = result.quality["graphs"]
+    end
+
+    test "a custom op (MediaPipe's selfie segmenter) is refused by name before converting", %{
+      setup: setup
+    } do
+      model = RealModels.model(setup, "selfie_segmentation.tflite")
+      bin = Path.join([RealModels.dir(), "tflite", "selfie.bin"])
+      File.mkdir_p!(Path.dirname(bin))
+
+      assert {:error, message} = Compiler.compile(model, bin, random_calibration: 2, force: true)
+
+      assert message ==
+               "#{model} holds custom ops that no converter maps to ONNX: Convolution2DTransposeBias " <>
+                 "(1 node(s), making 'segment'); they are its authors' own code (MediaPipe's run in " <>
+                 "MediaPipe's calculators): export the model without them, or run that part on the host; " <>
+                 "it also holds ops tflite2onnx does not convert: HARD_SWISH (11 node(s), making " <>
+                 "'h_swish', 'h_swish_1', 'h_swish_2', ...)"
+
+      refute File.exists?(bin)
+    end
+  end
+
+  defp said do
+    receive do
+      {:said, line} -> [line | said()]
+    after
+      0 -> []
+    end
+  end
+
   defp matched?(%{class: c, box: box}, found),
     do: Enum.any?(found, &(&1.class == c and RealModels.box_iou(&1.box, box) >= 0.5))
 

@@ -12,7 +12,7 @@ model's values:
   detections    --task detect, or a YOLO head: [1, 4+C, N]    the float model's detections found
                 (YOLOv8: boxes then class scores) or          again: same class, IoU >= 0.5
                 [1, N, 5+C] (YOLOv5: with objectness),        (recall and precision >= 90%)
-                N >= 100 anchors
+                N >= 100 anchors, its scores in [0, 1]
   map           --task segment, or [1, C, H, W] probabilities the masks above 0.5: IoU (>= 0.9);
                                                               with C > 1 and --task segment, the
                                                               class per pixel: agreement (>= 95%)
@@ -62,7 +62,7 @@ def kind_of(shape, first_ref, task):
         return "map"
     if task in ("embed", "detect", "segment", "classify"):
         return "values"
-    if yolo:
+    if yolo and scores_in_unit_range(ref, yolo):
         return "detections"
     probabilities = ref.size and ref.min() >= 0.0 and ref.max() <= 1.0
     if len(shape) == 2 and shape[1] >= 2 and probabilities and np.allclose(ref.sum(axis=1), 1.0, atol=1e-3):
@@ -81,6 +81,13 @@ def yolo_layout(shape):
     if shape[1] >= MIN_ANCHORS and 6 <= shape[2] < shape[1] // 4:
         return "v5"
     return None
+
+
+def scores_in_unit_range(ref, layout):
+    """Whether a YOLO-shaped output's score part holds probabilities, as exported YOLO heads'
+    do (an SSD's box regressors, `[1, 896, 16]`, have the shape of a YOLOv5 head but not that)."""
+    scores = ref[0, 4:, :] if layout == "v8" else ref[0, :, 4:]
+    return scores.size > 0 and scores.min() >= 0.0 and scores.max() <= 1.0
 
 
 class Answer:

@@ -44,8 +44,11 @@ import sys
 import tempfile
 
 import hexagon_tpu_prepare
+import hexagon_tpu_tflite
 
 PREFIX = "hexagon_tpu_compile"
+# How many calibration samples check a converted TFLite model against the TFLite interpreter.
+CONVERSION_SAMPLES = 8
 # A graph name a person can type (and a file name): what --graph-name accepts.
 GRAPH_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 
@@ -796,6 +799,9 @@ def parse_shapes(args):
     if shapes:
         names = set()
         for path in args.models:
+            if hexagon_tpu_tflite.is_tflite(path):
+                names |= tflite_inputs(path)
+                continue
             try:
                 names |= {v.name for v in onnx.load(path, load_external_data=False).graph.input}
             except Exception as error:  # noqa: BLE001 - any parse failure
@@ -804,6 +810,14 @@ def parse_shapes(args):
         if unknown:
             raise CompileError(f"--input-shape names no input of the model: {', '.join(unknown)} (its inputs: {', '.join(sorted(names))})")
     return shapes
+
+
+def tflite_inputs(path):
+    """The input names of a TFLite model (tflite2onnx keeps them)."""
+    try:
+        return set(hexagon_tpu_tflite.input_names(path))
+    except hexagon_tpu_tflite.TfliteError as error:
+        raise CompileError(str(error)) from None
 
 
 def compile_models(args):
@@ -848,8 +862,17 @@ def compile_models(args):
         splits = {}  # model stem -> the YOLO heads split (hexagon_tpu_prepare.split_heads)
         on_htp = {}  # float model path -> what measuring its binary on the emulator needs
         for path, stem in zip(args.models, stems):
+            onnx_path = path
+            if hexagon_tpu_tflite.is_tflite(path):
+                onnx_path = os.path.join(work, f"{stem}_converted.onnx")
+                try:
+                    with captured_output(args.verbose):  # what the converter prints
+                        converter = hexagon_tpu_tflite.convert(path, onnx_path)
+                except hexagon_tpu_tflite.TfliteError as error:
+                    raise CompileError(str(error)) from None
+                say("info", f"{path}: converted to ONNX by {converter}")
             try:
-                model = onnx.load(path, load_external_data=False)
+                model = onnx.load(onnx_path, load_external_data=False)
             except Exception as error:  # noqa: BLE001 - any parse failure
                 raise CompileError(f"{path} is not an ONNX model: {one_line(error)}") from None
             check_fp16(model, args.htp_arch, path)
@@ -859,7 +882,7 @@ def compile_models(args):
             # the model as exporters write it, rewritten for the quantizer and the EP
             path = os.path.join(work, f"{stem}_prepared.onnx")
             try:
-                splits[stem] = hexagon_tpu_prepare.prepare(source, path, ours, not qdq_model, say, split=not args.no_split_head)
+                splits[stem] = hexagon_tpu_prepare.prepare(onnx_path, path, ours, not qdq_model, say, split=not args.no_split_head, label=source)
             except hexagon_tpu_prepare.PrepareError as error:
                 raise CompileError(str(error)) from None
             model = onnx.load(path, load_external_data=False)
@@ -889,6 +912,10 @@ def compile_models(args):
                     f"pass --calibration DIR (<input>_<n>.npy files for {names}) "
                     "or --random-calibration N"
                 )
+            if onnx_path != source:
+                # the conversion, checked against the TFLite interpreter on the calibration samples
+                for warning in hexagon_tpu_tflite.compared(source, onnx_path, samples[:CONVERSION_SAMPLES], say):
+                    say("warning", warning)
             qdq = os.path.join(work, f"{stem}_qdq.onnx")
             samples, evaluation, evaluated_on = evaluation_samples(path, samples, inputs, args)
 
@@ -1037,7 +1064,7 @@ def write_quality(args, names, qualities):
 
 def parse(argv):
     parser = argparse.ArgumentParser(prog=PREFIX, description=__doc__.split("\n\n")[0])
-    parser.add_argument("models", nargs="*", metavar="MODEL.onnx", help="one model, or several graphs of one binary")
+    parser.add_argument("models", nargs="*", metavar="MODEL.onnx", help="one model (ONNX, or TFLite: converted first), or several graphs of one binary")
     parser.add_argument("-o", "--output", help="the context binary to write")
     parser.add_argument("--htp-arch", type=int, default=68, help="HTP architecture (QCS6490: 68)")
     parser.add_argument("--soc-model", type=int, default=35, help="QNN SoC model id (QCS6490: 35)")

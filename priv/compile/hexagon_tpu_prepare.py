@@ -365,15 +365,17 @@ def simplify(model, work_path, say, path):
     return fold_constants(model, f"{work_path}.refolded.onnx")
 
 
-def prepare(path, out_path, shapes, quantizing, say, split=True):
+def prepare(source, out_path, shapes, quantizing, say, split=True, label=None):
     """Writes the prepared model to out_path; returns the heads split, [(output, boxes, scores,
     its shape)] (split_heads; only when split). For a QDQ model (quantizing False) only the
     structural steps run (names, initializers, input shapes). `say(kind, message)` reports
-    each step."""
+    each step, naming the model `label` (default: source; a converted TFLite model's path is
+    the user's .tflite)."""
     import onnx
 
+    path = label or source
     try:
-        model = onnx.load(path)
+        model = onnx.load(source)
     except Exception as error:  # noqa: BLE001 - any parse failure
         raise PrepareError(f"{path} is not an ONNX model: {one_line(error)}") from None
     named = name_nodes(model.graph)

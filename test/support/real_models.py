@@ -10,6 +10,8 @@ Run with the venv of `mix hexagon_tpu.compile` (test/support/real_models.ex call
           models/ch_PP-OCRv4_det_infer.onnx       rapidocr-onnxruntime 1.4.4's PaddleOCR text
                                                   detector, as the wheel ships it
           models/<WHEEL_MODELS' names>            issue 33's networks, as their wheels ship them
+          models/face_detection_short_range.tflite,
+          models/selfie_segmentation.tflite       mediapipe's, as its wheel ships them
           images/<name>.npy                       scikit-image 0.25.2's sample PNGs, u8 {h, w, 3} RGB,
                                                   and lfw_<n>.npy: the first faces of its lfw_subset.npy
           samples/<model>/{calibration,eval}/     the inputs of WHEEL_MODELS' networks (<input>_<n>.npy,
@@ -59,6 +61,8 @@ WHEEL_PIN = re.compile(r"^# wheel: ((\S+?)-(\S+?)-(py3|cp\d+)-(none|cp\d+)-(\S+)
 
 # what each wheel gives: (member in the wheel, file name in the set-up folder)
 FACE_TFLITE = "mediapipe/modules/face_detection/face_detection_short_range.tflite"
+# MediaPipe's selfie segmenter: a custom op (Convolution2DTransposeBias), which the compile task refuses
+SELFIE_TFLITE = "mediapipe/modules/selfie_segmentation/selfie_segmentation.tflite"
 TEXT_ONNX = "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx"
 # scikit-image's bundled samples: photographs and scans, colour and grey
 IMAGES = [
@@ -240,6 +244,12 @@ def wheel_samples(images, models, out):
     save_samples(os.path.join(out, "ch_PP-OCRv4_rec_infer", "calibration"), "x", rows[0::2])
     save_samples(os.path.join(out, "ch_PP-OCRv4_rec_infer", "eval"), "x", rows[1::2])
 
+    # BlazeFace as MediaPipe ships it (.tflite), in the converted model's layout (NCHW), [-1, 1]
+    faces = [nchw(resized(images[n], 128, 128) / 127.5 - 1.0) for n in ["camera", "coffee", "chelsea", "horse", "astronaut"]]
+    faces += [nchw(resized(images[f"lfw_{n}"], 128, 128) / 127.5 - 1.0) for n in range(FACES)]
+    save_samples(os.path.join(out, "face_detection_short_range", "calibration"), "input", faces[:4] + faces[5:])
+    save_samples(os.path.join(out, "face_detection_short_range", "eval"), "input", faces[4:5])
+
     sounds = [audio(seed) for seed in range(12)]
     save_samples(os.path.join(out, "oww_melspectrogram", "calibration"), "input", sounds[:8])
     save_samples(os.path.join(out, "oww_melspectrogram", "eval"), "input", sounds[8:])
@@ -282,8 +292,9 @@ def setup(args):
         started = time.monotonic()
         models = os.path.join(tmp, "models")
         os.makedirs(models)
-        tflite = os.path.join(tmp, os.path.basename(FACE_TFLITE))
+        tflite = os.path.join(models, os.path.basename(FACE_TFLITE))
         extract(wheels["mediapipe"], FACE_TFLITE, tflite)
+        extract(wheels["mediapipe"], SELFIE_TFLITE, os.path.join(models, os.path.basename(SELFIE_TFLITE)))
         sys.path.insert(0, site)
         import tflite2onnx
 
@@ -308,10 +319,9 @@ def setup(args):
                 np.save(os.path.join(images, f"lfw_{n}.npy"), np.repeat(face[..., None], 3, axis=2))
         print(f"time images: {time.monotonic() - started:.1f}")
         started = time.monotonic()
-        pixels = {name: np.load(os.path.join(images, f"{name}.npy")) for name in IMAGES}
+        pixels = {name: np.load(os.path.join(images, f"{name}.npy")) for name in IMAGES + [f"lfw_{n}" for n in range(FACES)]}
         wheel_samples(pixels, models, os.path.join(tmp, "samples"))
         print(f"time samples: {time.monotonic() - started:.1f}")
-        os.remove(tflite)
         os.replace(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
