@@ -385,6 +385,21 @@ impl Plan {
     /// Runs the pass: `src` is the frame (at least [`Plan::src_len`] bytes), `dst` receives exactly [`Plan::dst_len`]
     /// bytes in the model input's type and layout.
     pub fn run(&self, src: &[u8], dst: &mut [u8]) -> Result<(), PreprocessError> {
+        self.run_using(src, dst, linear::Kernels::best())
+    }
+
+    /// [`Plan::run`] with the portable bilinear kernels only: the definition the vectorized
+    /// ones must equal byte for byte (the `preprocess` fuzz target compares the two).
+    pub fn run_portable(&self, src: &[u8], dst: &mut [u8]) -> Result<(), PreprocessError> {
+        self.run_using(src, dst, linear::Kernels::Scalar)
+    }
+
+    fn run_using(
+        &self,
+        src: &[u8],
+        dst: &mut [u8],
+        kernels: linear::Kernels,
+    ) -> Result<(), PreprocessError> {
         if src.len() < self.src_len {
             let p = &self.planes;
             let chroma = match self.spec.frame.format {
@@ -420,7 +435,7 @@ impl Plan {
         {
             self.pad(dst);
         }
-        self.run_with(src, dst, linear::Kernels::best());
+        self.run_with(src, dst, kernels);
         Ok(())
     }
 
