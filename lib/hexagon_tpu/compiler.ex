@@ -70,6 +70,7 @@ defmodule HexagonTpu.Compiler do
           | {:io, :quantized | :float}
           | {:force, boolean()}
           | {:save_qdq, boolean()}
+          | {:debug_layers, boolean()}
           | {:save_ctx, boolean()}
           | {:qnn_sdk, Path.t()}
           | {:qairt_target, String.t()}
@@ -118,8 +119,9 @@ defmodule HexagonTpu.Compiler do
 
   Options (defaults in brackets): `:htp_arch` [68], `:soc_model` [35, the QCS6490],
   `:calibration` (a directory of `<input>_<n>.npy` files), `:random_calibration` (a sample
-  count), `:activations` [`:u8`], `:u16` or `:auto` (u8, else u16: the first whose every
-  output's answer meets its bar), `:weights` [`:s8`] or `:u8` (per channel),
+  count), `:activations` [`:u8`], `:u16` or `:auto` (u8, else u8 with its worst tensors
+  at 16 bits, by the layer debugger's rank, else u16: the first whose every output's answer
+  meets its bar; a mixed choice is in the quality record's `"mixed_precision"`), `:weights` [`:s8`] or `:u8` (per channel),
   `:eval` (a directory like `:calibration`'s: the samples the quantization quality is measured
   on, instead of every 5th calibration sample held out), `:task` (`:classify`, `:detect`,
   `:landmarks`, `:embed` or `:segment`: what the model answers, which chooses each output's
@@ -130,6 +132,9 @@ defmodule HexagonTpu.Compiler do
   `:io` [`:quantized`] or `:float` (the graph's input and output types), `:force` [false]
   (overwrite `output`), `:save_qdq` / `:save_ctx` [false] (keep the quantized models and ORT's
   EP-context models beside `output`, as `<model>_qdq.onnx` and `<model>_ctx.onnx`),
+  `:debug_layers` [false] (rank the QDQ model's tensors by the error each adds, against the
+  float model on ORT's CPU: info lines, and `<output>.layers.json`; see docs/models.md, "The
+  layer that hurts"),
   `:verbose` [false] (also return ORT's and QNN's own output in `:messages`), `:progress`
   (a function given each progress message), `:log` (a function given, as they come and whether
   the compile succeeds or fails, each warning line, `"warning: ..."`, and with `:verbose` each
@@ -201,6 +206,7 @@ defmodule HexagonTpu.Compiler do
         io: :quantized,
         force: false,
         save_qdq: false,
+        debug_layers: false,
         save_ctx: false,
         verbose: false,
         qnn_sdk: nil,
@@ -298,7 +304,7 @@ defmodule HexagonTpu.Compiler do
             do: ["--random-calibration", to_string(opts[:random_calibration])],
             else: []
           ) ++
-          flags(opts, [:force, :save_qdq, :save_ctx, :verbose]) ++
+          flags(opts, [:force, :save_qdq, :save_ctx, :debug_layers, :verbose]) ++
           Enum.flat_map(names, &["--graph-name", &1]) ++
           if(target, do: ["--qairt-target", target], else: []) ++
           if(backend, do: ["--backend-path", backend], else: [])

@@ -70,7 +70,7 @@ defmodule HexagonTpu.Quality do
         task = if g["task"], do: ", --task #{g["task"]}", else: ""
 
         [
-          "    graph #{inspect(g["name"])}: #{g["activations"]} activations, #{g["weights"]} weights#{task}#{chosen}; " <>
+          "    graph #{inspect(g["name"])}: #{graph_activations(g)} activations, #{g["weights"]} weights#{task}#{chosen}; " <>
             "#{eval["samples"]} sample(s): #{eval["source"]}"
         ] ++ Enum.map(g["outputs"] || [], &output_line/1)
       end)
@@ -119,6 +119,11 @@ defmodule HexagonTpu.Quality do
 
   defp bar(_), do: "bar: ?"
 
+  defp graph_activations(%{"mixed_precision" => %{"u16_tensors" => [_ | _] = names}}),
+    do: "mixed (u8, #{Enum.join(names, ", ")} at 16 bits)"
+
+  defp graph_activations(g), do: g["activations"]
+
   defp tried(list) when is_list(list) do
     Enum.map_join(list, ", ", fn t ->
       sqnr = if t["min_sqnr_db"], do: "#{num(t["min_sqnr_db"])} dB", else: "exact"
@@ -130,11 +135,17 @@ defmodule HexagonTpu.Quality do
           nil -> ""
         end
 
-      "#{t["activations"]} #{sqnr}#{meets}"
+      "#{activations(t)} #{sqnr}#{meets}"
     end)
   end
 
   defp tried(_), do: "?"
+
+  # "mixed" (--activations auto): u8 with the tensors it names at 16 bits
+  defp activations(%{"u16_tensors" => [_ | _] = names}),
+    do: "u8 with #{Enum.join(names, ", ")} at 16 bits"
+
+  defp activations(%{"activations" => a}), do: a
 
   defp step(s) when is_number(s), do: IO.iodata_to_binary(:io_lib.format("~.3g", [s / 1]))
   defp step(_), do: "?"

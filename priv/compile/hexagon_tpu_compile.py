@@ -281,11 +281,13 @@ class Warnings(logging.Handler):
             self.messages.append(message)
 
 
-def quantize(path, out_path, samples, activations, args, work, warnings):
+def quantize(path, out_path, samples, activations, args, work, warnings, overrides=None):
     """Quantizes the prepared float model at path: ORT's quantization pre-processing (folds
     constants; its result is always written), then its QNN pre-processing (which writes a model
     only when it fused something: otherwise its input is the one to quantize), then the QNN
-    QDQ configuration."""
+    QDQ configuration; overrides: tensors of that model to quantize to 16 bits (ORT's
+    mixed-precision overrides; the graph's outputs stay `activations`). Returns the float model
+    it quantized (the layer debugger's reference: the QDQ model's tensors have its names)."""
     from onnxruntime.quantization import CalibrationDataReader, CalibrationMethod, QuantType, quantize as ort_quantize
     from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config
 
@@ -306,8 +308,26 @@ def quantize(path, out_path, samples, activations, args, work, warnings):
         activation_type=types[activations],
         weight_type=types[args.weights],
         per_channel=True,
+        init_overrides={name: [{"quant_type": QuantType.QUInt16}] for name in overrides} if overrides else None,
     )
+    if overrides:
+        keep_outputs(config, prepared, overrides, types[activations])
     ort_quantize(prepared, out_path, config)
+    return prepared
+
+
+def keep_outputs(config, model_path, raised, qtype):
+    """ORT's mixed-precision fixer carries 16 bits on to the outputs of the nodes that read a
+    raised tensor, and a graph output has no reader to convert back for: such an output (not
+    raised itself) is converted back to `qtype`, so the graph's I/O keep their type."""
+    import onnx
+
+    outputs = {o.name for o in onnx.load(model_path, load_external_data=False).graph.output}
+    for name, entries in config.extra_options.get("TensorQuantOverrides", {}).items():
+        if name in outputs and name not in raised:
+            for entry in entries:
+                if entry.get("quant_type", qtype) != qtype and "convert" not in entry:
+                    entry["convert"] = {"quant_type": qtype}
 
 
 # -------------------------------------------------------------------------------- compile
@@ -861,6 +881,7 @@ def compile_models(args):
         qualities = {}  # float model path -> its quality record (hexagon_tpu_quality)
         splits = {}  # model stem -> the YOLO heads split (hexagon_tpu_prepare.split_heads)
         on_htp = {}  # float model path -> what measuring its binary on the emulator needs
+        alternatives = {}  # float model path -> its all-u8 and all-u16 QDQ models (mixed precision's cost)
         for path, stem in zip(args.models, stems):
             onnx_path = path
             if hexagon_tpu_tflite.is_tflite(path):
@@ -890,7 +911,7 @@ def compile_models(args):
             if qdq_model:
                 if args.calibration or args.random_calibration:
                     say("warning", f"{path} is already quantized (QDQ): calibration data is not used")
-                if args.eval or args.min_sqnr is not None:
+                if args.eval or args.min_sqnr is not None or args.debug_layers:
                     say("warning", f"{path} is already quantized (QDQ): no float reference, so no quality figures")
                 say("info", f"{path}: QDQ model, compiled as it is; no float reference to measure its quality against")
                 ready.append(path)
@@ -919,17 +940,20 @@ def compile_models(args):
             qdq = os.path.join(work, f"{stem}_qdq.onnx")
             samples, evaluation, evaluated_on = evaluation_samples(path, samples, inputs, args)
 
-            def quantize_with(activations):
+            quantized_float = [None]  # the float model quantize_with quantized last
+
+            def quantize_with(activations, overrides=None, out=qdq):
+                raised = f", {', '.join(overrides)} at 16 bits" if overrides else ""
                 say(
                     "info",
-                    f"{path}: quantizing ({activations} activations, {args.weights} per-channel "
+                    f"{path}: quantizing ({activations} activations{raised}, {args.weights} per-channel "
                     f"weights, {len(samples)} calibration samples, {args.calibration_method} calibration)",
                 )
                 warnings = Warnings()
                 logging.getLogger().addHandler(warnings)
                 with captured_output(args.verbose):
                     try:
-                        quantize(prepared, qdq, samples, activations, args, work, warnings)
+                        quantized = quantize(prepared, out, samples, activations, args, work, warnings, overrides)
                         error = None
                     except Exception as caught:  # noqa: BLE001 - report any quantizer failure
                         error = caught
@@ -939,9 +963,15 @@ def compile_models(args):
                     say("warning", f"{path}: the quantizer: {message}")
                 if error is not None:
                     raise CompileError(f"quantizing {path} failed: {one_line(error)}")
+                quantized_float[0] = quantized
+                return quantized
 
             # measured against the rewritten float model: the one quantized, with static shapes
-            qualities[path] = measured(path, prepared, qdq, inputs, evaluation, evaluated_on, args, quantize_with, splits[stem])
+            qualities[path] = measured(path, prepared, qdq, inputs, evaluation, evaluated_on, args, quantize_with, splits[stem], work)
+            if args.debug_layers:  # the layer that hurts, in the QDQ model compiled (hexagon_tpu_layers)
+                debug_layers(path, quantized_float[0], qdq, inputs, evaluation, qualities[path], args, work, stem)
+            if "mixed_precision" in qualities[path]:  # what the 16-bit tensors cost
+                alternatives[path] = mixed_alternatives(stem, quantize_with, work)
             # and again on the binary, once it is made (on_htp below)
             on_htp[path] = (stem, prepared, qdq, inputs, evaluation)
             check_fp16(onnx.load(qdq, load_external_data=False), args.htp_arch, qdq)
@@ -986,6 +1016,8 @@ def compile_models(args):
             )
         check_target(written_id, "the binary", args)
         measure_on_htp(qualities, on_htp, dict(zip(stems, ctx_paths)), args, splits)
+        for path, models in alternatives.items():
+            mixed_cost(path, qualities[path], made, models, args, work)
         pairs = graph_names(ctx_paths, names)
         os.replace(made, args.output)
         write_names(args.output, pairs, {name: splits.get(stem, []) for name, stem in zip(names, stems)})
@@ -1018,16 +1050,65 @@ def evaluation_samples(path, samples, inputs, args):
     return calibration, evaluation, source
 
 
-def measured(path, reference, qdq, inputs, evaluation, source, args, quantize_with, splits):
+def measured(path, reference, qdq, inputs, evaluation, source, args, quantize_with, splits, work):
     """Quantizes (once, or per candidate with --min-sqnr) and measures against the float model
     `reference` (the rewritten model that was quantized); messages name the user's `path`."""
     import hexagon_tpu_quality as quality
 
     try:
-        record = quality.choose(path, qdq, inputs, evaluation, source, args, quantize_with, say, reference=reference, splits=splits)
+        record = quality.choose(path, qdq, inputs, evaluation, source, args, quantize_with, say, reference=reference, splits=splits, work=work)
     except quality.QualityError as error:
         raise CompileError(str(error)) from None
     return record  # its warnings are said once the binary is measured (measure_on_htp)
+
+
+def debug_layers(path, quantized_float, qdq, inputs, evaluation, record, args, work, stem):
+    """--debug-layers: the QDQ model about to be compiled against the float model it was made
+    from, tensor by tensor (hexagon_tpu_layers): the top of the ranking as info lines, every
+    tensor in <output>.layers.json (<output>.<graph>.layers.json for each of several models)."""
+    import hexagon_tpu_layers as layers
+
+    try:
+        rows = layers.debug(quantized_float, qdq, inputs, evaluation, work)
+    except layers.LayersError as error:
+        raise CompileError(f"{path}: --debug-layers: {error}") from None
+    described = f"{record['activations']} activations, {record['weights']} weights"
+    if "mixed_precision" in record:
+        described += f" ({', '.join(record['mixed_precision']['u16_tensors'])} at 16 bits)"
+    say("info", f"{path}: the layers that hurt ({described}; of {len(rows)} tensors; alone: the outputs' SQNR with only that tensor quantized):")
+    for line in layers.table(rows):
+        say("info", "  " + line)
+    target = args.output + (f".{stem}" if len(args.models) > 1 else "") + ".layers.json"
+    layers.write(target, path, described, rows, len(evaluation))
+    say("info", f"layer figures: {target}")
+
+
+def mixed_alternatives(stem, quantize_with, work):
+    """The all-u8 and all-u16 QDQ models of a model --activations auto made mixed, to compile
+    for the comparison (mixed_cost)."""
+    models = {}
+    for activations in ("u8", "u16"):
+        models[activations] = os.path.join(work, f"{stem}_{activations}_qdq.onnx")
+        quantize_with(activations, None, models[activations])
+    return models
+
+
+def mixed_cost(path, record, made, models, args, work):
+    """What the mixed precision costs: the binary's size against the all-u8 and all-u16 ones,
+    each compiled alone; in the record and as an info line."""
+    sizes = {"mixed": os.path.getsize(made)}
+    for activations, qdq in models.items():
+        where = os.path.join(work, f"cost_{activations}")
+        os.makedirs(where, exist_ok=True)
+        ctx = os.path.join(where, "ctx.onnx")
+        error, _log = run_sessions([qdq], [ctx], args, fallback=args.io == "quantized")
+        if error is not None or not os.path.exists(ctx):
+            say("warning", f"{path}: compiling the all-{activations} model for the comparison failed: {one_line(error or 'no context binary')}")
+            continue
+        sizes[activations] = os.path.getsize(context_bin(ctx))
+    record["mixed_precision"]["binary_bytes"] = sizes
+    shown = ", ".join(f"{k} {v / 1024:.1f} KiB" for k, v in sizes.items())
+    say("info", f"{path}: mixed precision costs: binary size {shown}")
 
 
 def measure_on_htp(qualities, on_htp, ctx_by_stem, args, splits):
@@ -1070,7 +1151,7 @@ def parse(argv):
     parser.add_argument("--soc-model", type=int, default=35, help="QNN SoC model id (QCS6490: 35)")
     parser.add_argument("--calibration", metavar="DIR", help="calibration data: <input>_<n>.npy files")
     parser.add_argument("--random-calibration", type=int, metavar="N", help="quantize with N random samples")
-    parser.add_argument("--activations", choices=["u8", "u16", "auto"], help="activation type of a float model (default u8; auto: u8, else u16, the first whose answers meet the bar)")
+    parser.add_argument("--activations", choices=["u8", "u16", "auto"], help="activation type of a float model (default u8; auto: u8, else u8 with its worst tensors at 16 bits, else u16: the first whose answers meet the bar)")
     parser.add_argument("--task", choices=["classify", "detect", "landmarks", "embed", "segment"], help="what the model answers, for the quality measure (default: from each output's shape and values)")
     parser.add_argument("--weights", choices=["u8", "s8"], default="s8", help="per-channel weight type")
     parser.add_argument("--calibration-method", choices=sorted(CALIBRATION_METHODS), default="minmax", help="how ORT's calibrator picks the ranges")
@@ -1080,6 +1161,7 @@ def parse(argv):
     parser.add_argument("--io", choices=["quantized", "float"], default="quantized", help="graph I/O types")
     parser.add_argument("--no-split-head", action="store_true", help="keep a YOLOv8 head's boxes and scores in one output (split by default: one quantization step for both rounds the scores away)")
     parser.add_argument("--save-qdq", action="store_true", help="keep quantized models as <model>_qdq.onnx beside the output")
+    parser.add_argument("--debug-layers", action="store_true", help="rank the quantized model's tensors by the error each adds (the float and QDQ models on ORT's CPU, tensor by tensor): a table, and <output>.layers.json")
     parser.add_argument("--save-ctx", action="store_true", help="write ORT's EP-context models, <model>_ctx.onnx, beside the output")
     parser.add_argument("--force", action="store_true", help="overwrite the output")
     parser.add_argument("--verbose", action="store_true", help="show ORT's and QNN's own output")

@@ -210,27 +210,40 @@ def hint(activations):
             "init_overrides={'TENSOR': [{'quant_type': QuantType.QUInt16}]}) (its TensorQuantOverrides) and "
             "compile that QDQ model as it is"
         )
+    if activations == "mixed":
+        return (
+            "the tensors raised to 16 bits are enough on ORT's CPU, not here: try --activations u16, and see "
+            "which layers lose the signal with --debug-layers (<output>.layers.json)"
+        )
     return (
         "16-bit activations are not enough: check that the calibration data look like the model's real inputs "
-        "(their ranges set the steps), and find the layer that loses the signal by comparing the QDQ model "
-        "(--save-qdq) with the float one tensor by tensor"
+        "(their ranges set the steps), and find the layer that loses the signal with --debug-layers "
+        "(<output>.layers.json: every tensor of the QDQ model against the float one)"
     )
 
 
-def choose(model_path, qdq_path, inputs, evaluation, source, args, quantize, say, reference=None, splits=()):
-    """Quantizes model_path into qdq_path (quantize(activations)) and measures it against the
-    float model `reference` (default: model_path; messages name model_path) on the evaluation
-    samples (chosen as `source` says). With args.min_sqnr, tries u8 then u16 activations and
-    keeps the first whose every output meets it; with --activations auto, the first whose every
-    answer meets its bar (u16 when none does, with the warning). Returns this graph's record
-    for the sidecar."""
+# --activations auto's mixed precision: how many of the worst tensors (by the layer debugger's
+# rank) each try raises to 16 bits, before all of them (all-u16) is tried.
+MIXED_SIZES = [1, 2, 4, 8, 16, 32]
+
+
+def choose(model_path, qdq_path, inputs, evaluation, source, args, quantize, say, reference=None, splits=(), work=None):
+    """Quantizes model_path into qdq_path (quantize(activations, overrides) returns the float
+    model it quantized) and measures it against the float model `reference` (default:
+    model_path; messages name model_path) on the evaluation samples (chosen as `source` says).
+    With args.min_sqnr, tries u8 then u16 activations and keeps the first whose every output
+    meets it; with --activations auto, u8, else u8 with the worst tensors at 16 bits (mixed,
+    by hexagon_tpu_layers' rank, 1, 2, 4, ... of them), else u16: the first whose every answer
+    meets its bar (u16 when none does, with the warning). Returns this graph's record for the
+    sidecar."""
     min_sqnr = getattr(args, "min_sqnr", None)
     auto = args.activations == "auto"
     candidates = ACTIVATIONS if min_sqnr is not None or auto else [args.activations or "u8"]
     tried = []
     task = getattr(args, "task", None)
+    mixed = None
     for activations in candidates:
-        quantize(activations)
+        quantized_float = quantize(activations, None)
         outputs = measure(reference or model_path, qdq_path, inputs, evaluation, task, splits)
         worst = worst_sqnr(outputs)
         meets = all(o["meets_bar"] for o in outputs)
@@ -239,6 +252,11 @@ def choose(model_path, qdq_path, inputs, evaluation, source, args, quantize, say
             say("info", f"{model_path} ({activations} activations, {args.weights} weights): {describe(output)}")
         if (min_sqnr is None or worst >= min_sqnr) and (not auto or meets):
             break
+        if auto and activations == "u8":
+            mixed = mixed_precision(model_path, quantized_float, qdq_path, inputs, evaluation, args, quantize, say, reference, splits, work, tried)
+            if mixed is not None:
+                activations, outputs = "mixed", mixed.pop("outputs")
+                break
     else:
         if auto:
             return record(model_path, activations, outputs, tried, evaluation, source, args, task, min_sqnr, say)
@@ -250,12 +268,48 @@ def choose(model_path, qdq_path, inputs, evaluation, source, args, quantize, say
         )
     if min_sqnr is not None:
         say("info", f"{model_path}: --min-sqnr {min_sqnr:g} dB: chose {activations} activations, {args.weights} weights")
-    return record(model_path, activations, outputs, tried, evaluation, source, args, task, min_sqnr, say)
+    chosen = record(model_path, activations, outputs, tried, evaluation, source, args, task, min_sqnr, say)
+    if mixed is not None:
+        chosen["mixed_precision"] = mixed
+    return chosen
+
+
+def mixed_precision(model_path, quantized_float, qdq_path, inputs, evaluation, args, quantize, say, reference, splits, work, tried):
+    """After u8 fell below the bar: the layer debugger ranks the u8 QDQ model's tensors, and
+    the worst 1, 2, 4, ... (MIXED_SIZES, fewer than all of them) are raised to 16 bits until
+    every answer meets its bar. Returns {"u16_tensors", "ranking", "outputs"} of the first that
+    does (its QDQ model left at qdq_path), or None (tried entries appended either way)."""
+    import hexagon_tpu_layers as layers
+
+    try:
+        rows = layers.debug(quantized_float, qdq_path, inputs, evaluation, work)
+    except layers.LayersError as error:
+        say("warning", f"{model_path}: --activations auto: no mixed precision tried: the layer figures failed: {error}")
+        return None
+    ranked = layers.raisable(rows, quantized_float)
+    say("info", f"{model_path}: --activations auto: u8 is below the bar; tensors ranked by the layer that hurts: " + ", ".join(ranked[:8]))
+    for size in MIXED_SIZES:
+        if size >= len(ranked):
+            break
+        raised = ranked[:size]
+        quantize("u8", raised)
+        outputs = measure(reference or model_path, qdq_path, inputs, evaluation, getattr(args, "task", None), splits)
+        meets = all(o["meets_bar"] for o in outputs)
+        tried.append({"activations": "mixed", "u16_tensors": raised, "weights": args.weights, "min_sqnr_db": finite(worst_sqnr(outputs)), "meets_bar": meets})
+        for output in outputs:
+            say("info", f"{model_path} (u8 activations, {', '.join(raised)} at 16 bits, {args.weights} weights): {describe(output)}")
+        if meets:
+            top = [{k: (finite(r[k]) if k.endswith("_db") else r[k]) for k in ("name", "rank", "bits", "sqnr_db", "alone_sqnr_db")} for r in rows[:10]]
+            return {"u16_tensors": raised, "tried": [t["u16_tensors"] for t in tried if "u16_tensors" in t], "ranking": top, "outputs": outputs}
+    return None
 
 
 def record(model_path, activations, outputs, tried, evaluation, source, args, task, min_sqnr, say):
     """The graph's record for the sidecar, and the warning for the outputs below their bar."""
-    if args.activations == "auto":
+    if args.activations == "auto" and activations == "mixed":
+        raised = ", ".join(tried[-1]["u16_tensors"])
+        say("info", f"{model_path}: --activations auto: chose mixed precision, u8 activations with {raised} at 16 bits, {args.weights} weights")
+    elif args.activations == "auto":
         say("info", f"{model_path}: --activations auto: chose {activations} activations, {args.weights} weights")
     return {
         "activations": activations,

@@ -817,6 +817,33 @@ def prepared_diff(args):
     print(f"max_abs {largest!r}")
 
 
+def tensor_figures(args):
+    """One tensor of the float model against its QDQ model's, over the samples (`<input>_<n>.npy`
+    in `inputs`, n from --samples), computed here without the compile task's code: prints
+    `sqnr_db X` and `cosine_min X` (the layer debugger's figures, for test/qnn_host_layers_test.exs)."""
+    import onnxruntime as ort
+
+    def session(path, name):
+        model = onnx.load(path)
+        model.graph.output.append(onnx.ValueInfoProto(name=name))
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+    f, q = session(args.float, args.name), session(args.qdq, args.qdq_name)
+    signal = noise = 0.0
+    cosine = 1.0
+    for n in args.samples.split(","):
+        feeds = {i.name: np.load(os.path.join(args.inputs, f"{stem(i.name)}_{n}.npy")) for i in f.get_inputs()}
+        r = f.run([args.name], feeds)[0].astype(np.float64).ravel()
+        v = q.run([args.qdq_name], feeds)[0].astype(np.float64).ravel()
+        signal += float(r @ r)
+        noise += float((r - v) @ (r - v))
+        cosine = min(cosine, float(r @ v / (np.linalg.norm(r) * np.linalg.norm(v))))
+    print(f"sqnr_db {float(10 * np.log10(signal / noise))!r}")
+    print(f"cosine_min {cosine!r}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command", required=True)
@@ -850,6 +877,13 @@ def main():
     q.add_argument("out")
     w = sub.add_parser("weight-scales")
     w.add_argument("model")
+    t = sub.add_parser("tensor-figures")
+    t.add_argument("float")
+    t.add_argument("qdq")
+    t.add_argument("inputs")
+    t.add_argument("name")
+    t.add_argument("qdq_name")
+    t.add_argument("--samples", required=True)
     d = sub.add_parser("prepared-diff")
     d.add_argument("model")
     d.add_argument("--input-shape", action="append", required=True)
@@ -868,6 +902,8 @@ def main():
         ort_compile(args)
     elif args.command == "weight-scales":
         weight_scales(args)
+    elif args.command == "tensor-figures":
+        tensor_figures(args)
     elif args.command == "prepared-diff":
         prepared_diff(args)
     else:

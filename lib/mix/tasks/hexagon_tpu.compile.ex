@@ -38,7 +38,10 @@ defmodule Mix.Tasks.HexagonTpu.Compile do
       them (a dimension the model fixes to another size is overridden, and said); the HTP
       needs static shapes
     * `--activations u8|u16|auto` - activation type of a float model (default u8; auto: u8,
-      else u16, the first whose every output's answer meets its bar)
+      else u8 with only its worst tensors at 16 bits (mixed precision: the 1, 2, 4, ... worst
+      by `--debug-layers`' rank), else u16, the first whose every output's answer meets its
+      bar; a mixed choice names its 16-bit tensors and the binary sizes against all-u8 and
+      all-u16)
     * `--task classify|detect|landmarks|embed|segment` - what the model answers: chooses each
       output's quality measure (top-1 agreement, the float model's detections found again, the
       error in the output's units, cosine similarity, mask IoU); by default each output's shape
@@ -56,6 +59,11 @@ defmodule Mix.Tasks.HexagonTpu.Compile do
       converted on the NPU)
     * `--force` - overwrite the output
     * `--save-qdq` - keep the quantized model beside the output as `<model>_qdq.onnx`
+    * `--debug-layers` - find the layer that hurts: the float model and the quantized one
+      side by side on ONNX Runtime's CPU, every tensor compared (SQNR, cosine, the drop from
+      its worst input, and the model's outputs with only that tensor quantized, which ranks
+      them); the top 10 are printed, every tensor written to `MODEL.bin.layers.json` (see
+      docs/models.md, "The layer that hurts")
     * `--save-ctx` - write ONNX Runtime's EP-context model beside the output as
       `<model>_ctx.onnx` (ONNX Runtime runs the binary through it)
     * `--verbose` - print ONNX Runtime's and QNN's own output too, whether the compile
@@ -117,6 +125,7 @@ defmodule Mix.Tasks.HexagonTpu.Compile do
     io: :string,
     force: :boolean,
     save_qdq: :boolean,
+    debug_layers: :boolean,
     save_ctx: :boolean,
     verbose: :boolean,
     setup: :boolean,
