@@ -520,34 +520,12 @@ defmodule HexagonTpu.QnnHostQualityTest do
 
   # Compiles dir/name.onnx into its own folder, dir/<bin without .bin>/bin (where --save-qdq
   # writes the QDQ model too); returns the result and the progress messages.
-  defp compile!(dir, name, bin, opts) do
-    out = Path.join(dir, Path.basename(bin, ".bin"))
-    File.mkdir_p!(out)
-    me = self()
-    opts = Keyword.merge([calibration: Path.join(dir, "calibration"), force: true], opts)
-    progress = fn message -> send(me, {:progress, message}) end
-
-    case Compiler.compile(
-           Path.join(dir, "#{name}.onnx"),
-           Path.join(out, bin),
-           [progress: progress] ++ opts
-         ) do
-      {:ok, result} -> {result, drain([])}
-      {:error, message} -> flunk("compiling #{name} failed: #{message}")
-    end
-  end
+  defp compile!(dir, name, bin, opts),
+    do: QnnHost.compile_into!(dir, Path.basename(bin, ".bin"), name, bin, opts)
 
   defp argmax(f32) do
     values = for <<v::float-32-little <- f32>>, do: v
     Enum.find_index(values, &(&1 == Enum.max(values)))
-  end
-
-  defp drain(acc) do
-    receive do
-      {:progress, message} -> drain([message | acc])
-    after
-      0 -> Enum.reverse(acc)
-    end
   end
 
   defp inspect_output(bin) do

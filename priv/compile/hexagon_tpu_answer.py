@@ -154,8 +154,7 @@ class Answer:
         import numpy as np
 
         r, s = ref.ravel(), q.ravel()
-        norms = float(np.linalg.norm(r) * np.linalg.norm(s))
-        cosine = float(np.dot(r, s) / norms) if norms else (1.0 if not r.any() and not s.any() else 0.0)
+        cosine = cosine_of(r, s)
         self.low = min(self.low, cosine)
         self.a += cosine
         self.n += 1
@@ -215,6 +214,16 @@ class Answer:
         mean = self.a / self.n
         verdict = f"cosine similarity with the float model {self.low:.4f} at worst (mean {mean:.4f}), largest error {self.worst:.3g} in the output's own units"
         return {"cosine_min": self.low, "cosine_mean": mean, "max_error": self.worst, "meets_bar": self.low >= COSINE_BAR, "verdict": verdict}
+
+
+def cosine_of(r, s):
+    """The cosine similarity of two flat arrays: 1 for two zero ones, 0 for one zero one."""
+    import numpy as np
+
+    norms = float(np.linalg.norm(r) * np.linalg.norm(s))
+    if not norms:
+        return 1.0 if not r.any() and not s.any() else 0.0
+    return float(np.dot(r, s) / norms)
 
 
 def bar_text(kind):

@@ -41,6 +41,9 @@ import json
 import math
 import os
 
+from hexagon_tpu_answer import cosine_of
+from hexagon_tpu_quality import Sums
+
 TOP = 10
 
 
@@ -158,11 +161,12 @@ def exposed(model, names, path):
     return path
 
 
-class Acc:
-    """One tensor's running sums over the samples."""
+class Acc(Sums):
+    """One tensor's running sums over the samples (hexagon_tpu_quality's, no output step),
+    its lowest cosine similarity and its shape; a tensor that is not float is not compared."""
 
     def __init__(self):
-        self.signal = self.noise = 0.0
+        super().__init__(None)
         self.cosine = 1.0
         self.shape = None
         self.compared = False
@@ -179,19 +183,8 @@ class Acc:
         s = np.asarray(q, np.float64).ravel()
         if r.size != s.size:
             raise LayersError(f"the QDQ model's tensor has {s.size} values, the float model's {r.size}")
-        e = r - s
-        self.signal += float(np.dot(r, r))
-        self.noise += float(np.dot(e, e))
-        norms = float(np.linalg.norm(r) * np.linalg.norm(s))
-        cosine = float(np.dot(r, s) / norms) if norms else (1.0 if not r.any() and not s.any() else 0.0)
-        self.cosine = min(self.cosine, cosine)
-
-    def sqnr(self):
-        if self.noise == 0.0:
-            return None
-        if self.signal == 0.0:
-            return -math.inf
-        return 10.0 * math.log10(self.signal / self.noise)
+        super().add(r, s)
+        self.cosine = min(self.cosine, cosine_of(r, s))
 
 
 SWITCH = "hexagon_tpu_alone_"

@@ -66,6 +66,36 @@ defmodule HexagonTpu.Test.QnnHost do
     end)
   end
 
+  @doc """
+  Compiles `dir/name.onnx` (a `model!/1` directory) into the folder `dir/<folder>` as `bin`
+  (where `save_qdq:` writes the QDQ model too), calibrated on its calibration samples, with
+  `opts` of `HexagonTpu.Compiler.compile/3`; returns the result and the progress messages.
+  """
+  def compile_into!(dir, folder, name, bin, opts) do
+    out = Path.join(dir, folder)
+    File.mkdir_p!(out)
+    me = self()
+    opts = Keyword.merge([calibration: Path.join(dir, "calibration"), force: true], opts)
+    progress = fn message -> send(me, {:compile_progress, message}) end
+
+    case Compiler.compile(
+           Path.join(dir, "#{name}.onnx"),
+           Path.join(out, bin),
+           [progress: progress] ++ opts
+         ) do
+      {:ok, result} -> {result, progress_messages([])}
+      {:error, message} -> ExUnit.Assertions.flunk("compiling #{name} failed: #{message}")
+    end
+  end
+
+  defp progress_messages(acc) do
+    receive do
+      {:compile_progress, message} -> progress_messages([message | acc])
+    after
+      0 -> Enum.reverse(acc)
+    end
+  end
+
   @doc "The QAIRT build id in a file's bytes (a library or a context binary): the doctor's reader."
   def build_id!(path) do
     case HexagonTpu.Elf.build_id(path) do
