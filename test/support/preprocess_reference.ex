@@ -39,7 +39,8 @@ defmodule HexagonTpu.Test.PreprocessReference do
           {{:column, x0, x1, a0, a1}, {:row, y0, y1, b0, b1}} ->
             h = fn py -> (pixel.(x0, py) * a0 + pixel.(x1, py) * a1) >>> 4 end
             v = ((h.(y0) * b0) >>> 16) + ((h.(y1) * b1) >>> 16)
-            (v + 2) >>> 2 |> max(0) |> min(255) |> Kernel.*(1.0)
+            rounded = (v + 2) >>> 2
+            rounded |> max(0) |> min(255) |> Kernel.*(1.0)
         end
 
       mean = f32(elem(p.mean, c))
