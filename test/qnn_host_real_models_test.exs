@@ -194,6 +194,12 @@ defmodule HexagonTpu.QnnHostRealModelsTest do
       IO.puts("ppocr_det #{image}: text mask IoU #{Float.round(iou, 3)} (#{Enum.sum(want)} px)")
       assert iou >= 0.85
     end
+
+    # The task's own figures say the same at DB's 0.3, and why 0.5 fails: with no text in the
+    # calibration images, the output's range ends below the float model's text probabilities
+    {:ok, %{"graphs" => [%{"outputs" => [o]}]}} = HexagonTpu.Quality.read(p.bin)
+    assert o["answer"]["mask_iou_by_threshold"]["0.3"] >= 0.85
+    assert o["answer"]["clipped"] =~ "the quantized output is never above "
   end
 
   # BlazeFace's faces from its two outputs ({1, 896, 16} boxes and keypoints, {1, 896, 1}

@@ -36,6 +36,12 @@ DETECT_BAR = 0.9
 MASK_IOU_BAR = 0.9
 PIXEL_BAR = 0.95
 POINTS_SPAN_BAR = 0.02
+# A probability map's masks: 0.5 sets the bar, the others are shown (a DB text detector's
+# users threshold at 0.3, a heatmap's peaks can stay lower)
+MASK_THRESHOLDS = (0.3, 0.5)
+# The quantized output's values ending short of the float ones by more than this share of
+# their span: its range (the calibration's) does not hold what the model computes
+SHORT_RANGE = 0.1
 COSINE_BAR = 0.98
 
 # YOLO decoding, as the float model's users run it (Postprocess.yolov8/2's defaults)
@@ -101,12 +107,16 @@ class Answer:
         self.low = math.inf
         self.high = -math.inf
         self.mean_sum = 0.0
+        self.ends = [math.inf, -math.inf, math.inf, -math.inf]  # float min, max; quantized min, max
+        self.masks = {}  # map: threshold -> (intersection, union) summed
 
     def add(self, ref, q):
         import numpy as np
 
         ref = np.asarray(ref, np.float64).reshape(self.shape)
         q = np.asarray(q, np.float64).reshape(self.shape)
+        if ref.size:
+            self.ends = [min(self.ends[0], ref.min()), max(self.ends[1], ref.max()), min(self.ends[2], q.min()), max(self.ends[3], q.max())]
         getattr(self, "_add_" + self.kind)(ref, q)
 
     def _add_scores(self, ref, q):
@@ -136,9 +146,11 @@ class Answer:
             self.a += float(np.count_nonzero(np.argmax(ref, axis=1) == np.argmax(q, axis=1)))
             self.b += ref.shape[0] * ref.shape[2] * ref.shape[3]
         else:
-            mask_ref, mask_q = ref > 0.5, q > 0.5
-            self.a += float(np.count_nonzero(mask_ref & mask_q))
-            self.b += float(np.count_nonzero(mask_ref | mask_q))
+            # 0.5 sets the bar; a DB text detector's users threshold at 0.3, a heatmap's lower
+            for t in MASK_THRESHOLDS:
+                mask_ref, mask_q = ref > t, q > t
+                inter, union = self.masks.get(t, (0.0, 0.0))
+                self.masks[t] = (inter + float(np.count_nonzero(mask_ref & mask_q)), union + float(np.count_nonzero(mask_ref | mask_q)))
         self.n += 1
 
     def _add_points(self, ref, q):
@@ -161,8 +173,31 @@ class Answer:
         self.worst = max(self.worst, float(np.max(np.abs(r - s))) if r.size else 0.0)
 
     def figures(self):
-        """{kind, measure figures..., meets_bar, verdict}."""
-        return dict({"kind": self.kind}, **getattr(self, "_figures_" + self.kind)())
+        """{kind, measure figures..., meets_bar, verdict}; the verdict also says when the
+        quantized output's range stops short of the float model's values."""
+        figures = dict({"kind": self.kind}, **getattr(self, "_figures_" + self.kind)())
+        clipped = self.clipped()
+        if clipped:
+            figures["clipped"] = clipped
+            figures["verdict"] += f"; {clipped}"
+        return figures
+
+    def clipped(self):
+        """Where the quantized values end short of the float ones by more than a tenth of the
+        float values' span: the output's quantization range, set by the calibration data, does
+        not hold what the model computes on these samples."""
+        low, high, q_low, q_high = self.ends
+        span = high - low
+        if not span > 0:
+            return None
+        said = []
+        if high - q_high > SHORT_RANGE * span:
+            said.append(f"never above {q_high:.3g} where the float model reaches {high:.3g}")
+        if q_low - low > SHORT_RANGE * span:
+            said.append(f"never below {q_low:.3g} where the float model reaches {low:.3g}")
+        if not said:
+            return None
+        return "the quantized output is " + " and ".join(said) + " (its range, set by the calibration data, ends there: calibrate on inputs like these)"
 
     def _figures_scores(self):
         top1, top5 = self.a / self.n, self.b / self.n
@@ -193,12 +228,14 @@ class Answer:
             share = self.a / self.b if self.b else 1.0
             verdict = f"the class of {100 * share:.1f}% of the pixels agrees with the float model's"
             return {"pixel_agreement": share, "meets_bar": share >= PIXEL_BAR, "verdict": verdict}
-        iou = self.a / self.b if self.b else None
+        ious = {t: (inter / union if union else None) for t, (inter, union) in self.masks.items()}
+        iou = ious[0.5]
+        shown = ", ".join(f"{'-' if v is None else f'{v:.3f}'} at {t:g}" for t, v in sorted(ious.items()))
         if iou is None:
-            verdict = "no value above 0.5 in either model's map: the masks agree (both empty)"
-            return {"mask_iou": None, "meets_bar": True, "verdict": verdict}
-        verdict = f"the mask above 0.5 overlaps the float model's at IoU {iou:.3f}"
-        return {"mask_iou": iou, "meets_bar": iou >= MASK_IOU_BAR, "verdict": verdict}
+            verdict = f"no value above 0.5 in either model's map: the masks agree (both empty); IoU {shown}"
+            return {"mask_iou": None, "mask_iou_by_threshold": by_key(ious), "meets_bar": True, "verdict": verdict}
+        verdict = f"the mask above 0.5 overlaps the float model's at IoU {iou:.3f} (IoU {shown})"
+        return {"mask_iou": iou, "mask_iou_by_threshold": by_key(ious), "meets_bar": iou >= MASK_IOU_BAR, "verdict": verdict}
 
     def _figures_points(self):
         span = self.high - self.low
@@ -224,6 +261,11 @@ def cosine_of(r, s):
     if not norms:
         return 1.0 if not r.any() and not s.any() else 0.0
     return float(np.dot(r, s) / norms)
+
+
+def by_key(ious):
+    """{threshold as text: IoU} (JSON keys are strings)."""
+    return {f"{t:g}": v for t, v in sorted(ious.items())}
 
 
 def bar_text(kind):
