@@ -254,9 +254,12 @@ class Answer:
 
 
 def cosine_of(r, s):
-    """The cosine similarity of two flat arrays: 1 for two zero ones, 0 for one zero one."""
+    """The cosine similarity of two flat arrays: 1 for two zero ones, 0 for one zero one, and
+    0 where a value is not finite (nothing is similar to an infinity)."""
     import numpy as np
 
+    if not (np.isfinite(r).all() and np.isfinite(s).all()):
+        return 0.0
     norms = float(np.linalg.norm(r) * np.linalg.norm(s))
     if not norms:
         return 1.0 if not r.any() and not s.any() else 0.0

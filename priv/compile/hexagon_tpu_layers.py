@@ -358,7 +358,8 @@ def table(rows, top=TOP):
 
 
 def finite(value):
-    if value is None or value == math.inf:
+    """JSON has no infinities or NaN: +inf (exact) and NaN are null, -inf -1e308."""
+    if value is None or math.isnan(value) or value == math.inf:
         return None
     return max(value, -1e308)
 
@@ -373,7 +374,7 @@ def write(path, model_path, qdq_description, rows, samples):
         "measured_with": "the float model and the QDQ model on ONNX Runtime's CPU EP, graph optimizations off",
         "ranked_by": "alone_sqnr_db, lowest first: the model's outputs with only this tensor quantized",
         "tensors": [
-            dict(row, **{k: finite(row[k]) for k in ("sqnr_db", "input_sqnr_db", "own_drop_db", "alone_sqnr_db")})
+            dict(row, **{k: finite(row[k]) for k in ("sqnr_db", "cosine", "input_sqnr_db", "own_drop_db", "alone_sqnr_db")})
             for row in rows
         ],
     }

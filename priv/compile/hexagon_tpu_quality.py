@@ -117,10 +117,11 @@ class Sums:
         self.values += ref.size
 
     def sqnr(self):
-        """In dB; None when the two agree exactly."""
+        """In dB; None when the two agree exactly; -inf when there is no signal or when a
+        value is not finite (a log of 0 in one model and not in the other: no ratio holds)."""
         if self.noise == 0.0:
             return None
-        if self.signal == 0.0:
+        if self.signal == 0.0 or not (math.isfinite(self.signal) and math.isfinite(self.noise)):
             return -math.inf
         return 10.0 * math.log10(self.signal / self.noise)
 
