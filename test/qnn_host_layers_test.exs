@@ -7,7 +7,7 @@ defmodule HexagonTpu.QnnHostLayersTest do
   # `h` quantized alone takes the output to 0 dB. a16w8 is the easy model u8 keeps.
   use ExUnit.Case, async: false
 
-  alias HexagonTpu.{Compiler, JSON}
+  alias HexagonTpu.JSON
   alias HexagonTpu.Test.QnnHost
 
   @moduletag :qnn_host
