@@ -21,10 +21,13 @@ Calibration data: a directory of .npy files, one per sample and input, named
 other than letters, digits, '.', '_' and '-' replaced by '_'. Each array has exactly the
 input's shape.
 
-A float model's quantization is measured against the float model on ORT's CPU EP, on held-out
-calibration samples or --eval DIR (hexagon_tpu_quality.py): the figures are printed, warned
+A float model's quantization is measured on the answer (hexagon_tpu_answer.py) against the
+float model, on held-out calibration samples or --eval DIR (hexagon_tpu_quality.py): the QDQ
+model on ORT's CPU EP, then the binary on the HTP emulator, whose figures are printed, warned
 about below the bar, and written beside the binary as <binary>.quality.json. --min-sqnr DB
-chooses the cheapest activations (u8, then u16) that meet DB on every output.
+chooses the cheapest activations (u8, then u16) whose SQNR meets DB on every output;
+--activations auto the cheapest (u8, u8 with its worst tensors at 16 bits, u16) whose answers
+meet the bar (both on the CPU's figures).
 
 On failure it prints one line, `hexagon_tpu_compile: error: ...`, on stderr and exits 1; nodes
 the HTP refuses are each named (more than a few: in <output>.refused.txt). <output>.names keeps

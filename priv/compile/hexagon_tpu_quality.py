@@ -1,7 +1,8 @@
-"""Quantization quality for `mix hexagon_tpu.compile`: the quantized (QDQ) model against the
-float one it was made from, both run by ONNX Runtime's CPU EP on samples the calibration did
-not see. The figures measure the quantization recipe (activation and weight types, calibration
-data), not the HTP: the binary runs the same QDQ arithmetic, within a step or two.
+"""Quantization quality for `mix hexagon_tpu.compile`: the float model (ONNX Runtime's CPU EP)
+against the quantized one, on samples the calibration did not see. First the QDQ model on ORT's
+CPU EP (what --min-sqnr and --activations auto choose by, before compiling); then, once the
+binary is made, the binary itself on the HTP emulator (on_htp), whose figures set the bar: the
+two differ where the HTP's kernels round otherwise than the CPU's QDQ arithmetic.
 
 Per output, the answer the user sees (hexagon_tpu_answer.py: top-1 agreement for class
 scores, the float model's detections found again for a YOLO head, mask IoU for a probability
@@ -147,10 +148,10 @@ def measure(float_path, qdq_path, inputs, samples, task=None, splits=(), quantiz
     steps = output_steps(qdq_path)
     sums = [Sums(steps.get(qnames[j], (None, None))[0]) for j in pick]
     answers = None
+    heads = {scores: names.index(boxes) for _whole, boxes, scores, _dims in splits}
     for sample in samples:
         feeds = {name: np.asarray(sample[name]).astype(dtype) for name, dtype, _shape in inputs}
         refs, quants = reference.run(None, feeds), quantized.run(None, feeds)
-        heads = {scores: names.index(boxes) for _whole, boxes, scores, _dims in splits}
         if answers is None:
             answers = [
                 answer.Answer("detections", (1, 4 + np.shape(ref)[1], np.shape(ref)[2]), task)

@@ -95,13 +95,14 @@ defmodule Mix.Tasks.HexagonTpu.Compile do
 
   ## Quantization quality
 
-  After quantizing a float model, the task runs the float model and the quantized (QDQ) one
-  with ONNX Runtime's CPU EP on samples the calibration did not see, and prints per output the
-  SQNR (dB) and the share of values within one quantization step of the output. Below the bar
-  (SQNR 20 dB; half the values within one step, for 8-bit outputs) it warns and says what to try. The
-  figures measure the quantization recipe, not the HTP, and are written beside the binary as
-  `MODEL.bin.quality.json`, which `mix hexagon_tpu.inspect MODEL.bin` shows. A QDQ model has
-  no float reference: no figures. See docs/models.md, "Quantization quality".
+  After compiling a float model, the task measures, on samples the calibration did not see,
+  the answer each output gives (top-1 agreement, the float model's detections found again,
+  mask IoU, landmark error, cosine similarity; `--task`) against the float model on ONNX
+  Runtime's CPU EP: the binary run by the HTP emulator, with the QDQ model on the CPU beside
+  it, and SQNR as one line among them. Below an output's bar it warns and says what to try.
+  The figures are written beside the binary as `MODEL.bin.quality.json`, which `mix
+  hexagon_tpu.inspect MODEL.bin` shows. A QDQ model has no float reference: no figures. See
+  docs/models.md, "Quantization quality".
 
   Errors are printed as one line and the task exits with status 1.
   """
