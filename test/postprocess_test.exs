@@ -258,6 +258,112 @@ defmodule HexagonTpu.PostprocessTest do
     end
   end
 
+  describe "model outputs in their own type" do
+    # Levels, their TensorInfo, and the values predict/3 would dequantize them to:
+    # (q - zero_point) * scale in f32 (the f64 product of two f32 values is exact, so rounding
+    # it to f32 is f32's own multiply).
+    defp quantized(levels, bits, scale, zero_point, shape) do
+      scale = r(scale)
+
+      info = %HexagonTpu.TensorInfo{
+        name: "out",
+        shape: shape,
+        type: {:u, bits},
+        data_type: :"ufixed_point_#{bits}",
+        quantization: %{kind: :per_tensor, scale: scale, zero_point: zero_point, bitwidth: bits},
+        byte_size: length(levels) * div(bits, 8)
+      }
+
+      bytes = for q <- levels, into: <<>>, do: <<q::size(bits)-little>>
+      values = for q <- levels, do: r((q - zero_point) * scale)
+      {{bytes, info}, {f32(values), shape}}
+    end
+
+    defp levels(n, bits), do: for(_ <- 1..n, do: :rand.uniform(Integer.pow(2, bits)) - 1)
+
+    test "u8 and u16 heads answer as their dequantized f32, bit for bit" do
+      {n, c} = {300, 6}
+
+      for {bits, scale, zp} <- [
+            {8, 0.0039, 0},
+            {8, 0.02, 128},
+            {16, 1.7e-5, 0},
+            {16, 0.003, 30_000}
+          ],
+          threshold <- [0.1, 0.5, 0.9] do
+        opts = [score_threshold: threshold, iou_threshold: 0.5]
+        {box_q, box_f} = quantized(levels(4 * n, 8), 8, 1.5, 0, {1, 4, n})
+        {score_q, score_f} = quantized(levels(c * n, bits), bits, scale, zp, {1, c, n})
+
+        want = Postprocess.yolov8!([box_f, score_f], opts)
+        assert Postprocess.yolov8!([box_q, score_q], opts) == want
+        # a head in the model's own type beside one already dequantized
+        assert Postprocess.yolov8!([box_f, score_q], opts) == want
+
+        {head_q, head_f} = quantized(levels(n * (5 + c), bits), bits, scale, zp, {1, n, 5 + c})
+        assert Postprocess.yolov5!(head_q, opts) == Postprocess.yolov5!(head_f, opts)
+
+        {top_q, top_f} = quantized(levels(1000, bits), bits, scale, zp, {1, 1000})
+
+        for softmax <- [false, true],
+            do:
+              assert(
+                Postprocess.top_k!(top_q, 5, softmax: softmax) ==
+                  Postprocess.top_k!(top_f, 5, softmax: softmax)
+              )
+
+        ssd = [
+          anchors: BlazeFace.anchors(),
+          x_scale: 128,
+          y_scale: 128,
+          w_scale: 128,
+          h_scale: 128,
+          sigmoid_score: true,
+          score_threshold: threshold
+        ]
+
+        {ssd_boxes_q, ssd_boxes_f} = quantized(levels(896 * 4, 8), 8, 0.5, 128, {1, 896, 4})
+
+        {ssd_scores_q, ssd_scores_f} =
+          quantized(levels(896, bits), bits, scale * 40, zp, {1, 896, 1})
+
+        assert Postprocess.ssd!(ssd_boxes_q, ssd_scores_q, ssd) ==
+                 Postprocess.ssd!(ssd_boxes_f, ssd_scores_f, ssd)
+      end
+    end
+
+    test "what the decoders cannot read is refused, naming it" do
+      {{bytes, info}, _} = quantized([1, 2, 3, 4, 5], 8, 0.1, 0, {1, 5, 1})
+
+      per_axis = %{
+        info
+        | quantization: %{kind: :per_axis, axis: 1, scales: [0.1], zero_points: [0], bitwidth: 8}
+      }
+
+      assert {:error, %Error{reason: :invalid_input, message: message}} =
+               Postprocess.yolov8({bytes, per_axis})
+
+      assert message ==
+               ~s(output: "out" is {:u, 8} with quantization :per_axis; the decoders read f32 ) <>
+                 "and u8 or u16 quantized per tensor: give it dequantized (predict/3's default)"
+
+      assert {:error, %Error{message: ~s(output: "out" {1, 5, 1} of {:u, 8} is 5 bytes, got 4)}} =
+               Postprocess.yolov8({binary_part(bytes, 0, 4), info})
+
+      zero_scale = %{info | shape: {1, 5}, quantization: %{info.quantization | scale: 0.0}}
+
+      assert {:error,
+              %Error{message: "scores: the quantization scale must be finite and > 0, got 0"}} =
+               Postprocess.top_k({bytes, zero_scale}, 1)
+
+      assert_raise ArgumentError,
+                   ~r/output must be an Nx.Tensor or a binary with its TensorInfo/,
+                   fn ->
+                     Postprocess.yolov8({[1, 2], info})
+                   end
+    end
+  end
+
   describe "Nx tensors" do
     @describetag :nx
 
@@ -277,6 +383,33 @@ defmodule HexagonTpu.PostprocessTest do
 
       assert {:error, %Error{message: "boxes: expected a float tensor" <> _}} =
                Postprocess.nms(Nx.iota({1, 4}), Nx.tensor([0.5]))
+    end
+
+    test "a model output's tensor with its TensorInfo: quantized as it is, or dequantized" do
+      info = %HexagonTpu.TensorInfo{
+        name: "out",
+        shape: {1, 5, 2},
+        type: {:u, 8},
+        data_type: :ufixed_point_8,
+        quantization: %{kind: :per_tensor, scale: 0.5, zero_point: 10, bitwidth: 8},
+        byte_size: 10
+      }
+
+      levels = [110, 30, 110, 30, 40, 20, 40, 20, 12, 11]
+      raw = Nx.tensor(levels, type: {:u, 8}) |> Nx.reshape({1, 5, 2})
+      dequantized = raw |> Nx.subtract(10) |> Nx.multiply(0.5)
+
+      assert [%Detection{index: 0, score: 1.0, box: {40.0, 40.0, 60.0, 60.0}}] =
+               Postprocess.yolov8!({raw, info}, score_threshold: 0.6)
+
+      assert Postprocess.yolov8!({dequantized, info}, score_threshold: 0.6) ==
+               Postprocess.yolov8!({raw, info}, score_threshold: 0.6)
+
+      assert {:error, %Error{message: message}} =
+               Postprocess.yolov8({Nx.as_type(raw, {:s, 16}), info})
+
+      assert message =~
+               "a tensor of type {:s, 16} given with the description of \"out\", whose type is {:u, 8}"
     end
   end
 

@@ -26,8 +26,22 @@ defmodule HexagonTpu.Postprocess do
   ## Tensors
 
   Every tensor argument is an `Nx.Tensor` of a float type (converted to f32), or
-  `{binary, shape}`: f32 little-endian bytes and their shape (a model output's bytes and its
-  `TensorInfo.shape`, say). `top_k/3` also takes a plain binary of f32 values.
+  `{binary, shape}`: f32 little-endian bytes and their shape. `top_k/3` also takes a plain
+  binary of f32 values.
+
+  The decoders (`top_k/3`, `yolov8/2`, `yolov5/2`, `ssd/3`) also take a model output in the
+  model's own type, as `{output, %HexagonTpu.TensorInfo{}}`: the tensor or binary that
+  `HexagonTpu.predict/3` returns with `dequantize: :none`, and its description from
+  `HexagonTpu.Graph.outputs/1`. An f32 output, or a u8/u16 one quantized per tensor, is read
+  as it is: scores are compared with the threshold in the quantized domain, and only the
+  candidates are dequantized (`float = (q - zero_point) * scale` in f32, as `predict/3`
+  dequantizes), so the answer is the one of the dequantized output, bit for bit, without
+  converting the whole head:
+
+      {:ok, [boxes, scores]} = HexagonTpu.predict(model, input, dequantize: :none)
+      [box_info, score_info] = HexagonTpu.Graph.outputs(model)
+      {:ok, detections} =
+        HexagonTpu.Postprocess.yolov8([{boxes, box_info}, {scores, score_info}], letterbox: transform)
 
   ## Definitions
 
@@ -58,13 +72,13 @@ defmodule HexagonTpu.Postprocess do
       used as they are). **YOLOv5** (`yolov5/2`): `{1, N, 5 + C}` (or `{N, 5 + C}`),
       `cx, cy, w, h, objectness`, then the class scores; class `c` scores
       `objectness * class_score[c]` (f32). NMS runs in the model's coordinates; then each kept
-      box is mapped through `letterbox: %{scale: s, x_offset: dx, y_offset: dy}` (the
-      transform that made the model input from the frame, `model = frame * s + offset`) as
-      `frame = (model - offset) / s`, and clipped to `clip: {width, height}`:
-      `x in [0, width]`, `y in [0, height]`. `letterbox:` also takes the
-      `HexagonTpu.Preprocess.Transform` that `HexagonTpu.Preprocess.transform/2` gives for
-      the same options that made the input: each kept box is then mapped with
-      `Transform.to_frame/2` (in f64, a stretch's two scales included) and clipped after.
+      box is mapped to the frame with `letterbox:`, the `HexagonTpu.Preprocess.Transform`
+      that `HexagonTpu.Preprocess.transform/2` gives for the options that made the input
+      (`frame = model * scale + offset` by `Transform.to_frame/2`, in f64), and clipped to
+      `clip: {width, height}`: `x in [0, width]`, `y in [0, height]`. `letterbox:` also takes
+      the older map `%{scale: s, x_offset: dx, y_offset: dy}`, which states the other way,
+      `model = frame * s + offset`: it is the transform of scale `1 / s` and offset
+      `-offset / s`.
     * **SSD** (`ssd_anchors/1`, `ssd/3`). Anchors are MediaPipe's `SsdAnchorsCalculator`'s,
       with its option names (`:input_size_width`, `:input_size_height`, `:min_scale`,
       `:max_scale`, `:strides`, `:aspect_ratios` (`[1.0]`), `:anchor_offset_x`/`_y` (0.5),
@@ -104,12 +118,13 @@ defmodule HexagonTpu.Postprocess do
   An argument of the wrong type (an option outside its type, a negative `k`, an
   `:iou_threshold` outside `[0, 1]`) raises `ArgumentError` naming it. Data that does not fit
   (a binary of the wrong size for its shape, shapes that disagree, a NaN score, a non-finite
-  coordinate) returns `{:error, %HexagonTpu.Error{reason: :invalid_input}}` naming the
-  argument. Large inputs (over #{20_000} values, or over 1000 boxes) run on a dirty CPU
-  scheduler, small ones on the caller's.
+  coordinate, an output type the decoders do not read) returns
+  `{:error, %HexagonTpu.Error{reason: :invalid_input}}` naming the argument. Large inputs
+  (over #{20_000} values, or over 1000 boxes) run on a dirty CPU scheduler, small ones on the
+  caller's.
   """
 
-  alias HexagonTpu.{Args, Error, Native}
+  alias HexagonTpu.{Args, Error, Native, TensorInfo}
   alias HexagonTpu.Postprocess.{Detection, Input, Ssd}
   alias HexagonTpu.Preprocess.Transform
 
@@ -127,11 +142,15 @@ defmodule HexagonTpu.Postprocess do
   @typedoc "An `Nx.Tensor` (a float type) or `{binary, shape}` (f32 little-endian)."
   @type tensor :: struct() | {binary(), tuple()}
 
+  @typedoc "A model output in its own type and its description (the decoders)."
+  @type output :: tensor() | {struct() | binary(), TensorInfo.t()}
+
   @doc """
   The `k` best classes of a classifier's scores (shape `{C}` or `{1, C}`), as
-  `{:ok, [{class_index, score}]}`, by score (see "Definitions"). Option: `softmax: true`.
+  `{:ok, [{class_index, score}]}`, by score (see "Definitions"). Option: `softmax: true`
+  (quantized scores are then all dequantized: the sum needs them).
   """
-  @spec top_k(tensor() | binary(), non_neg_integer(), keyword()) ::
+  @spec top_k(output() | binary(), non_neg_integer(), keyword()) ::
           {:ok, [{non_neg_integer(), float()}]} | {:error, Error.t()}
   def top_k(scores, k, opts \\ []) do
     fun = "HexagonTpu.Postprocess.top_k/3"
@@ -143,16 +162,14 @@ defmodule HexagonTpu.Postprocess do
 
     scores = if is_binary(scores), do: {scores, {div(byte_size(scores), 4)}}, else: scores
 
-    with {:ok, bytes, shape} <- Input.f32!(scores, "scores", fun),
+    with {:ok, values, shape} <- Input.values!(scores, "scores", fun),
          :ok <- vector(shape) do
-      if byte_size(bytes) > @dirty_values * 4,
-        do: Native.postprocess_top_k_dirty(bytes, k, softmax),
-        else: Native.postprocess_top_k(bytes, k, softmax)
+      native(:postprocess_top_k, [values, k, softmax], dirty?(shape))
     end
   end
 
   @doc "Like `top_k/3`, but raises `HexagonTpu.Error`."
-  @spec top_k!(tensor() | binary(), non_neg_integer(), keyword()) :: [
+  @spec top_k!(output() | binary(), non_neg_integer(), keyword()) :: [
           {non_neg_integer(), float()}
         ]
   def top_k!(scores, k, opts \\ []), do: scores |> top_k(k, opts) |> Error.unwrap!()
@@ -180,12 +197,9 @@ defmodule HexagonTpu.Postprocess do
          {:ok, classes} <- scores_shape(score_shape, n, box_classes) do
       args = %{format: format, classes: classes, box_classes: box_classes, nms: nms}
 
-      result =
-        if n > @dirty_boxes or byte_size(score_bytes) > @dirty_values * 4,
-          do: Native.postprocess_nms_dirty(box_bytes, score_bytes, args),
-          else: Native.postprocess_nms(box_bytes, score_bytes, args)
-
-      detections(result)
+      :postprocess_nms
+      |> native([box_bytes, score_bytes, args], dirty?(score_shape, n))
+      |> detections()
     end
   end
 
@@ -203,24 +217,24 @@ defmodule HexagonTpu.Postprocess do
   on its own (the binary's `.names` file says so). The result is the same as for the two put
   together.
   """
-  @spec yolov8(tensor() | [tensor()], keyword()) :: {:ok, [Detection.t()]} | {:error, Error.t()}
+  @spec yolov8(output() | [output()], keyword()) :: {:ok, [Detection.t()]} | {:error, Error.t()}
   def yolov8(output, opts \\ []),
     do: yolo(:yolov8, output, opts, "HexagonTpu.Postprocess.yolov8/2")
 
   @doc "Like `yolov8/2`, but raises `HexagonTpu.Error`."
-  @spec yolov8!(tensor() | [tensor()], keyword()) :: [Detection.t()]
+  @spec yolov8!(output() | [output()], keyword()) :: [Detection.t()]
   def yolov8!(output, opts \\ []), do: output |> yolov8(opts) |> Error.unwrap!()
 
   @doc """
   YOLOv5's head (`{1, N, 5 + C}`: `cx, cy, w, h, objectness`, then the class scores; a score is
   `objectness * class_score`) decoded and suppressed, as `yolov8/2`.
   """
-  @spec yolov5(tensor(), keyword()) :: {:ok, [Detection.t()]} | {:error, Error.t()}
+  @spec yolov5(output(), keyword()) :: {:ok, [Detection.t()]} | {:error, Error.t()}
   def yolov5(output, opts \\ []),
     do: yolo(:yolov5, output, opts, "HexagonTpu.Postprocess.yolov5/2")
 
   @doc "Like `yolov5/2`, but raises `HexagonTpu.Error`."
-  @spec yolov5!(tensor(), keyword()) :: [Detection.t()]
+  @spec yolov5!(output(), keyword()) :: [Detection.t()]
   def yolov5!(output, opts \\ []), do: output |> yolov5(opts) |> Error.unwrap!()
 
   @doc """
@@ -239,30 +253,27 @@ defmodule HexagonTpu.Postprocess do
   suppressed: `{:ok, [%HexagonTpu.Postprocess.Detection{}]}` by score, boxes in the anchors'
   units (see "SSD"). Options: those of `nms/3` but `:format` and `:classes`, and the SSD ones.
   """
-  @spec ssd(tensor(), tensor(), keyword()) :: {:ok, [Detection.t()]} | {:error, Error.t()}
+  @spec ssd(output(), output(), keyword()) :: {:ok, [Detection.t()]} | {:error, Error.t()}
   def ssd(raw_boxes, raw_scores, opts) do
     fun = "HexagonTpu.Postprocess.ssd/3"
     {ssd, nms_opts} = Ssd.split!(opts, Keyword.keys(@nms_options), fun)
     nms = nms_options!(Args.keyword!(nms_opts, @nms_options, fun), fun)
 
     with {:ok, anchors, n} <- Ssd.anchors!(ssd.anchors, fun),
-         {:ok, box_bytes, box_shape} <- Input.f32!(raw_boxes, "boxes", fun),
-         {:ok, score_bytes, score_shape} <- Input.f32!(raw_scores, "scores", fun),
+         {:ok, box_values, box_shape} <- Input.values!(raw_boxes, "boxes", fun),
+         {:ok, score_values, score_shape} <- Input.values!(raw_scores, "scores", fun),
          {:ok, coords} <- ssd_boxes(box_shape, n),
          {:ok, classes} <- ssd_scores(score_shape, n) do
       args = Ssd.args(ssd, coords, classes, nms)
 
-      result =
-        if n > @dirty_boxes or byte_size(score_bytes) > @dirty_values * 4,
-          do: Native.postprocess_ssd_dirty(box_bytes, score_bytes, anchors, args),
-          else: Native.postprocess_ssd(box_bytes, score_bytes, anchors, args)
-
-      detections(result)
+      :postprocess_ssd
+      |> native([box_values, score_values, anchors, args], dirty?(score_shape, n))
+      |> detections()
     end
   end
 
   @doc "Like `ssd/3`, but raises `HexagonTpu.Error`."
-  @spec ssd!(tensor(), tensor(), keyword()) :: [Detection.t()]
+  @spec ssd!(output(), output(), keyword()) :: [Detection.t()]
   def ssd!(raw_boxes, raw_scores, opts), do: raw_boxes |> ssd(raw_scores, opts) |> Error.unwrap!()
 
   defp ssd_boxes({1, n, k}, n) when k >= 4, do: {:ok, k}
@@ -303,12 +314,8 @@ defmodule HexagonTpu.Postprocess do
          {:ok, h, w, c} <- mask_shape(layout, shape) do
       args = %{height: h, width: w, classes: c, layout: layout}
 
-      result =
-        if byte_size(bytes) > @dirty_values * 4,
-          do: Native.postprocess_mask_dirty(bytes, args),
-          else: Native.postprocess_mask(bytes, args)
-
-      with {:ok, mask} <- result, do: {:ok, {mask, {h, w}}}
+      with {:ok, mask} <- native(:postprocess_mask, [bytes, args], dirty?(shape)),
+           do: {:ok, {mask, {h, w}}}
     end
   end
 
@@ -334,43 +341,28 @@ defmodule HexagonTpu.Postprocess do
   defp yolo(version, output, opts, fun) do
     opts = Args.keyword!(opts, [{:letterbox, nil}, {:clip, nil} | @nms_options], fun)
     nms = nms_options!(opts, fun)
-    letterbox = letterbox!(opts[:letterbox], fun)
+    transform = letterbox!(opts[:letterbox], fun)
     clip = clip!(opts[:clip], fun)
-    # Preprocess's own transform is applied here to the kept boxes (K at most), clip after it.
-    {native_letterbox, native_clip, transform} =
-      case letterbox do
-        %Transform{} -> {nil, nil, letterbox}
-        _ -> {letterbox, clip, nil}
-      end
 
-    with {:ok, bytes, shape} <- head!(version, output, fun),
+    with {:ok, head, shape} <- head!(version, output, fun),
          {:ok, n, c} <- head_shape(version, shape) do
-      args = %{
-        version: version,
-        candidates: n,
-        classes: c,
-        letterbox: native_letterbox,
-        clip: native_clip,
-        nms: nms
-      }
+      args = %{version: version, candidates: n, classes: c, nms: nms}
 
-      result =
-        if byte_size(bytes) > @dirty_values * 4,
-          do: Native.postprocess_yolo_dirty(bytes, args),
-          else: Native.postprocess_yolo(bytes, args)
-
-      result |> detections() |> to_frame(transform, clip)
+      :postprocess_yolo
+      |> native([head, args], dirty?(shape))
+      |> detections()
+      |> to_frame(transform, clip)
     end
   end
 
-  # A YOLOv8 head split in [boxes {1, 4, N}, scores {1, C, N}]: put back together as
-  # {1, 4 + C, N} (rows of boxes, then rows of scores: the bytes of one after the other).
+  # A YOLOv8 head split in [boxes {1, 4, N}, scores {1, C, N}], each in its own type: the
+  # NIF takes both parts; the shape is the whole's, {1, 4 + C, N}.
   defp head!(:yolov8, [boxes, scores], fun) do
-    with {:ok, box_bytes, box_shape} <- Input.f32!(boxes, "boxes", fun),
-         {:ok, score_bytes, score_shape} <- Input.f32!(scores, "scores", fun) do
+    with {:ok, box_values, box_shape} <- Input.values!(boxes, "boxes", fun),
+         {:ok, score_values, score_shape} <- Input.values!(scores, "scores", fun) do
       case {rows(box_shape), rows(score_shape)} do
         {{4, n}, {c, n}} when c >= 1 ->
-          {:ok, box_bytes <> score_bytes, {1, 4 + c, n}}
+          {:ok, [box_values, score_values], {1, 4 + c, n}}
 
         _ ->
           Args.invalid_input(
@@ -381,18 +373,21 @@ defmodule HexagonTpu.Postprocess do
     end
   end
 
-  defp head!(_version, output, fun), do: Input.f32!(output, "output", fun)
+  defp head!(_version, output, fun) do
+    with {:ok, values, shape} <- Input.values!(output, "output", fun), do: {:ok, [values], shape}
+  end
 
   defp rows({1, r, n}), do: {r, n}
   defp rows({r, n}), do: {r, n}
   defp rows(_), do: nil
 
-  defp to_frame(result, nil, _clip), do: result
-
+  # The kept boxes, in the model input's pixels, mapped to the frame and clipped: the one place
+  # a detection's box leaves the model's coordinates.
   defp to_frame({:ok, detections}, transform, clip) do
     {:ok,
      for detection <- detections do
-       %{detection | box: transform |> Transform.to_frame(detection.box) |> clip_box(clip)}
+       box = if transform, do: Transform.to_frame(transform, detection.box), else: detection.box
+       %{detection | box: clip_box(box, clip)}
      end}
   end
 
@@ -433,9 +428,16 @@ defmodule HexagonTpu.Postprocess do
   defp letterbox!(nil, _fun), do: nil
   defp letterbox!(%Transform{} = transform, _fun), do: transform
 
+  # The older map, model = frame * s + offset, as the transform frame = model / s - offset / s.
   defp letterbox!(%{scale: s, x_offset: dx, y_offset: dy}, _fun)
        when is_number(s) and s > 0 and is_number(dx) and is_number(dy),
-       do: {s * 1.0, dx * 1.0, dy * 1.0}
+       do: %Transform{
+         x_scale: 1 / s,
+         y_scale: 1 / s,
+         x_offset: -dx / s,
+         y_offset: -dy / s,
+         content: nil
+       }
 
   defp letterbox!(other, fun),
     do:
@@ -527,6 +529,13 @@ defmodule HexagonTpu.Postprocess do
       multi_label: opts[:multi_label]
     }
   end
+
+  # The NIF comes twice: on a dirty CPU scheduler for large inputs, on the caller's for small.
+  defp native(fun, args, true), do: apply(Native, :"#{fun}_dirty", args)
+  defp native(fun, args, false), do: apply(Native, fun, args)
+
+  defp dirty?(shape, boxes \\ 0),
+    do: boxes > @dirty_boxes or shape |> Tuple.to_list() |> Enum.product() > @dirty_values
 
   defp detections({:ok, kept}) do
     detections =

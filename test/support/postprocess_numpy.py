@@ -167,12 +167,15 @@ def read(name, shape=None):
 def frame(kept, p):
     out = []
     for i, c, s, b in kept:
+        b = b.astype(np.float64)
         if p.get("letterbox") is not None:
-            sc, dx, dy = (F(v) for v in p["letterbox"])
-            b = np.array([(b[0] - dx) / sc, (b[1] - dy) / sc, (b[2] - dx) / sc, (b[3] - dy) / sc], F)
+            # the map model = frame * s + offset, as the transform frame = model * (1 / s) + (-offset / s), in f64
+            sc, dx, dy = (np.float64(v) for v in p["letterbox"])
+            xs, xo, yo = 1 / sc, -dx / sc, -dy / sc
+            b = np.array([b[0] * xs + xo, b[1] * xs + yo, b[2] * xs + xo, b[3] * xs + yo])
         if p.get("clip") is not None:
-            w, h = F(p["clip"][0]), F(p["clip"][1])
-            b = np.array([np.clip(b[0], 0, w), np.clip(b[1], 0, h), np.clip(b[2], 0, w), np.clip(b[3], 0, h)], F)
+            w, h = np.float64(p["clip"][0]), np.float64(p["clip"][1])
+            b = np.array([np.clip(b[0], 0, w), np.clip(b[1], 0, h), np.clip(b[2], 0, w), np.clip(b[3], 0, h)])
         out.append((i, c, s, b))
     return out
 

@@ -1,13 +1,87 @@
 defmodule HexagonTpu.Postprocess.Input do
   @moduledoc false
   # The tensors `HexagonTpu.Postprocess` takes, as f32 little-endian bytes and a shape: an
-  # `Nx.Tensor` (a float type, converted to f32) or `{binary, shape}`. A wrong type raises
-  # ArgumentError; a wrong size or shape returns an :invalid_input error naming the argument.
+  # `Nx.Tensor` (a float type, converted to f32) or `{binary, shape}`; the decoders also take
+  # a model output in its own type, `{tensor_or_binary, %TensorInfo{}}`, read as it is. A wrong
+  # type raises ArgumentError; a wrong size or shape returns an :invalid_input error naming the
+  # argument.
 
   # Nx is optional: present wherever an Nx.Tensor reaches this module, maybe absent at compile.
   @compile {:no_warn_undefined, [Nx]}
 
-  alias HexagonTpu.{Args, Error}
+  alias HexagonTpu.{Args, Error, TensorInfo}
+
+  @typedoc "Quantized levels' `{type, scale, offset}` (QNN's offset, `-zero_point`); nil: f32."
+  @type levels :: {:u8 | :u16, float(), integer()} | nil
+
+  @doc """
+  `{:ok, {bytes, levels}, shape}` of a decoder's tensor `value`, the argument `what` of `fun`:
+  what `f32!/3` takes (`levels` nil), or `{data, %TensorInfo{}}`, a model output and its
+  description, f32 or u8/u16 quantized per tensor (`predict/3` with `dequantize: :none`).
+  """
+  @spec values!(term(), String.t(), String.t()) ::
+          {:ok, {binary(), levels()}, tuple()} | {:error, Error.t()}
+  def values!({data, %TensorInfo{} = info}, what, fun) do
+    float? = is_struct(data, Nx.Tensor) and elem(Nx.type(data), 0) in [:f, :bf]
+
+    cond do
+      # a tensor predict/3 already dequantized
+      float? ->
+        with {:ok, bytes, shape} <- f32!(data, what, fun), do: {:ok, {bytes, nil}, shape}
+
+      is_struct(data, Nx.Tensor) and Nx.type(data) != info.type ->
+        Args.invalid_input(
+          "#{what}: a tensor of type #{inspect(Nx.type(data))} given with the description " <>
+            "of #{inspect(info.name)}, whose type is #{inspect(info.type)}"
+        )
+
+      is_struct(data, Nx.Tensor) or is_binary(data) ->
+        bytes = if is_binary(data), do: data, else: Nx.to_binary(data)
+        model_type(bytes, info, what)
+
+      true ->
+        Args.type_error!(fun, what, "an Nx.Tensor or a binary with its TensorInfo", data)
+    end
+  end
+
+  def values!(value, what, fun) do
+    with {:ok, bytes, shape} <- f32!(value, what, fun), do: {:ok, {bytes, nil}, shape}
+  end
+
+  defp model_type(bytes, %TensorInfo{} = info, what) do
+    levels =
+      case {info.type, info.quantization} do
+        {{:f, 32}, _} ->
+          nil
+
+        {{:u, bits}, %{kind: :per_tensor, scale: s, zero_point: z}} when bits in [8, 16] ->
+          {:"u#{bits}", s, -z}
+
+        _ ->
+          :unsupported
+      end
+
+    cond do
+      levels == :unsupported ->
+        Args.invalid_input(
+          "#{what}: #{inspect(info.name)} is #{inspect(info.type)} with quantization " <>
+            "#{inspect(quantization_kind(info.quantization))}; the decoders read f32 and u8 or " <>
+            "u16 quantized per tensor: give it dequantized (predict/3's default)"
+        )
+
+      byte_size(bytes) != info.byte_size ->
+        Args.invalid_input(
+          "#{what}: #{inspect(info.name)} #{inspect(info.shape)} of #{inspect(info.type)} is " <>
+            "#{info.byte_size} bytes, got #{byte_size(bytes)}"
+        )
+
+      true ->
+        {:ok, {bytes, levels}, info.shape}
+    end
+  end
+
+  defp quantization_kind(%{kind: kind}), do: kind
+  defp quantization_kind(other), do: other
 
   @doc "`{:ok, f32_bytes, shape}` of `value`, the argument `what` of `fun`."
   @spec f32!(term(), String.t(), String.t()) ::

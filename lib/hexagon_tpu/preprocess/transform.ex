@@ -12,7 +12,9 @@ defmodule HexagonTpu.Preprocess.Transform do
   `x_scale = crop_width / width`, `y_scale = crop_height / height`,
   `x_offset = crop_x - x * x_scale`, `y_offset = crop_y - y * y_scale`.
 
-  Made by `HexagonTpu.Preprocess.transform/2`.
+  Made by `HexagonTpu.Preprocess.transform/2`, and used by `HexagonTpu.Postprocess`'s
+  decoders (`letterbox:`) to map the kept boxes to the frame. `content` is `nil` in one made
+  from the decoders' older letterbox map, which does not say it.
   """
 
   @enforce_keys [:x_scale, :y_scale, :x_offset, :y_offset, :content]
@@ -23,7 +25,7 @@ defmodule HexagonTpu.Preprocess.Transform do
           y_scale: float(),
           x_offset: float(),
           y_offset: float(),
-          content: {non_neg_integer(), non_neg_integer(), pos_integer(), pos_integer()}
+          content: {non_neg_integer(), non_neg_integer(), pos_integer(), pos_integer()} | nil
         }
 
   @doc """

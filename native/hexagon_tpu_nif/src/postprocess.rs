@@ -8,8 +8,8 @@
 use rustler::{Binary, Encoder, Env, NifMap, NifUnitEnum, OwnedBinary, Term};
 
 use qnn::postprocess::{
-    self, AnchorOptions, BoxFormat, Detection, Letterbox, MaskLayout, NmsOptions, PostprocessError,
-    Scores, SsdSpec, YoloSpec,
+    self, AnchorOptions, BoxFormat, Detection, MaskLayout, NmsOptions, PostprocessError, Quantized,
+    Scores, SsdSpec, Values, YoloSpec,
 };
 
 use crate::atoms;
@@ -75,15 +75,78 @@ pub struct NmsArgs<'a> {
     nms: NmsTerm,
 }
 
-/// A YOLO head's spec: `letterbox` is `{scale, x_offset, y_offset}`, `clip` `{width, height}`.
+/// A YOLO head's spec (the kept boxes come back in the model's coordinates).
 #[derive(NifMap)]
 pub struct YoloArgs {
     version: VersionTerm,
     candidates: usize,
     classes: usize,
-    letterbox: Option<(f64, f64, f64)>,
-    clip: Option<(f64, f64)>,
     nms: NmsTerm,
+}
+
+#[derive(NifUnitEnum, Clone, Copy)]
+pub enum LevelTerm {
+    U8,
+    U16,
+}
+
+/// A decoder's tensor: its bytes, f32 little-endian, or quantized levels with
+/// `{:u8 | :u16, scale, offset}` (QNN's offset, the negated zero point).
+type TensorTerm<'a> = (Binary<'a>, Option<(LevelTerm, f64, i32)>);
+
+/// A YOLO head: one tensor, or YOLOv8's two parts (boxes, scores).
+type HeadTerm<'a> = Vec<TensorTerm<'a>>;
+
+/// A [`TensorTerm`]'s values, converted where the bytes cannot be read in place.
+enum TensorValues<'a> {
+    F32(Vec<f32>),
+    U8(&'a [u8], f32, i32),
+    U16(Vec<u16>, f32, i32),
+}
+
+impl<'a> TensorValues<'a> {
+    fn new(
+        argument: &'static str,
+        (bytes, level): &TensorTerm<'a>,
+    ) -> Result<Self, PostprocessError> {
+        let bytes = bytes.as_slice();
+        Ok(match *level {
+            None => TensorValues::F32(postprocess::f32_values(argument, bytes)?),
+            Some((LevelTerm::U8, scale, offset)) => TensorValues::U8(bytes, scale as f32, offset),
+            Some((LevelTerm::U16, scale, offset)) => {
+                if !bytes.len().is_multiple_of(2) {
+                    return Err(PostprocessError {
+                        argument,
+                        message: format!(
+                            "{} bytes is not a whole number of u16 values (2 bytes each)",
+                            bytes.len()
+                        ),
+                    });
+                }
+                let levels = bytes
+                    .chunks_exact(2)
+                    .map(|b| u16::from_le_bytes([b[0], b[1]]))
+                    .collect();
+                TensorValues::U16(levels, scale as f32, offset)
+            }
+        })
+    }
+
+    fn view(&self) -> Values<'_> {
+        match self {
+            TensorValues::F32(v) => Values::F32(v),
+            TensorValues::U8(levels, scale, offset) => Values::U8(Quantized {
+                levels,
+                scale: *scale,
+                offset: *offset,
+            }),
+            TensorValues::U16(levels, scale, offset) => Values::U16(Quantized {
+                levels,
+                scale: *scale,
+                offset: *offset,
+            }),
+        }
+    }
 }
 
 fn encode<'a, T: Encoder>(env: Env<'a>, result: Result<T, PostprocessError>) -> Term<'a> {
@@ -107,9 +170,13 @@ fn detections(kept: Vec<Detection>) -> Vec<DetectionTerm> {
         .collect()
 }
 
-fn top_k(scores: &[u8], k: usize, softmax: bool) -> Result<Vec<(usize, f64)>, PostprocessError> {
-    let values = postprocess::f32_values("scores", scores)?;
-    let top = postprocess::top_k(&values, k, softmax)?;
+fn top_k(
+    scores: &TensorTerm,
+    k: usize,
+    softmax: bool,
+) -> Result<Vec<(usize, f64)>, PostprocessError> {
+    let values = TensorValues::new("scores", scores)?;
+    let top = postprocess::top_k(values.view(), k, softmax)?;
     Ok(top.into_iter().map(|(i, s)| (i, s as f64)).collect())
 }
 
@@ -146,22 +213,34 @@ fn nms(
     Ok(detections(kept))
 }
 
-fn yolo(output: &[u8], args: &YoloArgs) -> Result<Vec<DetectionTerm>, PostprocessError> {
-    let output = postprocess::f32_values("output", output)?;
+fn yolo(head: &HeadTerm, args: &YoloArgs) -> Result<Vec<DetectionTerm>, PostprocessError> {
     let spec = YoloSpec {
         candidates: args.candidates,
         classes: args.classes,
         nms: NmsOptions::from(&args.nms),
-        letterbox: args.letterbox.map(|(s, dx, dy)| Letterbox {
-            scale: s as f32,
-            x_offset: dx as f32,
-            y_offset: dy as f32,
-        }),
-        clip: args.clip.map(|(w, h)| (w as f32, h as f32)),
     };
-    let kept = match args.version {
-        VersionTerm::Yolov8 => postprocess::yolov8(&output, &spec)?,
-        VersionTerm::Yolov5 => postprocess::yolov5(&output, &spec)?,
+    let kept = match (args.version, &head[..]) {
+        (VersionTerm::Yolov8, [boxes, scores]) => {
+            let boxes = TensorValues::new("boxes", boxes)?;
+            let scores = TensorValues::new("scores", scores)?;
+            postprocess::yolov8_split(boxes.view(), scores.view(), &spec)?
+        }
+        (version, [output]) => {
+            let output = TensorValues::new("output", output)?;
+            match version {
+                VersionTerm::Yolov8 => postprocess::yolov8(output.view(), &spec)?,
+                VersionTerm::Yolov5 => postprocess::yolov5(output.view(), &spec)?,
+            }
+        }
+        _ => {
+            return Err(PostprocessError {
+                argument: "output",
+                message: format!(
+                    "{} tensors: expected the head, or its boxes and scores",
+                    head.len()
+                ),
+            });
+        }
     };
     Ok(detections(kept))
 }
@@ -187,11 +266,11 @@ macro_rules! normal_and_dirty {
 }
 
 /// `{:ok, [{class, score}]} | {:error, %HexagonTpu.Error{reason: :invalid_input}}`.
-fn top_k_term<'a>(env: Env<'a>, scores: Binary<'a>, k: usize, softmax: bool) -> Term<'a> {
-    encode(env, top_k(scores.as_slice(), k, softmax))
+fn top_k_term<'a>(env: Env<'a>, scores: TensorTerm<'a>, k: usize, softmax: bool) -> Term<'a> {
+    encode(env, top_k(&scores, k, softmax))
 }
 
-normal_and_dirty!(top_k_term as postprocess_top_k, postprocess_top_k_dirty(scores: Binary<'a>, k: usize, softmax: bool));
+normal_and_dirty!(top_k_term as postprocess_top_k, postprocess_top_k_dirty(scores: TensorTerm<'a>, k: usize, softmax: bool));
 
 /// `{:ok, [{index, class, score, {x1, y1, x2, y2}}]} | {:error, ...}`, by score.
 fn nms_term<'a>(
@@ -207,11 +286,11 @@ normal_and_dirty!(nms_term as postprocess_nms, postprocess_nms_dirty(boxes: Bina
 
 /// A YOLO head decoded and suppressed: like `postprocess_nms` (YOLOv8n at 640: 8400 x 84
 /// values, dirty).
-fn yolo_term<'a>(env: Env<'a>, output: Binary<'a>, args: YoloArgs) -> Term<'a> {
-    encode(env, yolo(output.as_slice(), &args))
+fn yolo_term<'a>(env: Env<'a>, head: HeadTerm<'a>, args: YoloArgs) -> Term<'a> {
+    encode(env, yolo(&head, &args))
 }
 
-normal_and_dirty!(yolo_term as postprocess_yolo, postprocess_yolo_dirty(output: Binary<'a>, args: YoloArgs));
+normal_and_dirty!(yolo_term as postprocess_yolo, postprocess_yolo_dirty(head: HeadTerm<'a>, args: YoloArgs));
 
 /// `{:ok, class_bytes} | {:error, ...}`: each pixel's argmax class, u8 (u16 past 256 classes).
 fn mask_term<'a>(env: Env<'a>, output: Binary<'a>, args: MaskArgs) -> Term<'a> {
@@ -296,13 +375,13 @@ fn anchors_f32(bytes: &[u8]) -> Result<Vec<[f32; 4]>, PostprocessError> {
 }
 
 fn ssd(
-    boxes: &[u8],
-    scores: &[u8],
+    boxes: &TensorTerm,
+    scores: &TensorTerm,
     anchors: &[u8],
     args: &SsdArgs,
 ) -> Result<Vec<DetectionTerm>, PostprocessError> {
-    let boxes = postprocess::f32_values("boxes", boxes)?;
-    let scores = postprocess::f32_values("scores", scores)?;
+    let boxes = TensorValues::new("boxes", boxes)?;
+    let scores = TensorValues::new("scores", scores)?;
     let anchors = anchors_f32(anchors)?;
     let (x, y, w, h) = args.scales;
     let spec = SsdSpec {
@@ -319,7 +398,10 @@ fn ssd(
         nms: NmsOptions::from(&args.nms),
     };
     Ok(detections(postprocess::ssd(
-        &boxes, &scores, &anchors, &spec,
+        boxes.view(),
+        scores.view(),
+        &anchors,
+        &spec,
     )?))
 }
 
@@ -345,18 +427,12 @@ fn postprocess_ssd_anchors<'a>(env: Env<'a>, options: AnchorsTerm) -> Term<'a> {
 /// An SSD head decoded against its anchors and suppressed: like `postprocess_nms`.
 fn ssd_term<'a>(
     env: Env<'a>,
-    boxes: Binary<'a>,
-    scores: Binary<'a>,
+    boxes: TensorTerm<'a>,
+    scores: TensorTerm<'a>,
     anchors: Binary<'a>,
     args: SsdArgs,
 ) -> Term<'a> {
-    let result = ssd(
-        boxes.as_slice(),
-        scores.as_slice(),
-        anchors.as_slice(),
-        &args,
-    );
-    encode(env, result)
+    encode(env, ssd(&boxes, &scores, anchors.as_slice(), &args))
 }
 
-normal_and_dirty!(ssd_term as postprocess_ssd, postprocess_ssd_dirty(boxes: Binary<'a>, scores: Binary<'a>, anchors: Binary<'a>, args: SsdArgs));
+normal_and_dirty!(ssd_term as postprocess_ssd, postprocess_ssd_dirty(boxes: TensorTerm<'a>, scores: TensorTerm<'a>, anchors: Binary<'a>, args: SsdArgs));

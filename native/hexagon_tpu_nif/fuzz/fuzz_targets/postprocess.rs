@@ -5,16 +5,18 @@
 //! index and class are in range; results are in the documented order (score descending, then
 //! box index, then class); at most `max_detections`; no two kept boxes that may suppress each
 //! other overlap above the IoU threshold; and `nms` keeps exactly what a plain re-statement of
-//! the greedy definition keeps.
+//! the greedy definition keeps; quantized heads (u8, u16) answer as the f32 path does on their
+//! dequantized values, bit for bit.
 
 #![no_main]
 
 use arbitrary::{Arbitrary, Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use qnn::postprocess::{
-    self, AnchorOptions, BoxFormat, Detection, Letterbox, MaskLayout, NmsOptions, PostprocessError,
-    Scores, SsdSpec, YoloSpec,
+    self, AnchorOptions, BoxFormat, Detection, MaskLayout, NmsOptions, PostprocessError, Quantized,
+    Scores, SsdSpec, Values, YoloSpec,
 };
+use qnn::quant::dequantize_scalar;
 
 fn float(u: &mut Unstructured) -> Result<f32> {
     Ok(match u.int_in_range(0..=7)? {
@@ -244,20 +246,6 @@ fn yolo(u: &mut Unstructured) -> Result<()> {
         candidates,
         classes,
         nms: opts(u)?,
-        letterbox: if bool::arbitrary(u)? {
-            Some(Letterbox {
-                scale: float(u)?,
-                x_offset: float(u)?,
-                y_offset: float(u)?,
-            })
-        } else {
-            None
-        },
-        clip: if bool::arbitrary(u)? {
-            Some((float(u)?, float(u)?))
-        } else {
-            None
-        },
     };
     let output = floats_about(u, (classes + extra) * candidates)?;
     let result = if v8 {
@@ -266,20 +254,8 @@ fn yolo(u: &mut Unstructured) -> Result<()> {
         postprocess::yolov5(&output, &spec)
     };
     match result {
-        Ok(kept) => {
-            let mapped = spec.letterbox.is_some() || spec.clip.is_some();
-            check_kept(&kept, candidates, classes, &spec.nms, !mapped);
-        }
-        Err(e) => check_refusal(
-            &e,
-            &[
-                "output",
-                "letterbox",
-                "clip",
-                "score_threshold",
-                "iou_threshold",
-            ],
-        ),
+        Ok(kept) => check_kept(&kept, candidates, classes, &spec.nms, true),
+        Err(e) => check_refusal(&e, &["output", "score_threshold", "iou_threshold"]),
     }
     Ok(())
 }
@@ -417,12 +393,148 @@ fn mask(u: &mut Unstructured) -> Result<()> {
     Ok(())
 }
 
+/// Quantized levels (u8 or u16) with a scale and an offset, and their dequantized f32 values.
+struct Levels {
+    u8: Vec<u8>,
+    u16: Vec<u16>,
+    wide: bool,
+    scale: f32,
+    offset: i32,
+}
+
+impl Levels {
+    /// About `n` levels (see [`len`]).
+    fn arbitrary(u: &mut Unstructured, n: usize, scale: f32, offset: i32) -> Result<Levels> {
+        let n = len(u, n)?;
+        let wide = bool::arbitrary(u)?;
+        let max = if wide { u16::MAX as u32 } else { 255 };
+        let levels: Vec<u32> = (0..n)
+            .map(|_| u.int_in_range(0..=max))
+            .collect::<Result<_>>()?;
+        Ok(Levels {
+            u8: levels.iter().map(|&l| l as u8).collect(),
+            u16: levels.iter().map(|&l| l as u16).collect(),
+            wide,
+            scale,
+            offset,
+        })
+    }
+
+    fn values(&self) -> Values<'_> {
+        let (scale, offset) = (self.scale, self.offset);
+        if self.wide {
+            Values::U16(Quantized {
+                levels: &self.u16,
+                scale,
+                offset,
+            })
+        } else {
+            Values::U8(Quantized {
+                levels: &self.u8,
+                scale,
+                offset,
+            })
+        }
+    }
+
+    fn f32(&self) -> Vec<f32> {
+        let value = |q: i64| dequantize_scalar(q, self.scale, self.offset);
+        if self.wide {
+            self.u16.iter().map(|&q| value(q.into())).collect()
+        } else {
+            self.u8.iter().map(|&q| value(q.into())).collect()
+        }
+    }
+}
+
+/// Quantized heads against the f32 path on their dequantized values: the same answer, or the
+/// same refusal; a scale that is not finite and > 0 refused by the quantized path.
+fn quantized(u: &mut Unstructured) -> Result<()> {
+    let (n, c) = (u.int_in_range(0..=24)?, u.int_in_range(0..=4)?);
+    let scale = if u.ratio(1, 8)? {
+        float(u)?
+    } else {
+        f32::from_bits(u.int_in_range(0x0080_0000..=0x7149_f2ca)?) // up to 1e30: values stay finite
+    };
+    let offset = u.int_in_range(-70_000..=70_000)?;
+    let good_scale = scale.is_finite() && scale > 0.0;
+    let spec = YoloSpec {
+        candidates: n,
+        classes: c,
+        nms: opts(u)?,
+    };
+    let boxes = Levels::arbitrary(u, 4 * n, scale, offset)?;
+    let scores = Levels::arbitrary(u, c * n, scale, offset)?;
+    let head = Levels::arbitrary(u, (5 + c) * n, scale, offset)?;
+    let pairs = [
+        (
+            postprocess::yolov8_split(boxes.values(), scores.values(), &spec),
+            postprocess::yolov8_split(&boxes.f32(), &scores.f32(), &spec),
+        ),
+        (
+            postprocess::yolov5(head.values(), &spec),
+            postprocess::yolov5(&head.f32(), &spec),
+        ),
+    ];
+    for (got, want) in pairs {
+        compare(got, want, good_scale);
+    }
+    let k = u.int_in_range(0..=30)?;
+    let softmax = bool::arbitrary(u)?;
+    let got = postprocess::top_k(scores.values(), k, softmax);
+    let want = postprocess::top_k(&scores.f32(), k, softmax);
+    compare(got, want, good_scale);
+    let anchors: Vec<[f32; 4]> = (0..n)
+        .map(|_| Ok([float(u)?, float(u)?, float(u)?, float(u)?]))
+        .collect::<Result<_>>()?;
+    let ssd_spec = SsdSpec {
+        coords: 4,
+        classes: c,
+        x_scale: 1.0 + u.int_in_range(0..=4)? as f32,
+        y_scale: 1.0,
+        w_scale: 2.0,
+        h_scale: 2.0,
+        reverse_output_order: bool::arbitrary(u)?,
+        apply_exponential_on_box_size: bool::arbitrary(u)?,
+        sigmoid_score: bool::arbitrary(u)?,
+        score_clipping_thresh: if bool::arbitrary(u)? {
+            Some(float(u)?)
+        } else {
+            None
+        },
+        nms: spec.nms,
+    };
+    let got = postprocess::ssd(boxes.values(), scores.values(), &anchors, &ssd_spec);
+    let want = postprocess::ssd(&boxes.f32(), &scores.f32(), &anchors, &ssd_spec);
+    compare(got, want, good_scale);
+    Ok(())
+}
+
+/// The quantized path's answer against the f32 path's (bit for bit: `Detection`'s and top k's
+/// `PartialEq` on identical f32 bits, NaN never among them).
+fn compare<T: PartialEq + std::fmt::Debug>(
+    got: std::result::Result<T, PostprocessError>,
+    want: std::result::Result<T, PostprocessError>,
+    good_scale: bool,
+) {
+    match (got, want) {
+        (Err(e), _) if e.message.starts_with("the quantization scale") => {
+            assert!(!good_scale, "a good scale refused: {e}")
+        }
+        (_, _) if !good_scale => {}
+        // the lengths' messages name the type ("u8 values", "f32 values")
+        (Err(a), Err(b)) => assert_eq!(a.argument, b.argument, "{a} / {b}"),
+        (got, want) => assert_eq!(got, want, "quantized and f32 paths differ"),
+    }
+}
+
 fn run(u: &mut Unstructured) -> Result<()> {
-    match u.int_in_range(0..=4)? {
+    match u.int_in_range(0..=5)? {
         0 => nms(u),
         1 => yolo(u),
         2 => ssd(u),
         3 => top_k(u),
+        4 => quantized(u),
         _ => mask(u),
     }
 }

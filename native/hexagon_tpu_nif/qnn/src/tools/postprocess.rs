@@ -1,7 +1,8 @@
 //! A model's raw outputs to answers: a classifier's top k, a segmenter's class mask, and a
 //! detector's boxes after a score
 //! threshold and non-maximum suppression (YOLOv8 and YOLOv5 heads decoded first). Plain Rust
-//! over `f32` slices: no QNN call, no allocation per candidate beyond the candidate list.
+//! over `f32` slices or quantized levels: no QNN call, no allocation per candidate beyond the
+//! candidate list.
 //!
 //! # Definitions (the ones the tests and `HexagonTpu.Postprocess`'s docs state)
 //!
@@ -27,9 +28,12 @@
 //!   once `max_detections` are kept.
 //! * **YOLO** ([`yolov8`], [`yolov5`]): boxes are `cxcywh` in the model's input pixels. YOLOv8
 //!   (`[4 + C, N]`, no objectness): the class scores as they are. YOLOv5 (`[N, 5 + C]`): class
-//!   `c`'s score is `objectness * class_score[c]` (f32). NMS runs in the model's coordinates;
-//!   the kept boxes are then mapped through the letterbox, `frame = (model - offset) / scale`,
-//!   and clipped to `[0, width] x [0, height]`.
+//!   `c`'s score is `objectness * class_score[c]` (f32). NMS runs in the model's coordinates,
+//!   and the kept boxes are returned in them (`HexagonTpu.Postprocess` maps them to the frame).
+//! * **Quantized outputs** ([`Values`]): u8 or u16 levels with their scale and offset are read
+//!   as they are; a value is `(q + offset) * scale` in f32, as `predict/3` dequantizes, and the
+//!   answers are those of the f32 path on the dequantized output, bit for bit (how: the
+//!   `values` module's docs).
 //! * **SSD** ([`ssd_anchors`], [`ssd`]): MediaPipe's `SsdAnchorsCalculator` (anchors
 //!   `[x_center, y_center, w, h]`, normalized) and `TensorsToDetectionsCalculator`'s box
 //!   decoding (`cx = x / x_scale * anchor_w + anchor_cx`, the size linear or exponential,
@@ -46,12 +50,14 @@ use thiserror::Error;
 mod mask;
 mod nms;
 mod ssd;
+mod values;
 mod yolo;
 
 pub use mask::{MaskLayout, argmax_mask};
 pub use nms::{BoxFormat, Scores, iou, nms};
 pub use ssd::{AnchorOptions, SsdSpec, ssd, ssd_anchors};
-pub use yolo::{Letterbox, YoloSpec, yolov5, yolov8};
+pub use values::{Quantized, Values};
+pub use yolo::{YoloSpec, yolov5, yolov8, yolov8_split};
 
 #[cfg(test)]
 mod tests;
@@ -163,34 +169,43 @@ fn by_score(a: (f32, usize), b: (f32, usize)) -> Ordering {
 }
 
 /// The `k` highest of `scores` as `(class, score)`, descending, ties by lower index; with
-/// `softmax`, of the softmax of `scores` (see the module docs).
-pub fn top_k(scores: &[f32], k: usize, softmax: bool) -> Result<Vec<(usize, f32)>> {
-    check_no_nan("scores", scores)?;
-    let probs;
-    let values = if softmax {
-        if let Some(i) = scores.iter().position(|v| !v.is_finite()) {
+/// `softmax`, of the softmax of `scores` (see the module docs). Quantized scores are compared
+/// as they are and dequantized where returned, save with `softmax`, whose sum needs them all.
+pub fn top_k<'a>(
+    scores: impl Into<Values<'a>>,
+    k: usize,
+    softmax: bool,
+) -> Result<Vec<(usize, f32)>> {
+    let scores = scores.into();
+    scores.check("scores")?;
+    if softmax {
+        let values = scores.to_f32();
+        if let Some(i) = values.iter().position(|v| !v.is_finite()) {
             return invalid(
                 "scores",
-                format!("value {i} is {}: softmax needs finite scores", scores[i]),
+                format!("value {i} is {}: softmax needs finite scores", values[i]),
             );
         }
-        probs = softmax_f32(scores);
-        &probs[..]
-    } else {
-        scores
-    };
-    let mut order: Vec<usize> = (0..values.len()).collect();
-    let k = k.min(values.len());
-    let cmp = |a: &usize, b: &usize| by_score((values[*a], *a), (values[*b], *b));
+        let probs = softmax_f32(&values);
+        return Ok(highest(probs.len(), k, |i| probs[i]));
+    }
+    Ok(highest(scores.len(), k, |i| scores.get(i)))
+}
+
+/// The `k` highest of `n` values as `(index, value)`, descending, ties by lower index.
+fn highest(n: usize, k: usize, value: impl Fn(usize) -> f32) -> Vec<(usize, f32)> {
+    let mut order: Vec<usize> = (0..n).collect();
+    let k = k.min(n);
+    let cmp = |a: &usize, b: &usize| by_score((value(*a), *a), (value(*b), *b));
     if k == 0 {
-        return Ok(Vec::new());
+        return Vec::new();
     }
     if k < order.len() {
         order.select_nth_unstable_by(k - 1, cmp);
         order.truncate(k);
     }
     order.sort_unstable_by(cmp);
-    Ok(order.into_iter().map(|i| (i, values[i])).collect())
+    order.into_iter().map(|i| (i, value(i))).collect()
 }
 
 /// The numerically stable softmax, in f64, rounded to f32. `scores` are finite.

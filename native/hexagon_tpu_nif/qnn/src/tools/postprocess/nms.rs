@@ -3,6 +3,7 @@
 
 use std::cmp::Ordering;
 
+use super::values::{Level, Quantized};
 use super::{Detection, NmsOptions, Result, check_len, check_no_nan, invalid};
 
 /// How a box's four numbers read.
@@ -188,6 +189,72 @@ pub(super) fn push_row(
             });
         }
     }
+}
+
+/// Where score `(box, class)` sits in a grid of `boxes x classes` scores.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Grid {
+    /// `[C, N]`: a row per class (YOLOv8's head).
+    ClassMajor { boxes: usize, classes: usize },
+    /// `[N, C]`: a row per box.
+    BoxMajor { boxes: usize, classes: usize },
+}
+
+/// The candidates of quantized scores laid out as `grid`, each score `score(value)` (never
+/// decreasing): only the boxes whose highest level reaches the first level scoring above the
+/// threshold are dequantized, then judged by [`push_row`] as f32 rows are; their boxes come
+/// from `bbox`.
+pub(super) fn quantized_candidates<T: Level>(
+    q: &Quantized<T>,
+    grid: Grid,
+    score: impl Fn(f32) -> f32,
+    opts: &NmsOptions,
+    bbox: impl Fn(usize) -> Result<[f32; 4]>,
+    out: &mut Vec<Candidate>,
+) -> Result<()> {
+    q.check_scale("scores")?;
+    let Some(first) = q.first_above(&score, opts.score_threshold) else {
+        return Ok(());
+    };
+    let (n, c, at): (usize, usize, &dyn Fn(usize, usize) -> T) = match grid {
+        Grid::ClassMajor { boxes, classes } => {
+            (boxes, classes, &move |i, k| q.levels[k * boxes + i])
+        }
+        Grid::BoxMajor { boxes, classes } => {
+            (boxes, classes, &move |i, k| q.levels[i * classes + k])
+        }
+    };
+    if n == 0 || c == 0 {
+        return Ok(());
+    }
+    let reaching: Vec<usize> = match grid {
+        Grid::ClassMajor { .. } => {
+            // the highest level of every box, a class row at a time (rows are contiguous)
+            let mut best = q.levels[..n].to_vec();
+            for row in q.levels[n..].chunks_exact(n) {
+                best.iter_mut()
+                    .zip(row)
+                    .for_each(|(b, &l)| *b = (*b).max(l));
+            }
+            (0..n).filter(|&i| best[i] >= first).collect()
+        }
+        Grid::BoxMajor { .. } => (q.levels.chunks_exact(c).enumerate())
+            .filter(|(_, row)| row.iter().any(|&l| l >= first))
+            .map(|(i, _)| i)
+            .collect(),
+    };
+    for i in reaching {
+        let start = out.len();
+        let row = (0..c).map(|k| score(q.value(at(i, k))));
+        push_row(out, i, row, opts.score_threshold, opts.multi_label, || {
+            [0.0; 4]
+        });
+        if out.len() > start {
+            let b = bbox(i)?;
+            out[start..].iter_mut().for_each(|c| c.bbox = b);
+        }
+    }
+    Ok(())
 }
 
 /// Descending score, then lower box index, then lower class (no NaN here; -0.0 equals 0.0).

@@ -2,8 +2,9 @@
 //! `SsdAnchorsCalculator` does, raw boxes decoded against them as its
 //! `TensorsToDetectionsCalculator` does, then the NMS of the parent module.
 
-use super::nms::{Candidate, greedy, push_row};
-use super::{Detection, NmsOptions, Result, check_len, check_no_nan, invalid};
+use super::nms::{Candidate, Grid, greedy, push_row, quantized_candidates};
+use super::values::Values;
+use super::{Detection, NmsOptions, Result, invalid};
 
 /// `SsdAnchorsCalculatorOptions`, the fields this generator reads (`num_layers` is the number
 /// of strides; feature maps are `ceil(input / stride)`).
@@ -139,12 +140,14 @@ pub struct SsdSpec {
 
 /// An SSD head decoded against `anchors` (`[x_center, y_center, width, height]` each) and
 /// suppressed. Boxes come out as `xyxy` in the anchors' units (normalized for MediaPipe's).
-pub fn ssd(
-    raw_boxes: &[f32],
-    raw_scores: &[f32],
+/// Boxes and scores may each be f32 or quantized ([`Values`]).
+pub fn ssd<'a>(
+    raw_boxes: impl Into<Values<'a>>,
+    raw_scores: impl Into<Values<'a>>,
     anchors: &[[f32; 4]],
     s: &SsdSpec,
 ) -> Result<Vec<Detection>> {
+    let (raw_boxes, raw_scores) = (raw_boxes.into(), raw_scores.into());
     s.nms.check()?;
     let n = anchors.len();
     if s.coords < 4 {
@@ -172,19 +175,18 @@ pub fn ssd(
             format!("must be a number > 0, got {t}"),
         );
     }
-    check_len(
+    raw_boxes.check_len(
         "boxes",
-        raw_boxes,
         n.saturating_mul(s.coords),
         &format!("[{n}, {}] (one row per anchor)", s.coords),
     )?;
-    check_len(
+    raw_scores.check_len(
         "scores",
-        raw_scores,
         n.saturating_mul(s.classes),
         &format!("[{n}, {}] (one row per anchor)", s.classes),
     )?;
-    check_no_nan("scores", raw_scores)?;
+    raw_scores.check("scores")?;
+    raw_boxes.check_scale("boxes")?;
     if let Some(i) = anchors
         .iter()
         .position(|a| !a.iter().all(|v| v.is_finite()))
@@ -202,37 +204,51 @@ pub fn ssd(
         };
         (1.0 / (1.0 + (-x).exp())) as f32
     };
-    let mut candidates: Vec<Candidate> = Vec::new();
-    for (i, (row, a)) in raw_scores.chunks_exact(s.classes).zip(anchors).enumerate() {
-        let start = candidates.len();
-        push_row(
-            &mut candidates,
-            i,
-            row.iter().map(|&x| score(x)),
-            s.nms.score_threshold,
-            s.nms.multi_label,
-            || [0.0; 4],
-        );
-        if candidates.len() > start {
-            let r = &raw_boxes[i * s.coords..i * s.coords + 4];
-            if !r.iter().all(|v| v.is_finite()) {
-                return invalid("boxes", format!("box {i} has a non-finite value ({r:?})"));
-            }
-            let (x, y, w, h) = if s.reverse_output_order {
-                (r[0], r[1], r[2], r[3])
-            } else {
-                (r[1], r[0], r[3], r[2])
-            };
-            let cx = x / s.x_scale * a[2] + a[0];
-            let cy = y / s.y_scale * a[3] + a[1];
-            let (w, h) = if s.apply_exponential_on_box_size {
-                ((w / s.w_scale).exp() * a[2], (h / s.h_scale).exp() * a[3])
-            } else {
-                (w / s.w_scale * a[2], h / s.h_scale * a[3])
-            };
-            let b = [cx - w / 2.0, cy - h / 2.0, cx + w / 2.0, cy + h / 2.0];
-            candidates[start..].iter_mut().for_each(|c| c.bbox = b);
+    let bbox = |i: usize| -> Result<[f32; 4]> {
+        let r = [0, 1, 2, 3].map(|j| raw_boxes.get(i * s.coords + j));
+        if !r.iter().all(|v| v.is_finite()) {
+            return invalid("boxes", format!("box {i} has a non-finite value ({r:?})"));
         }
+        let a = &anchors[i];
+        let (x, y, w, h) = if s.reverse_output_order {
+            (r[0], r[1], r[2], r[3])
+        } else {
+            (r[1], r[0], r[3], r[2])
+        };
+        let cx = x / s.x_scale * a[2] + a[0];
+        let cy = y / s.y_scale * a[3] + a[1];
+        let (w, h) = if s.apply_exponential_on_box_size {
+            ((w / s.w_scale).exp() * a[2], (h / s.h_scale).exp() * a[3])
+        } else {
+            (w / s.w_scale * a[2], h / s.h_scale * a[3])
+        };
+        Ok([cx - w / 2.0, cy - h / 2.0, cx + w / 2.0, cy + h / 2.0])
+    };
+    let mut candidates: Vec<Candidate> = Vec::new();
+    let grid = Grid::BoxMajor {
+        boxes: n,
+        classes: s.classes,
+    };
+    match raw_scores {
+        Values::F32(raw_scores) => {
+            for (i, row) in raw_scores.chunks_exact(s.classes).enumerate() {
+                let start = candidates.len();
+                push_row(
+                    &mut candidates,
+                    i,
+                    row.iter().map(|&x| score(x)),
+                    s.nms.score_threshold,
+                    s.nms.multi_label,
+                    || [0.0; 4],
+                );
+                if candidates.len() > start {
+                    let b = bbox(i)?;
+                    candidates[start..].iter_mut().for_each(|c| c.bbox = b);
+                }
+            }
+        }
+        Values::U8(q) => quantized_candidates(&q, grid, score, &s.nms, bbox, &mut candidates)?,
+        Values::U16(q) => quantized_candidates(&q, grid, score, &s.nms, bbox, &mut candidates)?,
     }
     Ok(greedy(candidates, &s.nms))
 }

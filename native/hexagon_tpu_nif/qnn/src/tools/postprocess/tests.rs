@@ -350,8 +350,6 @@ fn yolo_spec(n: usize, c: usize) -> YoloSpec {
         candidates: n,
         classes: c,
         nms: opts(0.25, 0.45, None),
-        letterbox: None,
-        clip: None,
     }
 }
 
@@ -397,33 +395,6 @@ fn yolov8_decodes_best_class_and_suppresses() {
     assert_eq!(got, vec![(0, 1), (1, 0), (2, 0)]);
     // no candidates at all
     assert_eq!(yolov8(&[], &yolo_spec(0, 2)).unwrap(), vec![]);
-}
-
-#[test]
-fn yolo_letterbox_and_clip() {
-    // a 1280x720 frame letterboxed into 640x640: scale 0.5, y offset 140
-    let rows = vec![vec![20.0, 150.0, 60.0, 40.0, 0.9]];
-    let mut spec = yolo_spec(1, 1);
-    spec.letterbox = Some(Letterbox {
-        scale: 0.5,
-        x_offset: 0.0,
-        y_offset: 140.0,
-    });
-    let kept = yolov8(&v8_output(&rows), &spec).unwrap();
-    // model box [-10, 130, 50, 170] -> frame [-20, -20, 100, 60]
-    assert_eq!(kept[0].bbox, [-20.0, -20.0, 100.0, 60.0]);
-    spec.clip = Some((1280.0, 720.0));
-    let kept = yolov8(&v8_output(&rows), &spec).unwrap();
-    assert_eq!(kept[0].bbox, [0.0, 0.0, 100.0, 60.0]);
-    spec.letterbox = Some(Letterbox {
-        scale: 0.0,
-        x_offset: 0.0,
-        y_offset: 0.0,
-    });
-    assert_eq!(
-        yolov8(&v8_output(&rows), &spec).unwrap_err().to_string(),
-        "letterbox: scale must be finite and > 0, got 0"
-    );
 }
 
 #[test]
@@ -645,4 +616,186 @@ fn ssd_refuses_a_clipping_threshold_that_is_not_positive() {
     let mut spec = ssd_spec();
     spec.score_clipping_thresh = Some(f32::INFINITY);
     assert_eq!(ssd(&[0.0; 4], &[3.0], &anchors, &spec).unwrap().len(), 1);
+}
+
+// -- quantized outputs -----------------------------------------------------------------------------
+
+/// Deterministic levels in `0..=max` (a 64-bit LCG's high bits), biased to the top so that some
+/// scores pass the thresholds.
+fn levels(seed: u64, len: usize, max: u32) -> Vec<u32> {
+    let mut x = seed;
+    (0..len)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let r = (x >> 33) as u32 % (max + 1);
+            if (x >> 20).is_multiple_of(4) {
+                max - r / 8
+            } else {
+                r
+            }
+        })
+        .collect()
+}
+
+fn dequantized(levels: &[u32], scale: f32, offset: i32) -> Vec<f32> {
+    levels
+        .iter()
+        .map(|&q| crate::model::quant::dequantize_scalar(q.into(), scale, offset))
+        .collect()
+}
+
+/// The same levels as u8 and u16 `Values` (u8 only when they fit).
+struct Levels {
+    u8: Vec<u8>,
+    u16: Vec<u16>,
+    scale: f32,
+    offset: i32,
+    f32: Vec<f32>,
+}
+
+impl Levels {
+    fn new(seed: u64, len: usize, max: u32, scale: f32, offset: i32) -> Levels {
+        let l = levels(seed, len, max);
+        Levels {
+            u8: l.iter().map(|&q| q.min(255) as u8).collect(),
+            u16: l.iter().map(|&q| q as u16).collect(),
+            scale,
+            offset,
+            f32: dequantized(&l, scale, offset),
+        }
+    }
+
+    fn quantized(&self) -> Values<'_> {
+        if self.u16.iter().all(|&q| q <= 255) {
+            Values::U8(Quantized {
+                levels: &self.u8,
+                scale: self.scale,
+                offset: self.offset,
+            })
+        } else {
+            Values::U16(Quantized {
+                levels: &self.u16,
+                scale: self.scale,
+                offset: self.offset,
+            })
+        }
+    }
+}
+
+/// Thresholds around the values: exactly at some, between, below all and above all.
+fn thresholds(values: &[f32]) -> Vec<f32> {
+    let mut t = vec![-1e9, 1e9, 0.0, -0.5];
+    t.extend(values.iter().step_by(7).take(6));
+    t.extend(values.iter().step_by(11).take(4).map(|v| v + 1e-3));
+    t
+}
+
+#[test]
+fn quantized_heads_answer_as_their_dequantized_f32() {
+    let (n, c) = (97, 5);
+    for (seed, max, scale, offset) in [
+        (1, 255, 0.004, 0),
+        (2, 255, 1.0 / 255.0, -128),
+        (3, 65_535, 1.5e-5, 0),
+        (4, 65_535, 0.02, -30_000),
+        (5, 15, 0.25, -3),
+    ] {
+        let boxes = Levels::new(seed + 100, 4 * n, max.min(255), 2.5, 0);
+        let scores = Levels::new(seed, c * n, max, scale, offset);
+        let head = Levels::new(seed + 200, (5 + c) * n, max, scale, offset);
+        let joined: Vec<f32> = boxes.f32.iter().chain(&scores.f32).copied().collect();
+        for thr in thresholds(&scores.f32) {
+            for multi_label in [false, true] {
+                let mut spec = yolo_spec(n, c);
+                spec.nms.score_threshold = thr;
+                spec.nms.multi_label = multi_label;
+                spec.nms.iou_threshold = 0.3;
+                let want = yolov8(&joined, &spec).unwrap();
+                let got = yolov8_split(boxes.quantized(), scores.quantized(), &spec).unwrap();
+                assert_eq!(
+                    got, want,
+                    "yolov8 seed {seed} thr {thr} multi {multi_label}"
+                );
+                let want = yolov5(&head.f32, &spec).unwrap();
+                let got = yolov5(head.quantized(), &spec).unwrap();
+                assert_eq!(
+                    got, want,
+                    "yolov5 seed {seed} thr {thr} multi {multi_label}"
+                );
+                let mut ssd_spec = ssd_spec();
+                ssd_spec.classes = c;
+                ssd_spec.nms = spec.nms;
+                ssd_spec.sigmoid_score = multi_label;
+                let anchors = vec![[0.5, 0.5, 0.2, 0.3]; n];
+                let want = ssd(&boxes.f32, &scores.f32, &anchors, &ssd_spec).unwrap();
+                let got = ssd(boxes.quantized(), scores.quantized(), &anchors, &ssd_spec);
+                assert_eq!(got.unwrap(), want, "ssd seed {seed} thr {thr}");
+            }
+        }
+        for k in [0, 1, 5, 1000] {
+            for softmax in [false, true] {
+                let want = top_k(&scores.f32, k, softmax).unwrap();
+                let got = top_k(scores.quantized(), k, softmax).unwrap();
+                assert_eq!(got, want, "top_k seed {seed} k {k} softmax {softmax}");
+            }
+        }
+    }
+    // a joined quantized head (one scale for boxes and scores) answers as the split one
+    let head = Levels::new(9, 9 * n, 255, 0.5, -20);
+    let spec = yolo_spec(n, 5);
+    let (boxes, scores) = head.quantized().split_at(4 * n);
+    assert_eq!(
+        yolov8(head.quantized(), &spec).unwrap(),
+        yolov8_split(boxes, scores, &spec).unwrap()
+    );
+}
+
+#[test]
+fn first_above_is_the_lowest_level_scoring_above() {
+    let levels: Vec<u8> = (0..=255).collect();
+    for (scale, offset) in [(0.1, -100), (1e-3, 0), (7.0, -255), (0.5, 300)] {
+        let q = Quantized {
+            levels: &levels[..],
+            scale,
+            offset,
+        };
+        let sigmoid = |x: f32| (1.0 / (1.0 + (-(x as f64)).exp())) as f32;
+        for thr in [-1e9, -3.0, 0.0, 0.5, 0.7, 2.5, 1e9] {
+            for score in [&(|x| x) as &dyn Fn(f32) -> f32, &sigmoid] {
+                let scan = levels.iter().copied().find(|&l| score(q.value(l)) > thr);
+                assert_eq!(q.first_above(score, thr), scan, "{scale} {offset} {thr}");
+            }
+        }
+    }
+}
+
+#[test]
+fn quantized_values_refuse_a_scale_that_is_not_positive() {
+    let levels = [200u8; 5];
+    for scale in [0.0, -1.0, f32::NAN, f32::INFINITY] {
+        let q = Values::U8(Quantized {
+            levels: &levels,
+            scale,
+            offset: 0,
+        });
+        assert_eq!(
+            yolov8(q, &yolo_spec(1, 1)).unwrap_err().to_string(),
+            format!("output: the quantization scale must be finite and > 0, got {scale}")
+        );
+        assert_eq!(
+            top_k(q, 1, false).unwrap_err().to_string(),
+            format!("scores: the quantization scale must be finite and > 0, got {scale}")
+        );
+    }
+    let q = Values::U16(Quantized {
+        levels: &[1, 2, 3],
+        scale: 1.0,
+        offset: 0,
+    });
+    assert_eq!(
+        yolov5(q, &yolo_spec(1, 1)).unwrap_err().to_string(),
+        "output: expected [1, 6] = 6 u16 values, got 3"
+    );
 }

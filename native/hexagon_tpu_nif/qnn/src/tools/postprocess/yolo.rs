@@ -1,18 +1,12 @@
-//! YOLOv8 and YOLOv5 heads decoded into NMS candidates, and the kept boxes mapped back to the
-//! frame (the definitions are in the parent module's docs).
+//! YOLOv8 and YOLOv5 heads, f32 or quantized, decoded into NMS candidates (the definitions are
+//! in the parent module's docs).
 
-use super::nms::{BoxFormat, Candidate, greedy, push_row};
-use super::{Detection, NmsOptions, PostprocessError, Result, check_len, check_no_nan, invalid};
+use super::nms::{BoxFormat, Candidate, Grid, greedy, push_row, quantized_candidates};
+use super::values::{Level, Quantized, Values};
+use super::{Detection, NmsOptions, PostprocessError, Result, check_no_nan, invalid};
 
-/// The letterbox that made the model input from the frame: `model = frame * scale + offset`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Letterbox {
-    pub scale: f32,
-    pub x_offset: f32,
-    pub y_offset: f32,
-}
-
-/// One head's geometry and what to do with its boxes.
+/// One head's geometry and what to do with its boxes. The kept boxes are in the model
+/// input's pixels; `HexagonTpu.Postprocess` maps them to the frame.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct YoloSpec {
     /// `N`, the candidate boxes (8400 for YOLOv8 at 640).
@@ -20,10 +14,6 @@ pub struct YoloSpec {
     /// `C`, the classes (80 for COCO).
     pub classes: usize,
     pub nms: NmsOptions,
-    /// Boxes mapped back to the frame: `frame = (model - offset) / scale`.
-    pub letterbox: Option<Letterbox>,
-    /// Boxes clipped to `[0, width] x [0, height]` (after the letterbox).
-    pub clip: Option<(f32, f32)>,
 }
 
 impl YoloSpec {
@@ -38,63 +28,17 @@ impl YoloSpec {
         if self.candidates > u32::MAX as usize {
             return invalid("output", format!("{} boxes is too many", self.candidates));
         }
-        if let Some(l) = self.letterbox {
-            if !(l.scale.is_finite() && l.scale > 0.0) {
-                return invalid(
-                    "letterbox",
-                    format!("scale must be finite and > 0, got {}", l.scale),
-                );
-            }
-            if !(l.x_offset.is_finite() && l.y_offset.is_finite()) {
-                return invalid(
-                    "letterbox",
-                    format!(
-                        "offsets must be finite, got {} and {}",
-                        l.x_offset, l.y_offset
-                    ),
-                );
-            }
-        }
-        if let Some((w, h)) = self.clip
-            && !(w.is_finite() && h.is_finite() && w > 0.0 && h > 0.0)
-        {
-            return invalid(
-                "clip",
-                format!("the frame size must be finite and > 0, got {w}x{h}"),
-            );
-        }
         Ok((self.classes + extra).saturating_mul(self.candidates))
-    }
-
-    /// The kept detections mapped to the frame.
-    fn finish(&self, mut kept: Vec<Detection>) -> Vec<Detection> {
-        for d in &mut kept {
-            if let Some(l) = self.letterbox {
-                let b = &mut d.bbox;
-                b[0] = (b[0] - l.x_offset) / l.scale;
-                b[2] = (b[2] - l.x_offset) / l.scale;
-                b[1] = (b[1] - l.y_offset) / l.scale;
-                b[3] = (b[3] - l.y_offset) / l.scale;
-            }
-            if let Some((w, h)) = self.clip {
-                let b = &mut d.bbox;
-                b[0] = b[0].clamp(0.0, w);
-                b[2] = b[2].clamp(0.0, w);
-                b[1] = b[1].clamp(0.0, h);
-                b[3] = b[3].clamp(0.0, h);
-            }
-        }
-        kept
     }
 }
 
-/// The boxes of rows `0..4` as non-finite coordinates refused, for `output`'s messages.
-fn check_box(i: usize, b: [f32; 4]) -> Result<[f32; 4]> {
+/// Box `i`'s `cx, cy, w, h` as corners, a non-finite coordinate refused as `argument`'s.
+fn check_box(argument: &'static str, i: usize, b: [f32; 4]) -> Result<[f32; 4]> {
     if b.iter().all(|v| v.is_finite()) {
         Ok(BoxFormat::Cxcywh.to_xyxy(b))
     } else {
         invalid(
-            "output",
+            argument,
             format!("box {i} has a non-finite coordinate ({b:?})"),
         )
     }
@@ -102,40 +46,99 @@ fn check_box(i: usize, b: [f32; 4]) -> Result<[f32; 4]> {
 
 /// YOLOv8's head, `[4 + C, N]` (`[1, 4 + C, N]`): rows 0..4 are `cx, cy, w, h`, rows `4..`
 /// the class scores (no objectness). The kept detections, by score.
-pub fn yolov8(output: &[f32], spec: &YoloSpec) -> Result<Vec<Detection>> {
+pub fn yolov8<'a>(output: impl Into<Values<'a>>, spec: &YoloSpec) -> Result<Vec<Detection>> {
+    let output = output.into();
     let expected = spec.check(4)?;
     let (n, c) = (spec.candidates, spec.classes);
-    check_len("output", output, expected, &format!("[{}, {n}]", 4 + c))?;
-    if let Some(p) = output[4 * n..].iter().position(|v| v.is_nan()) {
-        let (k, i) = (p / n, p % n);
-        return invalid("output", format!("box {i}'s score of class {k} is NaN"));
-    }
-    let thr = spec.nms.score_threshold;
-    let mut candidates: Vec<Candidate> = Vec::new();
+    output.check_len("output", expected, &format!("[{}, {n}]", 4 + c))?;
+    let (boxes, scores) = output.split_at(4 * n);
+    decode_v8(boxes, scores, spec, ["output", "output"])
+}
+
+/// YOLOv8's head in the two parts the compile task splits it into, so that each has its own
+/// quantization: boxes `[4, N]` and class scores `[C, N]`. The same detections as [`yolov8`]
+/// on the two put together.
+pub fn yolov8_split<'a>(
+    boxes: impl Into<Values<'a>>,
+    scores: impl Into<Values<'a>>,
+    spec: &YoloSpec,
+) -> Result<Vec<Detection>> {
+    let (boxes, scores) = (boxes.into(), scores.into());
+    spec.check(4)?;
+    let (n, c) = (spec.candidates, spec.classes);
+    boxes.check_len("boxes", 4 * n, &format!("[4, {n}]"))?;
+    scores.check_len("scores", c * n, &format!("[{c}, {n}]"))?;
+    decode_v8(boxes, scores, spec, ["boxes", "scores"])
+}
+
+/// YOLOv8's boxes `[4, N]` and scores `[C, N]`, checked for length; `arguments` name them.
+fn decode_v8(
+    boxes: Values,
+    scores: Values,
+    spec: &YoloSpec,
+    [box_argument, score_argument]: [&'static str; 2],
+) -> Result<Vec<Detection>> {
+    let (n, c) = (spec.candidates, spec.classes);
+    boxes.check_scale(box_argument)?;
     let bbox = |i: usize| {
-        [
-            output[i],
-            output[n + i],
-            output[2 * n + i],
-            output[3 * n + i],
-        ]
+        let b = [0, 1, 2, 3].map(|r| boxes.get(r * n + i));
+        check_box(box_argument, i, b)
     };
+    let mut candidates: Vec<Candidate> = Vec::new();
+    match scores {
+        Values::F32(scores) => {
+            if let Some(p) = scores.iter().position(|v| v.is_nan()) {
+                let (k, i) = (p / n, p % n);
+                return invalid(
+                    score_argument,
+                    format!("box {i}'s score of class {k} is NaN"),
+                );
+            }
+            v8_f32(scores, spec, bbox, &mut candidates)?;
+        }
+        Values::U8(q) => {
+            let scores = Grid::ClassMajor {
+                boxes: n,
+                classes: c,
+            };
+            quantized_candidates(&q, scores, |x| x, &spec.nms, bbox, &mut candidates)?;
+        }
+        Values::U16(q) => {
+            let scores = Grid::ClassMajor {
+                boxes: n,
+                classes: c,
+            };
+            quantized_candidates(&q, scores, |x| x, &spec.nms, bbox, &mut candidates)?;
+        }
+    }
+    Ok(greedy(candidates, &spec.nms))
+}
+
+/// The candidates of f32 class scores `[C, N]` (no NaN).
+fn v8_f32(
+    scores: &[f32],
+    spec: &YoloSpec,
+    bbox: impl Fn(usize) -> Result<[f32; 4]>,
+    candidates: &mut Vec<Candidate>,
+) -> Result<()> {
+    let (n, c) = (spec.candidates, spec.classes);
+    let thr = spec.nms.score_threshold;
     if spec.nms.multi_label {
         for i in 0..n {
-            let row = (0..c).map(|k| output[(4 + k) * n + i]);
+            let row = (0..c).map(|k| scores[k * n + i]);
             let start = candidates.len();
-            push_row(&mut candidates, i, row, thr, true, || [0.0; 4]);
+            push_row(candidates, i, row, thr, true, || [0.0; 4]);
             if candidates.len() > start {
-                let b = check_box(i, bbox(i))?;
+                let b = bbox(i)?;
                 candidates[start..].iter_mut().for_each(|c| c.bbox = b);
             }
         }
     } else {
         // the best class of every box, a class row at a time (rows are contiguous)
-        let mut best = output[4 * n..5 * n].to_vec();
+        let mut best = scores[..n].to_vec();
         let mut class = vec![0u32; n];
         for k in 1..c {
-            let row = &output[(4 + k) * n..(5 + k) * n];
+            let row = &scores[k * n..(k + 1) * n];
             for ((b, cl), &v) in best.iter_mut().zip(class.iter_mut()).zip(row) {
                 if v > *b {
                     *b = v;
@@ -146,7 +149,7 @@ pub fn yolov8(output: &[f32], spec: &YoloSpec) -> Result<Vec<Detection>> {
         for i in 0..n {
             if best[i] > thr {
                 candidates.push(Candidate {
-                    bbox: check_box(i, bbox(i))?,
+                    bbox: bbox(i)?,
                     index: i as u32,
                     class: class[i],
                     score: best[i],
@@ -154,17 +157,27 @@ pub fn yolov8(output: &[f32], spec: &YoloSpec) -> Result<Vec<Detection>> {
             }
         }
     }
-    Ok(spec.finish(greedy(candidates, &spec.nms)))
+    Ok(())
 }
 
 /// YOLOv5's head, `[N, 5 + C]` (`[1, N, 5 + C]`): `cx, cy, w, h, objectness`, then the class
 /// scores; class `c` scores `objectness * class_score[c]`. The kept detections, by score.
-pub fn yolov5(output: &[f32], spec: &YoloSpec) -> Result<Vec<Detection>> {
+pub fn yolov5<'a>(output: impl Into<Values<'a>>, spec: &YoloSpec) -> Result<Vec<Detection>> {
+    let output = output.into();
     let expected = spec.check(5)?;
     let (n, c) = (spec.candidates, spec.classes);
-    check_len("output", output, expected, &format!("[{n}, {}]", 5 + c))?;
-    let thr = spec.nms.score_threshold;
+    output.check_len("output", expected, &format!("[{n}, {}]", 5 + c))?;
     let mut candidates: Vec<Candidate> = Vec::new();
+    match output {
+        Values::F32(output) => v5_f32(output, spec, &mut candidates)?,
+        Values::U8(q) => v5_quantized(&q, spec, &mut candidates)?,
+        Values::U16(q) => v5_quantized(&q, spec, &mut candidates)?,
+    }
+    Ok(greedy(candidates, &spec.nms))
+}
+
+fn v5_f32(output: &[f32], spec: &YoloSpec, candidates: &mut Vec<Candidate>) -> Result<()> {
+    let c = spec.classes;
     for (i, row) in output.chunks_exact(5 + c).enumerate() {
         check_no_nan("output", &row[4..]).map_err(|_| PostprocessError {
             argument: "output",
@@ -172,19 +185,59 @@ pub fn yolov5(output: &[f32], spec: &YoloSpec) -> Result<Vec<Detection>> {
         })?;
         let obj = row[4];
         let scores = row[5..].iter().map(|&s| obj * s);
-        let start = candidates.len();
-        push_row(
-            &mut candidates,
-            i,
-            scores,
-            thr,
-            spec.nms.multi_label,
-            || [0.0; 4],
-        );
-        if candidates.len() > start {
-            let b = check_box(i, [row[0], row[1], row[2], row[3]])?;
-            candidates[start..].iter_mut().for_each(|c| c.bbox = b);
+        v5_row(i, row, scores, spec, candidates, |r| r)?;
+    }
+    Ok(())
+}
+
+/// Quantized rows: a row is judged only when its best product can be above the threshold
+/// (`obj * value` never decreases with the value for `obj >= 0`, never increases below).
+fn v5_quantized<T: Level>(
+    q: &Quantized<T>,
+    spec: &YoloSpec,
+    candidates: &mut Vec<Candidate>,
+) -> Result<()> {
+    q.check_scale("output")?;
+    let c = spec.classes;
+    for (i, row) in q.levels.chunks_exact(5 + c).enumerate() {
+        let obj = q.value(row[4]);
+        let classes = row[5..].iter().copied();
+        let extreme = if obj >= 0.0 {
+            classes.max()
+        } else {
+            classes.min()
+        };
+        let best = extreme.map_or(f32::NEG_INFINITY, |l| obj * q.value(l));
+        if best > spec.nms.score_threshold {
+            let scores = row[5..].iter().map(|&s| obj * q.value(s));
+            v5_row(i, row, scores, spec, candidates, |l| q.value(l))?;
         }
     }
-    Ok(spec.finish(greedy(candidates, &spec.nms)))
+    Ok(())
+}
+
+/// Row `i`'s candidates from its `scores`, its box read through `value`.
+fn v5_row<T: Copy>(
+    i: usize,
+    row: &[T],
+    scores: impl Iterator<Item = f32>,
+    spec: &YoloSpec,
+    candidates: &mut Vec<Candidate>,
+    value: impl Fn(T) -> f32,
+) -> Result<()> {
+    let start = candidates.len();
+    let nms = &spec.nms;
+    push_row(
+        candidates,
+        i,
+        scores,
+        nms.score_threshold,
+        nms.multi_label,
+        || [0.0; 4],
+    );
+    if candidates.len() > start {
+        let b = check_box("output", i, [0, 1, 2, 3].map(|r| value(row[r])))?;
+        candidates[start..].iter_mut().for_each(|c| c.bbox = b);
+    }
+    Ok(())
 }
