@@ -7,6 +7,8 @@
 #
 #   bash bench/aarch64/count.sh            # the table
 #   K1=1 K2=21 bash bench/aarch64/count.sh # more passes between the two counts
+#   bash bench/aarch64/count.sh profile [CASE [run|portable]]
+#                                          # where our pass's instructions go, by function
 #
 # Per case and path, the program runs twice, with K1 and with K2 passes after one warm-up
 # pass; (count(K2) - count(K1)) / ((K2 - K1) * output pixels) leaves out start-up (the loader,
@@ -19,6 +21,10 @@
 #   memcpy:    a copy of the output's size (the floor)
 # Before counting it checks that OpenCV's output is our pass's, byte for byte, on the same
 # frame, and that the plugin counts a program of known length exactly.
+#
+# `profile` (default letterbox720 run) counts per translated block (the plugin's profile=) and
+# names the blocks with addr2line on a build of the driver with line tables, made apart in the
+# cache (profile.py); the release build the table counts inlines the pass into a few functions.
 #
 # Runs as root on a fresh Debian 12 (installs what it needs with apt-get and rustup, as
 # .ci/aarch64.sh does); downloads are cached in ~/.cache/hexagon_tpu/aarch64-count. Not part
@@ -118,22 +124,50 @@ check_plugin() {
   done
 }
 
-# per_pixel OUT PIXELS PROGRAM ARGS...: the difference method (K appended to ARGS), one decimal.
+# per_pixel OUT PIXELS PROGRAM ARGS...: the difference method (K appended to ARGS), two decimals.
 per_pixel() {
   local -n out=$1
   local pixels=$2 a b
   shift 2
   count a "$@" "$K1"
   count b "$@" "$K2"
-  out=$(awk -v a="$a" -v b="$b" -v k=$((K2 - K1)) -v p="$pixels" 'BEGIN { printf "%.1f", (b - a) / (k * p) }')
+  out=$(awk -v a="$a" -v b="$b" -v k=$((K2 - K1)) -v p="$pixels" 'BEGIN { printf "%.2f", (b - a) / (k * p) }')
 }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+
+# profile CASE PATH: our pass's instructions per output pixel by function (profile.py).
+profile() {
+  local case=$1 path=$2 exe target="$CACHE/target-lines" work out at link bias pixels k
+  log "cargo build (line tables) --release --target $TARGET -p qnn --example count_preprocess into $target"
+  (cd "$CRATE_DIR" && CARGO_PROFILE_RELEASE_DEBUG=line-tables-only CARGO_TARGET_DIR="$target" \
+    nice -n 10 cargo build -q --release --target "$TARGET" -p qnn --example count_preprocess)
+  exe="$target/$TARGET/release/examples/count_preprocess"
+  work=$(mktemp -d)
+  for k in "$K1" "$K2"; do
+    out=$(qemu-aarch64 -cpu "$QEMU_CPU" -L "$SYSROOT" \
+      -plugin "$CACHE/libinsn_count.so,outfile=/dev/null,profile=$work/$k" "$exe" "$case" "$path" "$k")
+  done
+  pixels=$(sed -n 's/^pixels \([0-9]*\).*/\1/p' <<<"$out")
+  at=$(sed -n 's/.* main_at 0x\([0-9a-f]*\).*/\1/p' <<<"$out")
+  link=$(aarch64-linux-gnu-nm -C --defined-only "$exe" | sed -n 's/^\([0-9a-f]*\) T count_preprocess::main$/\1/p')
+  bias=$(printf '%x' $((0x$at - 0x$link)))
+  echo
+  echo "$case, $path: instructions per output pixel, passes $K1 -> $K2 ($QEMU_VERSION, -cpu $QEMU_CPU)"
+  python3 "$HERE/profile.py" "$exe" "$bias" "$pixels" $((K2 - K1)) "$work/$K1" "$work/$K2"
+  rm -rf "$work"
+}
 
 main() {
   local started=$SECONDS
   prerequisites
   build
+  if [ "${1:-table}" = profile ]; then
+    check_plugin
+    profile "${2:-letterbox720}" "${3:-run}"
+    return 0
+  fi
+  [ "${1:-table}" = table ] || { echo "error: unknown step '$1' (table, profile)" >&2; exit 2; }
   python_root
   check_plugin
   local work case pixels neon portable opencv floor same rows=()

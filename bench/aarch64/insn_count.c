@@ -13,6 +13,10 @@
  * At exit it writes the total, "insns N", to the file given as outfile=PATH (appended), or to
  * stderr:
  *   qemu-aarch64 -plugin ./libinsn_count.so,outfile=/tmp/n ./prog
+ * With profile=PATH it also gives every translated block a counter of its own (the same inline
+ * add, into that block's counter too) and writes one line per block at exit, "VADDR INSNS" in
+ * hex and decimal: the instructions executed by the block starting at guest address VADDR (a
+ * block translated again appears again). count.sh's `profile` sums them per symbol.
  *
  * QEMU's plugin API is declared here by hand (no qemu headers: Debian ships none), the subset
  * this file uses, as include/qemu/qemu-plugin.h of QEMU 7.2 (plugin API version 1, Debian 12's
@@ -27,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define QEMU_PLUGIN_EXPORT __attribute__((visibility("default")))
@@ -63,6 +68,7 @@ void qemu_plugin_register_vcpu_tb_trans_cb(qemu_plugin_id_t id, qemu_plugin_vcpu
 void qemu_plugin_register_vcpu_tb_exec_inline(struct qemu_plugin_tb *tb, enum qemu_plugin_op op,
                                               void *ptr, uint64_t imm);
 size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
+uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb *tb);
 void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, qemu_plugin_udata_cb_t cb, void *userdata);
 
 /* The API version this file is written against; QEMU refuses a plugin newer than itself. */
@@ -73,12 +79,33 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = INSN_COUNT_API;
 
 static uint64_t insns;
 static char outfile[4096];
+static char profile[4096];
+
+/* profile=: a block's counter, in a list pushed onto at translation */
+struct block {
+    uint64_t executed;
+    uint64_t vaddr;
+    struct block *next;
+};
+static struct block *blocks;
 
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
     (void)id;
-    qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &insns,
-                                             qemu_plugin_tb_n_insns(tb));
+    size_t n = qemu_plugin_tb_n_insns(tb);
+    qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &insns, n);
+    if (profile[0]) {
+        struct block *b = calloc(1, sizeof *b);
+        if (!b) {
+            return;
+        }
+        b->vaddr = qemu_plugin_tb_vaddr(tb);
+        b->next = __atomic_load_n(&blocks, __ATOMIC_ACQUIRE);
+        while (!__atomic_compare_exchange_n(&blocks, &b->next, b, false, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_ACQUIRE)) {
+        }
+        qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &b->executed, n);
+    }
 }
 
 static void at_exit(qemu_plugin_id_t id, void *userdata)
@@ -89,6 +116,17 @@ static void at_exit(qemu_plugin_id_t id, void *userdata)
     fprintf(out ? out : stderr, "insns %" PRIu64 "\n", insns);
     if (out) {
         fclose(out);
+    }
+    FILE *prof = profile[0] ? fopen(profile, "w") : NULL;
+    if (prof) {
+        for (struct block *b = blocks; b; b = b->next) {
+            if (b->executed) {
+                fprintf(prof, "%" PRIx64 " %" PRIu64 "\n", b->vaddr, b->executed);
+            }
+        }
+        fclose(prof);
+    } else if (profile[0]) {
+        fprintf(stderr, "insn_count: cannot write %s\n", profile);
     }
 }
 
@@ -103,8 +141,11 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     for (int i = 0; i < argc; i++) {
         if (strncmp(argv[i], "outfile=", 8) == 0 && strlen(argv[i] + 8) < sizeof outfile) {
             strcpy(outfile, argv[i] + 8);
+        } else if (strncmp(argv[i], "profile=", 8) == 0 && strlen(argv[i] + 8) < sizeof profile) {
+            strcpy(profile, argv[i] + 8);
         } else {
-            fprintf(stderr, "insn_count: unknown argument '%s' (outfile=PATH)\n", argv[i]);
+            fprintf(stderr, "insn_count: unknown argument '%s' (outfile=PATH, profile=PATH)\n",
+                    argv[i]);
             return -1;
         }
     }

@@ -18,7 +18,9 @@
 //!   `bench/aarch64/opencv_steps.py` runs on, and compares with).
 //!
 //! The frame is xorshift bytes (random chroma), as `preprocess/bench.rs`'s. It prints the
-//! case's output pixels and a checksum of the output (the same for `run` and `portable`).
+//! case's output pixels, a checksum of the output (the same for `run` and `portable`) and where
+//! `main` was loaded (`bench/aarch64/symbols.py` finds the load address of the executable from
+//! it, to name the blocks of a profile).
 
 use std::hint::black_box;
 use std::process::ExitCode;
@@ -137,8 +139,9 @@ fn main() -> ExitCode {
         }
     }
     println!(
-        "pixels {} checksum {sum:016x}",
-        spec.dst_width * spec.dst_height
+        "pixels {} checksum {sum:016x} main_at {:#x}",
+        spec.dst_width * spec.dst_height,
+        main as fn() -> ExitCode as usize
     );
     ExitCode::SUCCESS
 }
