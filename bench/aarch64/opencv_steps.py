@@ -1,0 +1,81 @@
+"""OpenCV doing the preprocessing as an expert writes it for a u8 model input, K times, for
+counting instructions (bench/aarch64/count.sh runs it with Debian's arm64 python3 under
+qemu-aarch64 and the insn_count plugin, once with K1 and once with K2 passes; the difference
+leaves out the interpreter's start-up and the imports).
+
+    python3 opencv_steps.py CASE FRAME K [OUT]
+
+CASE is one of count_preprocess's (native/hexagon_tpu_nif/qnn/examples/count_preprocess.rs):
+letterbox720, letterbox1080, imagenet224, nearest720; FRAME the NV12 frame that program wrote
+(the same bytes our pass ran on). One untimed warm-up pass, then K. With OUT, the last pass's
+output is written there (count.sh compares it with ours).
+
+The steps, all u8, one thread (cv2.setNumThreads(1)): cv2.cvtColor(COLOR_YUV2RGB_NV12),
+cv2.resize (INTER_LINEAR; INTER_NEAREST_EXACT for nearest, the same pixel choice as ours), for
+a letterbox cv2.copyMakeBorder (pad 114, Ultralytics' placement), cv2.LUT with the
+quantized normalization's 256-entry table per channel (a u8 input's normalization and
+quantization are a function of the pixel value), then for NCHW a transpose made contiguous.
+"""
+
+import sys
+
+import cv2
+import numpy as np
+
+# name: (frame w, h, model input w, h, letterbox, NCHW, nearest); ImageNet's mean and std
+# and the u8 scale 0.018658 / offset -114 without a letterbox, identity with one (scale 1/255,
+# offset 0), as count_preprocess.rs and preprocess/bench.rs build them.
+CASES = {
+    "letterbox720": (1280, 720, 640, 640, True, True, False),
+    "letterbox1080": (1920, 1080, 640, 640, True, True, False),
+    "imagenet224": (1280, 720, 224, 224, False, False, False),
+    "nearest720": (1280, 720, 640, 640, True, True, True),
+}
+
+
+def table(letterbox):
+    """The quantized normalization of every u8 value per channel, (1, 256, 3) for cv2.LUT:
+    x = (v / 255 - mean) / std in f32, q = round_half_even(x / scale) - offset, saturated."""
+    if letterbox:
+        mean, std, scale, offset = [0.0] * 3, [1.0] * 3, 1.0 / 255.0, 0
+    else:
+        mean, std, scale, offset = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225], 0.018658, -114
+    v = np.arange(256, dtype=np.float32)[:, None]
+    x = (v / np.float32(255) - np.array(mean, np.float32)) / np.array(std, np.float32)
+    q = np.rint(x / np.float32(scale)) - np.float32(offset)
+    return np.clip(q, 0, 255).astype(np.uint8).reshape(1, 256, 3)
+
+
+def main(argv):
+    name, frame_path, k = argv[0], argv[1], int(argv[2])
+    w, h, dw, dh, letterbox, nchw, nearest = CASES[name]
+    cv2.setNumThreads(1)
+    frame = np.fromfile(frame_path, np.uint8)[: w * h * 3 // 2].reshape(h * 3 // 2, w)
+    lut = table(letterbox)
+    inter = cv2.INTER_NEAREST_EXACT if nearest else cv2.INTER_LINEAR
+    if letterbox:
+        # the width binds for these frames: round(h * dw / w) high, centred
+        cw, ch = dw, round(h * dw / w)
+        top, left = (dh - ch) // 2, 0
+    else:
+        cw, ch, top, left = dw, dh, 0, 0
+
+    def run():
+        rgb = cv2.cvtColor(frame, cv2.COLOR_YUV2RGB_NV12)
+        small = cv2.resize(rgb, (cw, ch), interpolation=inter)
+        if letterbox:
+            small = cv2.copyMakeBorder(small, top, dh - ch - top, left, dw - cw - left,
+                                       cv2.BORDER_CONSTANT, value=(114, 114, 114))
+        q = cv2.LUT(small, lut)
+        return np.ascontiguousarray(q.transpose(2, 0, 1)) if nchw else q
+
+    out = run()
+    for _ in range(k):
+        out = run()
+    if len(argv) > 3:
+        out.tofile(argv[3])
+    print(f"pixels {dw * dh}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
