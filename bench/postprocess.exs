@@ -2,7 +2,8 @@
 # (8400 candidates x 80 classes, {1, 84, 8400}) decoded and suppressed, the same boxes and
 # scores through nms/3 ({8400, 4} xyxy and {8400, 80}), BlazeFace's SSD head, a 512x512
 # 21-class mask, and a 1000-class top 5 with softmax; the nms rows against OpenCV's
-# dnn.NMSBoxesBatched too. Prints figures; asserts nothing.
+# dnn.NMSBoxesBatched too; the YOLOv8 head quantized (u8) read as it is against dequantized,
+# on the synthetic head and on a real detector's outputs. Prints figures; asserts nothing.
 #
 #   mix run bench/postprocess.exs [RUNS]
 #
@@ -148,6 +149,64 @@ for thr <- [0.25, 0.5] do
     numpy_ms.([op: ~s("yolov8"), output: output_file, n: n, classes: c, letterbox: "null", clip: "null"] ++ nms_json.(thr))
 
   row.("yolov8 {1, 84, 8400}, score > #{thr}, IoU 0.45 (#{length(kept)} kept)", ours, numpy)
+end
+
+# The same head as the compile task leaves it: split, boxes and scores u8 each with its own
+# scale, read in the model's own type against the same values dequantized to f32 first (what
+# predict/3 returns by default, the dequantization itself not counted here). The answers are
+# equal (test/postprocess_test.exs); numpy's column: the f32 path's reference above.
+u8_part = fn values, scale, name, shape ->
+  # a scale is an f32 value, as QNN's are
+  <<scale::float-32>> = <<scale::float-32>>
+  bytes = for v <- values, into: <<>>, do: <<min(round(v / scale), 255)::8>>
+
+  info = %HexagonTpu.TensorInfo{
+    name: name,
+    shape: shape,
+    type: {:u, 8},
+    data_type: :ufixed_point_8,
+    quantization: %{kind: :per_tensor, scale: scale, zero_point: 0, bitwidth: 8},
+    byte_size: byte_size(bytes)
+  }
+
+  dequantized = for <<q::8 <- bytes>>, into: <<>>, do: <<q * scale::float-32-little>>
+  {{bytes, info}, {dequantized, shape}}
+end
+
+{box_q, box_f} = u8_part.(List.flatten(box_rows), 3.0, "boxes", {1, 4, n})
+{score_q, score_f} = u8_part.(List.flatten(class_rows), 1 / 255, "scores", {1, c, n})
+
+for thr <- [0.25, 0.5] do
+  kept = Postprocess.yolov8!([box_q, score_q], score_threshold: thr)
+  ^kept = Postprocess.yolov8!([box_f, score_f], score_threshold: thr)
+  f32_ms = time_ms.(fn -> Postprocess.yolov8!([box_f, score_f], score_threshold: thr) end)
+  u8_ms = time_ms.(fn -> Postprocess.yolov8!([box_q, score_q], score_threshold: thr) end)
+  row.("yolov8 split, f32 (dequantized), score > #{thr} (#{length(kept)} kept)", f32_ms, nil)
+  row.("yolov8 split, u8 as the model wrote it, score > #{thr}", u8_ms, nil)
+end
+
+# A real detector's outputs: nudenet 3.4.2's YOLOv8n at 320 ({1, 22, 2100}, split by the task,
+# u8), run on Qualcomm's emulator by test/qnn_host_wheel_models_test.exs, which keeps them in
+# the build's cache (run it first: `mix test --only wheel_models --include wheel_models`).
+real = Path.expand("../_build/test/qnn_host_models/real_models/nudenet_320n/outputs.etf", __DIR__)
+
+if File.exists?(real) do
+  %{infos: infos, runs: samples} = real |> File.read!() |> :erlang.binary_to_term()
+  shapes = Enum.map(infos, & &1.shape)
+
+  for thr <- [0.25, 0.01] do
+    decode = fn parts -> fn -> for p <- parts, do: Postprocess.yolov8!(p, score_threshold: thr) end end
+    f32_parts = for s <- samples, do: Enum.zip(s.dequantized, shapes)
+    u8_parts = for s <- samples, do: Enum.zip(s.raw, infos)
+    kept = decode.(u8_parts).() |> Enum.map(&length/1) |> Enum.sum()
+    per = length(samples)
+    f32_ms = time_ms.(decode.(f32_parts)) / per
+    u8_ms = time_ms.(decode.(u8_parts)) / per
+    row.("nudenet 320n (real), f32 (dequantized), score > #{thr} (#{kept} kept in #{per})", f32_ms, nil)
+    row.("nudenet 320n (real), u8 as the model wrote it, score > #{thr}", u8_ms, nil)
+  end
+else
+  IO.puts("(no real detector outputs at #{real}: the wheel models' test keeps them)")
 end
 
 for thr <- [0.25, 0.5] do

@@ -227,6 +227,9 @@ pub(super) fn quantized_candidates<T: Level>(
     if n == 0 || c == 0 {
         return Ok(());
     }
+    if let (Grid::ClassMajor { .. }, false) = (grid, opts.multi_label) {
+        return best_of_columns(q, n, c, score, first, bbox, out);
+    }
     let reaching: Vec<usize> = match grid {
         Grid::ClassMajor { .. } => {
             // the highest level of every box, a class row at a time (rows are contiguous)
@@ -252,6 +255,50 @@ pub(super) fn quantized_candidates<T: Level>(
         if out.len() > start {
             let b = bbox(i)?;
             out[start..].iter_mut().for_each(|c| c.bbox = b);
+        }
+    }
+    Ok(())
+}
+
+/// [`quantized_candidates`] of `[C, N]` scores, one per box: each box's highest level and its
+/// first class in one sweep of the rows, as the f32 path does. That class is the f32 path's
+/// (the first of the highest scores) unless the level below scores the same (a scale or offset
+/// so extreme that levels collapse): then the box's column is judged as f32 rows are.
+fn best_of_columns<T: Level>(
+    q: &Quantized<T>,
+    n: usize,
+    c: usize,
+    score: impl Fn(f32) -> f32,
+    first: T,
+    bbox: impl Fn(usize) -> Result<[f32; 4]>,
+    out: &mut Vec<Candidate>,
+) -> Result<()> {
+    let mut best = q.levels[..n].to_vec();
+    let mut class = vec![0u32; n];
+    for k in 1..c {
+        let row = &q.levels[k * n..(k + 1) * n];
+        for ((b, cl), &l) in best.iter_mut().zip(class.iter_mut()).zip(row) {
+            if l > *b {
+                *b = l;
+                *cl = k as u32;
+            }
+        }
+    }
+    for i in (0..n).filter(|&i| best[i] >= first) {
+        let top = score(q.value(best[i]));
+        let collapsed = T::below(best[i]).is_some_and(|l| score(q.value(l)) == top);
+        if collapsed {
+            let row = (0..c).map(|k| score(q.value(q.levels[k * n + i])));
+            let start = out.len();
+            push_row(out, i, row, f32::NEG_INFINITY, false, || [0.0; 4]);
+            out[start].bbox = bbox(i)?;
+        } else {
+            out.push(Candidate {
+                bbox: bbox(i)?,
+                index: i as u32,
+                class: class[i],
+                score: top,
+            });
         }
     }
     Ok(())

@@ -701,6 +701,9 @@ fn quantized_heads_answer_as_their_dequantized_f32() {
         (3, 65_535, 1.5e-5, 0),
         (4, 65_535, 0.02, -30_000),
         (5, 15, 0.25, -3),
+        // levels + offset past 2^24: neighbouring levels dequantize to one f32 value
+        (6, 255, 1e-9, 1 << 30),
+        (7, 65_535, 3e-10, i32::MAX - 70_000),
     ] {
         let boxes = Levels::new(seed + 100, 4 * n, max.min(255), 2.5, 0);
         let scores = Levels::new(seed, c * n, max, scale, offset);

@@ -46,8 +46,14 @@ impl<'a, const N: usize> From<&'a [f32; N]> for Values<'a> {
 }
 
 /// A quantized level type: u8 or u16 (the ones [`Values`] holds).
-pub trait Level: Copy + Ord + Into<i64> + TryFrom<u32> {
+pub trait Level: Copy + Ord + Into<i64> + TryFrom<u32> + Into<u32> {
     const MAX: u32;
+
+    /// The level below, if any.
+    fn below(self) -> Option<Self> {
+        let l: u32 = self.into();
+        l.checked_sub(1).and_then(|l| Self::try_from(l).ok())
+    }
 }
 
 impl Level for u8 {
