@@ -424,7 +424,7 @@ predict(Mod) ->
             Call(fun(T) -> Mod:context_from_file(Runtime, Model, 1 bsl 31, Load, T) end),
         {ok, Graph} = Mod:graph_retrieve(Context, <<"smoke">>, Site),
         {A, B} = {F32([1.0, 2.0, 3.5, 4.0]), F32([0.5, 0.5, 1.0, 10.0])},
-        Options = #{input_modes => [f32, f32], output_modes => [f32], max_queued => 64,
+        Options = #{input_modes => [f32, f32], frames => [], output_modes => [f32], max_queued => 64,
                     always_queue => false, profile => nil, performance => nil, runtime => Runtime},
         Execute = fun(T) -> Mod:graph_execute(Graph, [A, B], Options, T) end,
         {ok, {[Sum], Ns}} = Call(Execute),

@@ -282,6 +282,65 @@ defmodule HexagonTpu.SharedBuffersTest do
   end
 
   describe "with rpcmem and QnnMem (the fake rpcmem on qnn_sim)" do
+    test "a camera frame is preprocessed straight into the input's buffer: the pass's bytes, " <>
+           "no host copy with shared buffers, the same client-buffer bytes without",
+         ctx do
+      # an NV12 1280x720 frame letterboxed into a u8 {1, 24, 32, 3} input
+      t = Models.t(:ufixed_point_8, [1, 24, 32, 3], {:per_tensor, 0.018658, -114})
+      model = Models.build!(Models.identity(t, t))
+      runtime = shared_runtime!(ctx.lib)
+      shared = graph!(Context.from_file!(runtime, model))
+      client = graph!(Context.from_file!(runtime, model, shared_buffers: false))
+      frame = for i <- 1..div(1280 * 720 * 3, 2), into: <<>>, do: <<rem(i * 7919, 251)>>
+      opts = [width: 1280, height: 720, pixel_format: :nv12, fit: :letterbox]
+      [input] = Graph.inputs(shared)
+      {:ok, bytes} = HexagonTpu.Preprocess.image(frame, input, opts)
+      predict = [dequantize: :none, output: :binary]
+
+      for graph <- [shared, client] do
+        before = Stats.native()
+        assert {:ok, [by_binary]} = HexagonTpu.predict(graph, [{input.type, bytes}], predict)
+        middle = Stats.native()
+        assert {:ok, [by_frame]} = HexagonTpu.Preprocess.predict(graph, frame, opts ++ predict)
+        last = Stats.native()
+
+        # the identity's output is the input: the pass's bytes, written where QNN reads them
+        assert by_frame == bytes and by_binary == bytes
+        copied = fn a, b -> b.host_copy_bytes_total - a.host_copy_bytes_total end
+        client_bytes = fn a, b -> b.client_buffer_bytes_total - a.client_buffer_bytes_total end
+
+        if graph == shared do
+          assert {copied.(before, middle), copied.(middle, last)} == {byte_size(bytes), 0}
+          assert {client_bytes.(before, middle), client_bytes.(middle, last)} == {0, 0}
+        else
+          assert {copied.(before, middle), copied.(middle, last)} == {0, 0}
+          both = 2 * byte_size(bytes)
+          assert {client_bytes.(before, middle), client_bytes.(middle, last)} == {both, both}
+        end
+      end
+
+      # a frame made for the input, given to execute_async/3 as its value
+      {:ok, prepared} = HexagonTpu.Preprocess.frame(frame, shared, opts)
+      assert prepared.transform == elem(HexagonTpu.Preprocess.transform(shared, opts), 1)
+      {:ok, pending} = Graph.execute_async(shared, [prepared], predict)
+      assert {:ok, [^bytes]} = Graph.await(pending)
+
+      # the pass's refusals are the execute's answer; a frame made for another input is refused
+      assert {:error, %Error{reason: :invalid_input, message: message}} =
+               HexagonTpu.Preprocess.predict(shared, binary_part(frame, 0, 1000), opts)
+
+      assert {:error, %Error{message: ^message}} =
+               HexagonTpu.Preprocess.image(binary_part(frame, 0, 1000), input, opts)
+
+      other = Models.t(:ufixed_point_8, [1, 24, 32, 3], {:per_tensor, 0.5, 0})
+      other = graph!(Context.from_file!(runtime, Models.build!(Models.identity(other, other))))
+
+      assert {:error, %Error{reason: :invalid_input, message: message}} =
+               Graph.execute(other, [prepared])
+
+      assert message =~ "the frame was prepared for input"
+    end
+
     test "the context has shared buffers; outputs equal client buffers' bit for bit; no " <>
            "client-buffer bytes; host copies only of inputs in the model's type",
          ctx do

@@ -18,7 +18,9 @@ defmodule HexagonTpu.Graph do
     * `{type, binary}`, a binary tagged with its Nx-style type: the model's own type (passed
       through untouched), or `{:f, 32}` for a quantized or f16 input (quantized);
     * a plain binary: f32 data when the input is quantized or f16 and `quantize: :auto`,
-      otherwise (and always with `quantize: :none`) data in the model's own type.
+      otherwise (and always with `quantize: :none`) data in the model's own type;
+    * a `HexagonTpu.Preprocess.Frame` made for this input (`HexagonTpu.Preprocess.frame/3`):
+      a camera frame, preprocessed by the execute straight into the input's buffer.
 
   Binaries are little-endian, in row-major order, exactly the tensor's size.
 

@@ -6,8 +6,9 @@ defmodule HexagonTpu.Preprocess do
   input's own parameters, done natively in a single sweep over the output, on a dirty CPU
   scheduler.
 
-  The result is exactly the bytes the model input takes, in its own type. `predict/3` hands
-  them to QNN untouched: no second copy, no second quantization.
+  The result is exactly the bytes the model input takes, in its own type. `predict/3` (and
+  any execute given a `frame/3`) runs the pass inside the execute, writing the input straight
+  into the buffer QNN reads: no second copy, no second quantization.
 
       {:ok, model} = HexagonTpu.load_model("mobilenet_v2_quantized.bin")
 
@@ -188,7 +189,7 @@ defmodule HexagonTpu.Preprocess do
   @compile {:no_warn_undefined, [Nx]}
 
   alias HexagonTpu.{Args, Error, Graph, Native, TensorInfo}
-  alias HexagonTpu.Preprocess.Transform
+  alias HexagonTpu.Preprocess.{Frame, Transform}
 
   @yuv [:nv12, :nv21, :i420, :yuyv]
 
@@ -251,8 +252,8 @@ defmodule HexagonTpu.Preprocess do
     opts = options!(opts, fun)
 
     with {:ok, info} <- input(model_or_input, opts, fun),
-         {:ok, _info, bytes} <- run(frame, info, opts, fun),
-         do: {:ok, bytes}
+         {:ok, frame} <- prepare(frame, info, opts, fun),
+         do: Native.preprocess_image(frame.bytes, frame.spec)
   end
 
   @doc "Like `image/3`, but raises `HexagonTpu.Error`."
@@ -284,11 +285,27 @@ defmodule HexagonTpu.Preprocess do
   end
 
   @doc """
-  `image/3`, then `HexagonTpu.predict/3` on a model with one image input (or the one named by
-  `:input`, when the model's other inputs are given as `inputs:`, a map by name).
+  The frame, checked, with the pass that makes the model input of it (the options of
+  `image/3`), for the execute to run: `{:ok, %HexagonTpu.Preprocess.Frame{}}`, which
+  `HexagonTpu.predict/3` and `HexagonTpu.Graph.execute/3` take as the input's value and
+  preprocess straight into the input's buffer. Its `transform` is `transform/2`'s.
+  """
+  @spec frame(frame(), Graph.t() | TensorInfo.t(), [option()]) ::
+          {:ok, Frame.t()} | {:error, Error.t()}
+  def frame(frame, model_or_input, opts \\ []) do
+    fun = "HexagonTpu.Preprocess.frame/3"
+    opts = options!(opts, fun)
+    with {:ok, info} <- input(model_or_input, opts, fun), do: prepare(frame, info, opts, fun)
+  end
+
+  @doc """
+  `image/3` and `HexagonTpu.predict/3` on a model with one image input (or the one named by
+  `:input`, when the model's other inputs are given as `inputs:`, a map by name), as one
+  execute: the pass runs in it, writing the input straight into the buffer QNN reads (see
+  `HexagonTpu.Preprocess.Frame`).
 
   Takes the options of `image/3`, and `:dequantize`, `:output` and `:inputs`, which go to
-  `HexagonTpu.predict/3`. The preprocessed input is passed in the model's own type, untouched.
+  `HexagonTpu.predict/3`.
 
       {:ok, [scores]} = HexagonTpu.Preprocess.predict(model, frame, width: 640, height: 480)
   """
@@ -308,9 +325,8 @@ defmodule HexagonTpu.Preprocess do
     opts = options!(opts, fun)
 
     with {:ok, info} <- input(model, opts, fun),
-         {:ok, info, bytes} <- run(frame, info, opts, fun) do
-      inputs = Map.put(others, info.name, {info.type, bytes})
-      HexagonTpu.predict(model, inputs, predict_opts)
+         {:ok, frame} <- prepare(frame, info, opts, fun) do
+      HexagonTpu.predict(model, Map.put(others, info.name, frame), predict_opts)
     end
   end
 
@@ -534,7 +550,7 @@ defmodule HexagonTpu.Preprocess do
   # -- the frame -------------------------------------------------------------------------------
 
   # The frame's size is checked natively, against its format, size and strides.
-  defp frame(frame, opts, fun) when is_binary(frame) do
+  defp frame_bytes(frame, opts, fun) when is_binary(frame) do
     {w, h} = {opts.width, opts.height}
 
     if w == nil or h == nil,
@@ -547,7 +563,7 @@ defmodule HexagonTpu.Preprocess do
     {:ok, frame, w, h}
   end
 
-  defp frame(frame, %{pixel_format: format}, _fun)
+  defp frame_bytes(frame, %{pixel_format: format}, _fun)
        when is_struct(frame, Nx.Tensor) and format in @yuv,
        do:
          Args.invalid_input(
@@ -555,7 +571,7 @@ defmodule HexagonTpu.Preprocess do
              "not an Nx tensor"
          )
 
-  defp frame(frame, opts, _fun) when is_struct(frame, Nx.Tensor) do
+  defp frame_bytes(frame, opts, _fun) when is_struct(frame, Nx.Tensor) do
     case {Nx.type(frame), Nx.shape(frame)} do
       {{:u, 8}, {h, w, 3}} ->
         if opts.width in [nil, w] and opts.height in [nil, h],
@@ -574,7 +590,7 @@ defmodule HexagonTpu.Preprocess do
     end
   end
 
-  defp frame(other, _opts, fun),
+  defp frame_bytes(other, _opts, fun),
     do:
       Args.type_error!(
         fun,
@@ -585,8 +601,9 @@ defmodule HexagonTpu.Preprocess do
 
   # -- the pass ----------------------------------------------------------------------------------
 
-  defp run(frame, info, opts, fun) do
-    with {:ok, bytes, w, h} <- frame(frame, opts, fun),
+  # The frame checked, and the pass's spec (the NIF's map) for `info`.
+  defp prepare(frame, info, opts, fun) do
+    with {:ok, bytes, w, h} <- frame_bytes(frame, opts, fun),
          {:ok, {layout, dst_h, dst_w}} <- geometry(info, opts.layout),
          {:ok, output} <- output(info) do
       t = placement(opts, w, h, dst_w, dst_h)
@@ -616,10 +633,7 @@ defmodule HexagonTpu.Preprocess do
           pad: opts.pad
         })
 
-      case Native.preprocess_image(bytes, spec) do
-        {:ok, out} -> {:ok, info, out}
-        {:error, %Error{}} = error -> error
-      end
+      {:ok, %Frame{input: info, transform: t, bytes: bytes, spec: spec}}
     end
   end
 

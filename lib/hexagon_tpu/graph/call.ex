@@ -98,9 +98,10 @@ defmodule HexagonTpu.Graph.Call do
   # result, or `{:queued, ticket}`).
   defp start(%__MODULE__{graph: graph, options: options} = call, inputs, always_queue, tag) do
     with {:ok, ordered} <- Inputs.order(graph, inputs),
-         {:ok, binaries, input_modes} <- Inputs.prepare(graph, ordered, options.quantize) do
+         {:ok, binaries, input_modes, frames} <- Inputs.prepare(graph, ordered, options.quantize) do
       native = %{
         input_modes: input_modes,
+        frames: frames,
         output_modes: call.output_modes,
         max_queued: graph.max_queued,
         always_queue: always_queue,

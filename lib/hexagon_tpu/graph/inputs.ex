@@ -2,11 +2,16 @@ defmodule HexagonTpu.Graph.Inputs do
   @moduledoc false
   # An execute's inputs (HexagonTpu.Graph, "Inputs and outputs"): ordered in the graph's input
   # order from a list or a map by name, then each turned into the bytes the NIF takes and their
-  # mode, `:model` (the model's own type, passed to QNN untouched) or `:f32` (converted by the
-  # NIF with the tensor's parameters). mode/2 is the one rule for which, for inputs and outputs.
-  # Byte sizes are the NIF's to check (qnn::io), against the form the mode says.
+  # mode, `:model` (the model's own type, passed to QNN untouched), `:f32` (converted by the
+  # NIF with the tensor's parameters) or `:frame` (a Preprocess.Frame's bytes, preprocessed by
+  # the NIF into the input's buffer with the pass in `frames`, one per frame input in order).
+  # mode/2 is the one rule for the first two, for inputs and outputs. Byte sizes are the NIF's
+  # to check (qnn::io), against the form the mode says.
 
   alias HexagonTpu.{Args, Error, Graph, Optional, TensorInfo}
+  alias HexagonTpu.Preprocess.Frame
+
+  @frame_fields [:name, :shape, :type, :quantization]
 
   @doc false
   # `:f32` when f32 data for `info` is converted (the option is `:auto`, the tensor has an f32
@@ -44,27 +49,36 @@ defmodule HexagonTpu.Graph.Inputs do
   end
 
   @doc false
-  # The ordered inputs as binaries and their modes, per `quantize`.
+  # The ordered inputs as binaries, their modes per `quantize`, and the passes of the frames.
   @spec prepare(Graph.t(), list(), :auto | :none) ::
-          {:ok, [binary()], [:model | :f32]} | {:error, Error.t()}
+          {:ok, [binary()], [:model | :f32 | :frame], [map()]} | {:error, Error.t()}
   # The count is the NIF's to check (qnn::io names the graph's inputs in its message, and the
   # NIF checks the graph's handle first): a list of another length goes on as placeholders,
   # unprepared, for it to report.
   def prepare(graph, values, _quantize) when length(values) != length(graph.inputs),
-    do: {:ok, Enum.map(values, fn _ -> "" end), []}
+    do: {:ok, Enum.map(values, fn _ -> "" end), [], []}
 
   def prepare(graph, values, quantize) do
     graph.inputs
     |> Enum.zip(values)
-    |> Enum.reduce_while({:ok, [], []}, fn {info, value}, {:ok, binaries, modes} ->
+    |> Enum.reduce_while({:ok, [], [], []}, fn {info, value}, {:ok, binaries, modes, frames} ->
       case prepare_input(value, info, quantize) do
-        {:ok, binary, mode} -> {:cont, {:ok, [binary | binaries], [mode | modes]}}
-        {:error, _} = error -> {:halt, error}
+        {:ok, binary, {:frame, spec}} ->
+          {:cont, {:ok, [binary | binaries], [:frame | modes], [spec | frames]}}
+
+        {:ok, binary, mode} ->
+          {:cont, {:ok, [binary | binaries], [mode | modes], frames}}
+
+        {:error, _} = error ->
+          {:halt, error}
       end
     end)
     |> case do
-      {:ok, binaries, modes} -> {:ok, Enum.reverse(binaries), Enum.reverse(modes)}
-      error -> error
+      {:ok, binaries, modes, frames} ->
+        {:ok, Enum.reverse(binaries), Enum.reverse(modes), Enum.reverse(frames)}
+
+      error ->
+        error
     end
   end
 
@@ -164,14 +178,26 @@ defmodule HexagonTpu.Graph.Inputs do
     end
   end
 
+  # A frame made for this input (its name, shape, type and quantization): the pass's.
+  defp prepare_input(%Frame{input: made_for} = frame, info, _quantize) do
+    if Map.take(made_for, @frame_fields) == Map.take(info, @frame_fields),
+      do: {:ok, frame.bytes, {:frame, frame.spec}},
+      else:
+        Args.invalid_input(
+          "input `#{info.name}`: the frame was prepared for input `#{made_for.name}` " <>
+            "#{inspect(made_for.shape)} of #{inspect(made_for.type)}; make it for this one " <>
+            "(HexagonTpu.Preprocess.frame/3)"
+        )
+  end
+
   defp prepare_input(tensor, info, quantize) when is_struct(tensor, Nx.Tensor),
     do: HexagonTpu.Tensor.to_input(tensor, info, quantize)
 
   defp prepare_input(other, info, _quantize) do
     accepted =
       if Optional.available?(Nx),
-        do: "an Nx tensor, a binary or {type, binary}",
-        else: "a binary or {type, binary}"
+        do: "an Nx tensor, a binary, {type, binary} or a HexagonTpu.Preprocess.Frame",
+        else: "a binary, {type, binary} or a HexagonTpu.Preprocess.Frame"
 
     Args.invalid_input(
       "input `#{info.name}`: expected #{accepted}, given #{Args.quote_input(other)}"

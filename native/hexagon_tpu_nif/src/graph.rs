@@ -11,20 +11,25 @@ use std::sync::Arc;
 use rustler::env::SavedTerm;
 use rustler::{Binary, Encoder, Env, NifMap, NifUnitEnum, OwnedBinary, ResourceArc, Term};
 
+use qnn::preprocess::{Plan, Spec};
+
 use crate::atoms;
 use crate::error::{Failure, ok_or_error};
 use crate::perf::PerfModeArg;
+use crate::preprocess::SpecTerm;
 use crate::quote;
 use crate::reply::{ReplyTo, Ticket, answer, panicked};
 use crate::resources::{ContextRes, GraphRes, Handle, RuntimeRes};
 use crate::runtime::encode_unit;
 
-/// `qnn::io::Mode` as an atom: `:model` (the model's own dtype, passed through untouched) or
-/// `:f32` (converted with the tensor's quantization parameters).
-#[derive(NifUnitEnum, Clone, Copy)]
+/// `qnn::io::Mode` as an atom: `:model` (the model's own dtype, passed through untouched),
+/// `:f32` (converted with the tensor's quantization parameters) or `:frame` (a camera frame,
+/// preprocessed straight into the input's buffer: `qnn::io::Mode::Written`).
+#[derive(NifUnitEnum, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     Model,
     F32,
+    Frame,
 }
 
 impl From<Mode> for qnn::io::Mode {
@@ -32,6 +37,7 @@ impl From<Mode> for qnn::io::Mode {
         match mode {
             Mode::Model => qnn::io::Mode::Model,
             Mode::F32 => qnn::io::Mode::F32,
+            Mode::Frame => qnn::io::Mode::Written,
         }
     }
 }
@@ -62,8 +68,10 @@ fn graph_close<'a>(env: Env<'a>, graph: Handle<GraphRes>, tag: Term<'a>) -> Term
 #[derive(NifMap)]
 #[rustler(decode)]
 struct ExecuteOptions {
-    /// Per input, in model order: whether its bytes are in the model's dtype or f32.
+    /// Per input, in model order: whether its bytes are in the model's dtype, f32, or a frame.
     input_modes: Vec<Mode>,
+    /// The preprocessing pass of each `:frame` input, in input order.
+    frames: Vec<SpecTerm>,
     /// Per output: whether it comes back in the model's dtype or as f32.
     output_modes: Vec<Mode>,
     /// Executes that may wait for the graph's turn; one more is refused as overloaded.
@@ -126,11 +134,16 @@ fn graph_execute<'a>(
             Err(failure) => return failure.encode_error(env),
         };
         let given = slices(&binaries);
-        let prepared = qnn::io::prepare(
+        let frames = match FramePasses::new(&options.input_modes, &options.frames) {
+            Ok(frames) => frames,
+            Err(failure) => return failure.encode_error(env),
+        };
+        let prepared = qnn::io::prepare_written(
             &graph.0,
             &given,
             &input_modes,
             &output_modes,
+            Some(&|index, frame, dst| frames.write(index, frame, dst)),
             OwnedBinary::new,
         );
         let execution = match prepared {
@@ -152,6 +165,53 @@ fn graph_execute<'a>(
         submission.submit(env, &given, inputs, span, policy, tag)
     }))
     .unwrap_or_else(|_| panicked(env, "the execute"))
+}
+
+/// The preprocessing passes of an execute's `:frame` inputs, by input index: each writes its
+/// frame's model input straight into the buffer QNN reads (`qnn::io::Writer`).
+struct FramePasses(Vec<(usize, Plan)>);
+
+impl FramePasses {
+    fn new(modes: &[Mode], specs: &[SpecTerm]) -> Result<FramePasses, Failure> {
+        let frames: Vec<usize> = (modes.iter().enumerate())
+            .filter(|(_, m)| **m == Mode::Frame)
+            .map(|(i, _)| i)
+            .collect();
+        if frames.len() != specs.len() {
+            return Err(Failure::Qnn(qnn::Error::Internal {
+                message: format!("{} frame input(s), {} pass(es)", frames.len(), specs.len()),
+            }));
+        }
+        let plans = frames.into_iter().zip(specs).map(|(index, spec)| {
+            let plan = Plan::new(Spec::from(spec)).map_err(|e| invalid_frame(e.to_string()))?;
+            Ok((index, plan))
+        });
+        Ok(FramePasses(plans.collect::<Result<_, Failure>>()?))
+    }
+
+    fn write(&self, index: usize, frame: &[u8], dst: &mut [u8]) -> qnn::Result<()> {
+        let Some((_, plan)) = self.0.iter().find(|(i, _)| *i == index) else {
+            return Err(qnn::Error::Internal {
+                message: format!("input #{index} has no preprocessing pass"),
+            });
+        };
+        if plan.dst_len() != dst.len() {
+            return Err(qnn::Error::InvalidInput {
+                message: format!(
+                    "input #{index}: the preprocessing pass makes {} bytes, the input is {}",
+                    plan.dst_len(),
+                    dst.len()
+                ),
+            });
+        }
+        plan.run(frame, dst).map_err(|e| qnn::Error::InvalidInput {
+            message: e.to_string(),
+        })
+    }
+}
+
+fn invalid_frame(message: String) -> Failure {
+    Failure::Qnn(qnn::Error::InvalidInput { message })
 }
 
 /// A call's performance mode, voted for its execute: entered before it (the vote sent first,

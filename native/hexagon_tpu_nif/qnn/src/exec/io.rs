@@ -40,18 +40,26 @@ use crate::observe::trace::{self, Phase};
 /// the process when it fails (an Erlang binary's does), so absurd sizes are refused up front.
 pub const MAX_TENSOR_BYTES: usize = 1 << 30;
 
-/// What the caller's bytes for a tensor are: in the model's own type (passed to QNN untouched)
-/// or f32 (converted with the tensor's quantization parameters).
+/// What the caller's bytes for a tensor are: in the model's own type (passed to QNN untouched),
+/// f32 (converted with the tensor's quantization parameters), or (inputs only) the source a
+/// [`Writer`] makes the tensor's bytes from, straight into the buffer QNN reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     Model,
     F32,
+    Written,
 }
 
-/// The conversion `mode` asks of `tensor`: `None` when the bytes go to QNN as they are.
+/// Writes input `index`'s bytes, in the model's own type, into `dst` (the buffer QNN reads:
+/// the tensor's shared buffer, or the client buffer), from the caller's bytes `src`: a camera
+/// frame's preprocessing pass, so its output is never copied.
+pub type Writer<'w> = &'w dyn Fn(usize, &[u8], &mut [u8]) -> Result<()>;
+
+/// The conversion `mode` asks of `tensor`: `None` when the bytes go to QNN as they are (or
+/// are written for it).
 fn conversion<'t>(role: &str, tensor: &'t TensorInfo, mode: Mode) -> Result<Option<&'t F32Form>> {
     match (mode, &tensor.f32_form) {
-        (Mode::Model, _) | (Mode::F32, Ok(F32Form::Same)) => Ok(None),
+        (Mode::Model | Mode::Written, _) | (Mode::F32, Ok(F32Form::Same)) => Ok(None),
         (Mode::F32, Ok(form)) => Ok(Some(form)),
         (Mode::F32, Err(why)) => Err(Error::invalid_input(format!(
             "{role} `{}` {why}; pass it in the model's own type \
@@ -98,9 +106,9 @@ fn conversion_failed(role: &str, tensor: &TensorInfo, error: quant::QuantError) 
 enum Input {
     /// The caller's, in the model's type: given again to [`Execution::run`].
     Given,
-    /// Converted here, or copied for the backend's queue.
+    /// Converted or written here, or copied for the backend's queue.
     Owned(Vec<u8>),
-    /// In its shared buffer, converted or copied there.
+    /// In its shared buffer, converted, written or copied there.
     Shared(SharedBuffer),
 }
 
@@ -168,6 +176,19 @@ pub fn prepare<B: DerefMut<Target = [u8]>>(
     inputs: &[&[u8]],
     input_modes: &[Mode],
     output_modes: &[Mode],
+    alloc: impl FnMut(usize) -> B,
+) -> Result<Execution<B>> {
+    prepare_written(graph, inputs, input_modes, output_modes, None, alloc)
+}
+
+/// [`prepare`], with `writer` making the inputs whose mode is [`Mode::Written`] (refused
+/// without one).
+pub fn prepare_written<B: DerefMut<Target = [u8]>>(
+    graph: &Graph,
+    inputs: &[&[u8]],
+    input_modes: &[Mode],
+    output_modes: &[Mode],
+    writer: Option<Writer<'_>>,
     mut alloc: impl FnMut(usize) -> B,
 ) -> Result<Execution<B>> {
     let pool = graph.shared_pool();
@@ -184,6 +205,12 @@ pub fn prepare<B: DerefMut<Target = [u8]>>(
         )));
     }
     for (tensor, &mode) in graph.outputs.iter().zip(output_modes) {
+        if mode == Mode::Written {
+            return Err(Error::invalid_input(format!(
+                "output `{}`: only inputs are written",
+                tensor.name
+            )));
+        }
         conversion("output", tensor, mode)?;
     }
 
@@ -192,6 +219,27 @@ pub fn prepare<B: DerefMut<Target = [u8]>>(
     for (index, ((tensor, &bytes), &mode)) in
         (graph.inputs.iter().zip(inputs).zip(input_modes)).enumerate()
     {
+        if mode == Mode::Written {
+            let writer = writer.ok_or_else(|| Error::Internal {
+                message: format!(
+                    "input `{}` is to be written, and no writer was given",
+                    tensor.name
+                ),
+            })?;
+            prepared.push(match pool {
+                Some(pool) => {
+                    let mut shared = pool.take_input(index)?;
+                    writer(index, bytes, &mut shared)?;
+                    Input::Shared(shared)
+                }
+                None => {
+                    let mut owned = vec![0u8; tensor.byte_size];
+                    writer(index, bytes, &mut owned)?;
+                    Input::Owned(owned)
+                }
+            });
+            continue;
+        }
         let form = conversion("input", tensor, mode)?;
         check_size("input", tensor, form.is_some(), bytes.len())?;
         prepared.push(match (pool, form) {
