@@ -15,7 +15,7 @@
 # the plan's tables, the frame's making; Python's start and imports). Paths:
 #   ours NEON: Plan::run on aarch64 (the kernels chosen at run time: NEON)
 #   portable:  Plan::run_portable (the portable bilinear kernels)
-#   OpenCV:    bench/aarch64/opencv_steps.py: cvtColor, resize, copyMakeBorder, LUT, transpose,
+#   OpenCV:    bench/opencv_steps.py: cvtColor, resize, copyMakeBorder, LUT, transpose,
 #              u8, cv2.setNumThreads(1), in Debian 12's arm64 python3.11 (opencv-python-headless'
 #              aarch64 wheel, requirements.txt here)
 #   memcpy:    a copy of the output's size (the floor)
@@ -177,12 +177,12 @@ main() {
     mkdir -p "$work/$case"
     pixels=$(qemu-aarch64 -L "$SYSROOT" "$DRIVER" "$case" run 0 "$work/$case" | sed -n 's/^pixels \([0-9]*\).*/\1/p')
     PYTHONPATH="$PY_SITE" qemu-aarch64 -cpu "$QEMU_CPU" -L "$PY_ROOT" "$PY_ROOT/usr/bin/python3.11" \
-      "$HERE/opencv_steps.py" "$case" "$work/$case/frame" 0 "$work/$case/opencv" >/dev/null
+      "$REPO_ROOT/bench/opencv_steps.py" "$case" "$work/$case/frame" 0 "$work/$case/opencv" >/dev/null
     if cmp -s "$work/$case/out" "$work/$case/opencv"; then same=yes; else same=NO; fi
     per_pixel neon "$pixels" "$DRIVER" "$case" run
     per_pixel portable "$pixels" "$DRIVER" "$case" portable
     per_pixel floor "$pixels" "$DRIVER" "$case" memcpy
-    per_pixel opencv "$pixels" python "$HERE/opencv_steps.py" "$case" "$work/$case/frame"
+    per_pixel opencv "$pixels" python "$REPO_ROOT/bench/opencv_steps.py" "$case" "$work/$case/frame"
     rows+=("$(printf '%-14s %9s %10s %9s %9s %9s %7s %7s %5s' "$case" "$pixels" "$neon" "$portable" \
       "$opencv" "$floor" "$(ratio "$neon" "$portable")" "$(ratio "$neon" "$opencv")" "$same")")
     echo "${rows[-1]}" >&2

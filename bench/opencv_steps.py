@@ -1,9 +1,15 @@
-"""OpenCV doing the preprocessing as an expert writes it for a u8 model input, K times, for
-counting instructions (bench/aarch64/count.sh runs it with Debian's arm64 python3 under
-qemu-aarch64 and the insn_count plugin, once with K1 and once with K2 passes; the difference
-leaves out the interpreter's start-up and the imports).
+"""OpenCV doing the preprocessing as an expert writes it for a u8 model input, in two uses:
 
     python3 opencv_steps.py CASE FRAME K [OUT]
+    python3 opencv_steps.py serve
+
+The first runs a case K times, for counting instructions (bench/aarch64/count.sh runs it with
+Debian's arm64 python3 under qemu-aarch64 and the insn_count plugin, once with K1 and once with
+K2 passes; the difference leaves out the interpreter's start-up and the imports). The second
+times it for bench/preprocess_opencv.exs, which interleaves it with our pass in one run: it
+reads lines `CASE FRAME THREADS N` (THREADS 0: OpenCV's default) and `memcpy BYTES N` on stdin
+and answers each with one line, N times in milliseconds; `out CASE FRAME PATH` writes one
+pass's output (for the comparison with ours) and answers `ok`.
 
 CASE is one of count_preprocess's (native/hexagon_tpu_nif/qnn/examples/count_preprocess.rs):
 letterbox720, letterbox1080, imagenet224, nearest720; FRAME the NV12 frame that program wrote
@@ -46,10 +52,9 @@ def table(letterbox):
     return np.clip(q, 0, 255).astype(np.uint8).reshape(1, 256, 3)
 
 
-def main(argv):
-    name, frame_path, k = argv[0], argv[1], int(argv[2])
+def steps(name, frame_path):
+    """The case's pass as a function of no arguments, over the NV12 frame at frame_path."""
     w, h, dw, dh, letterbox, nchw, nearest = CASES[name]
-    cv2.setNumThreads(1)
     frame = np.fromfile(frame_path, np.uint8)[: w * h * 3 // 2].reshape(h * 3 // 2, w)
     lut = table(letterbox)
     inter = cv2.INTER_NEAREST_EXACT if nearest else cv2.INTER_LINEAR
@@ -69,11 +74,53 @@ def main(argv):
         q = cv2.LUT(small, lut)
         return np.ascontiguousarray(q.transpose(2, 0, 1)) if nchw else q
 
+    return run
+
+
+def serve():
+    import time
+
+    default_threads = cv2.getNumThreads()
+    passes = {}
+    for line in sys.stdin:
+        words = line.split()
+        if words[0] == "memcpy":
+            src = np.ones(int(words[1]), np.uint8)
+            dst = np.empty_like(src)
+            times = []
+            for _ in range(int(words[2])):
+                t = time.perf_counter()
+                np.copyto(dst, src)
+                times.append((time.perf_counter() - t) * 1000)
+        elif words[0] == "out":
+            cv2.setNumThreads(1)
+            steps(words[1], words[2])().tofile(words[3])
+            times = None
+        else:
+            name, frame_path, threads, n = words[0], words[1], int(words[2]), int(words[3])
+            cv2.setNumThreads(threads or default_threads)
+            run = passes.setdefault((name, frame_path), steps(name, frame_path))
+            run()
+            times = []
+            for _ in range(n):
+                t = time.perf_counter()
+                run()
+                times.append((time.perf_counter() - t) * 1000)
+        print("ok" if times is None else " ".join(f"{t:.6f}" for t in times), flush=True)
+
+
+def main(argv):
+    if argv[0] == "serve":
+        return serve()
+    name, k = argv[0], int(argv[2])
+    cv2.setNumThreads(1)
+    run = steps(name, argv[1])
     out = run()
     for _ in range(k):
         out = run()
     if len(argv) > 3:
         out.tofile(argv[3])
+    w, h, dw, dh = CASES[name][:4]
     print(f"pixels {dw * dh}")
 
 
