@@ -29,6 +29,36 @@ defmodule HexagonTpu.ProfileTest do
     {sim.profiles_created, sim.profiles_live, native.profiles_created, native.profiles_alive}
   end
 
+  test "op names from models never become atoms: the atom table stays flat" do
+    # classifiers whose two ops are named after a fresh integer each: 20 models, 40 names
+    run = fn i ->
+      spec = Models.classifier([0.01, 0.02, 0.03], Enum.to_list(1..12), [0, 0, 0])
+
+      [logits, probs] =
+        names = for op <- ~w(logits probs), do: "#{op}_#{i}_#{System.unique_integer([:positive])}"
+
+      spec =
+        update_in(spec, [:graphs, Access.at(0)], fn graph ->
+          [fc, softmax] = graph.nodes
+          fc = put_in(fc, [:output, :name], logits)
+          softmax = %{put_in(softmax, [:output, :name], probs) | inputs: [logits]}
+          %{graph | nodes: [fc, softmax], outputs: names}
+        end)
+
+      context = Context.from_file!(Support.runtime!(), Models.build!(spec))
+      graph = Graph.retrieve!(context, "classifier")
+      {:ok, [_, _], %Profile{ops: ops}} = Graph.execute(graph, input(), profile: :detailed)
+      Context.close(context)
+      Enum.map(ops, & &1.name)
+    end
+
+    run.(0)
+    atoms = :erlang.system_info(:atom_count)
+    seen = Enum.flat_map(1..20, run)
+    assert length(Enum.uniq(seen)) == 40
+    assert :erlang.system_info(:atom_count) == atoms
+  end
+
   test "a detailed profile: totals, one op per node with its cycles and µs, units", %{graph: g} do
     {:ok, [_probs], %Profile{} = p} = Graph.execute(g, input(), profile: :detailed)
 

@@ -199,10 +199,22 @@ defmodule HexagonTpu.Profile do
     }
   end
 
+  # The event kinds the NIF names (qnn::profile::event_type_name): a fixed set, so an event's
+  # name is one of these atoms (nil for a kind it does not name), never an atom made from what
+  # the backend says. Op names stay strings (`:ops`, an event's `:identifier`).
+  @event_names ~w(init finalize execute node execute_queue_wait execute_preprocess
+                  execute_device execute_postprocess deinit trace host_rpc htp_rpc
+                  accelerator_cycles accelerator_us misc_accelerator yield_release yield_wait
+                  yield_restore yield_count vtcm_acquire resource_power_up
+                  accelerator_excluding_wait node_wait node_overlap node_wait_overlap
+                  node_resource_mask node_critical_bg_op node_wait_bg_op critical_path_cycles
+                  hvx_threads)a
+  @event_atoms Map.new(@event_names, &{Atom.to_string(&1), &1})
+
   defp event(e) do
     %{
       e
-      | name: e.name && String.to_atom(e.name),
+      | name: e.name && Map.get(@event_atoms, e.name),
         unit: Map.fetch!(@units, e.unit),
         sub_events: Enum.map(e.sub_events, &event/1)
     }
