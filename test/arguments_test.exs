@@ -112,6 +112,11 @@ defmodule HexagonTpu.ArgumentsTest do
       assert_type_error(fn -> Runtime.create(performance: :turbo) end, [":performance", ":turbo"])
       assert_type_error(fn -> Runtime.create(performance_idle: -1) end, [":performance_idle"])
 
+      assert_type_error(
+        fn -> Runtime.create(performance_idle: 18_446_744_073_709_551_616) end,
+        [":performance_idle", "at most 18446744073709551615"]
+      )
+
       assert_type_error(fn -> Runtime.set_performance(:x, :burst) end, [
         "Runtime.set_performance/2",
         "`runtime`"
@@ -160,6 +165,31 @@ defmodule HexagonTpu.ArgumentsTest do
       assert_type_error(fn -> Graph.execute(graph, [], timeout: -5) end, [":timeout", "-5"])
       assert_type_error(fn -> Graph.execute(graph, [], timeout: :never) end, [":timeout"])
       assert_type_error(fn -> Graph.execute(graph, [], performance: :warp) end, [":performance"])
+
+      # integers past what receive or the NIF can hold: refused naming the option and its range
+      assert_type_error(fn -> Graph.execute(graph, [], timeout: 4_294_967_296) end, [
+        ":timeout",
+        "at most 4294967295",
+        "4294967296"
+      ])
+
+      assert_type_error(fn -> HexagonTpu.predict(graph, [], timeout: 4_294_967_296) end, [
+        "HexagonTpu.predict/3",
+        "at most 4294967295"
+      ])
+
+      assert_type_error(fn -> Graph.await(:x, 4_294_967_296) end, ["Graph.await/2", "`pending`"])
+
+      assert_type_error(
+        fn -> Graph.retrieve(context, "add", max_queued: 18_446_744_073_709_551_616) end,
+        [":max_queued", "at most 18446744073709551615"]
+      )
+
+      assert_type_error(
+        fn -> HexagonTpu.diagnose(timeout: 4_294_967_296) end,
+        [":timeout", "at most 4294967295"]
+      )
+
       assert_type_error(fn -> Graph.execute_async(:x, []) end, ["execute_async/3", "`graph`"])
       assert_type_error(fn -> Graph.execute_async(graph, [], timeout: 5) end, ["await/2"])
       assert_type_error(fn -> Graph.execute_async(graph, [], bogus: 1) end, [":bogus"])

@@ -359,4 +359,36 @@ defmodule HexagonTpu.AsyncTest do
       assert message =~ "async_queue_depth"
     end
   end
+
+  test "a pending execute is awaited or cancelled once: a second await or cancel raises at once",
+       ctx do
+    graph = Graph.retrieve!(HexagonTpu.Context.from_file!(ctx.runtime, ctx.fast), "identity")
+    second = ~r/already taken or given up/
+
+    start = fn ->
+      {:ok, pending} = Graph.execute_async(graph, [f32([1, 2, 3, 4])])
+      pending
+    end
+
+    # after its result was taken
+    pending = start.()
+    assert {:ok, [_]} = Graph.await(pending)
+    assert_raise ArgumentError, second, fn -> Graph.await(pending) end
+    assert_raise ArgumentError, second, fn -> Graph.cancel(pending) end
+
+    # after a cancel
+    pending = start.()
+    assert :ok = Graph.cancel(pending)
+    assert_raise ArgumentError, second, fn -> Graph.cancel(pending) end
+    assert_raise ArgumentError, second, fn -> Graph.await(pending, 10) end
+
+    # after an await that timed out (the graph held by a slow execute)
+    slow = Graph.retrieve!(HexagonTpu.Context.from_file!(ctx.runtime, ctx.slow), "identity")
+    held = hold(slow, ctx.lib)
+    {:ok, pending} = Graph.execute_async(slow, [f32([1, 2, 3, 4])])
+    assert {:error, %Error{reason: :timeout}} = Graph.await(pending, 0)
+    assert_raise ArgumentError, second, fn -> Graph.await(pending) end
+    assert {:ok, _} = Task.await(held, 5_000)
+    refute_received {:hexagon_tpu_reply, _, _}
+  end
 end

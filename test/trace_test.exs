@@ -199,4 +199,20 @@ defmodule HexagonTpu.TraceTest do
     :ok = Trace.start(capacity: 1)
     assert {:error, %HexagonTpu.Error{reason: :io}} = Trace.export(Path.join(dir, "no/such/dir"))
   end
+
+  test "export/1 to a path that cannot name a file is :invalid_argument, to one not writable :io",
+       %{tmp_dir: dir} do
+    assert {:error, %HexagonTpu.Error{reason: :invalid_argument, message: message}} =
+             Trace.export("")
+
+    assert message =~ "`path` is empty"
+
+    assert {:error, %HexagonTpu.Error{reason: :invalid_argument, message: message}} =
+             Trace.export(Path.join(dir, "a\0b.json"))
+
+    assert message =~ "NUL byte"
+
+    assert {:error, %HexagonTpu.Error{reason: :io}} =
+             Trace.export(Path.join([dir, "missing", "trace.json"]))
+  end
 end

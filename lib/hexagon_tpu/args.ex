@@ -63,6 +63,24 @@ defmodule HexagonTpu.Args do
   end
 
   @doc """
+  Raises the `ArgumentError` of an integer option beyond what it can hold: `what` of `fun`
+  must be at most `max` (`why`: the limit's owner).
+  """
+  @spec too_large!(String.t(), String.t(), pos_integer(), String.t(), integer()) :: no_return()
+  def too_large!(fun, what, max, why, given) do
+    raise ArgumentError,
+          "#{fun}: #{what} must be at most #{max} (#{why}), given: #{quote_input(given)}"
+  end
+
+  @doc "The largest timeout `receive` takes, in milliseconds (about 49.7 days)."
+  @spec max_timeout() :: pos_integer()
+  def max_timeout, do: 4_294_967_295
+
+  @doc "The largest value of the NIF's unsigned 64-bit integers."
+  @spec max_u64() :: pos_integer()
+  def max_u64, do: 18_446_744_073_709_551_615
+
+  @doc """
   Checks that `opts` is a keyword list of `allowed` keys, each given once, and returns it.
   `allowed` is a list of keys, or of `{key, default}` (the defaults are added).
   """

@@ -209,6 +209,16 @@ defmodule HexagonTpu.Diagnosis do
     unless is_integer(timeout) and timeout > 0,
       do: Args.type_error!(fun, "the :timeout option", "a positive integer (ms)", timeout)
 
+    if timeout > Args.max_timeout(),
+      do:
+        Args.too_large!(
+          fun,
+          "the :timeout option",
+          Args.max_timeout(),
+          "receive's limit",
+          timeout
+        )
+
     machine = opts[:machine]
 
     unless machine in [nil, :x86_64, :aarch64],

@@ -172,7 +172,19 @@ defmodule HexagonTpu.Graph do
   @doc false
   # The :max_queued option (Graph.retrieve/3, HexagonTpu.load_model/2).
   @spec max_queued!(term(), String.t()) :: non_neg_integer()
-  def max_queued!(value, _fun) when is_integer(value) and value >= 0, do: value
+  def max_queued!(value, fun) when is_integer(value) and value >= 0 do
+    if value > Args.max_u64(),
+      do:
+        Args.too_large!(
+          fun,
+          "the :max_queued option",
+          Args.max_u64(),
+          "an unsigned 64-bit count",
+          value
+        )
+
+    value
+  end
 
   def max_queued!(value, fun),
     do: Args.type_error!(fun, "the :max_queued option", "a non-negative integer", value)
@@ -296,22 +308,38 @@ defmodule HexagonTpu.Graph do
   The result of an execute started with `execute_async/3`, as `execute/3` returns it. Waits at
   most `timeout` ms (default `:infinity`); when it passes, returns
   `{:error, %HexagonTpu.Error{reason: :timeout}}` and the execute is given up as with
-  `cancel/1`. Only the process that started the execute may await it, once.
+  `cancel/1`. Only the process that started the execute may await it, once (a second await or
+  cancel of it raises `ArgumentError`).
   """
   @spec await(HexagonTpu.Pending.t(), timeout()) ::
           {:ok, [output()]} | {:ok, [output()], Profile.t()} | {:error, Error.t()}
   def await(pending, timeout \\ :infinity) do
     pending = owned!(pending, "await/2")
-    Call.await(pending, Options.timeout!(timeout, "HexagonTpu.Graph.await/2"))
+    timeout = Options.timeout!(timeout, "HexagonTpu.Graph.await/2")
+    pending |> claimed!("await/2") |> Call.await(timeout)
   end
 
   @doc """
   Gives up an execute started with `execute_async/3`: one still waiting for its turn is
   skipped, one already running finishes and its result is dropped, one already answered is
-  taken out of the mailbox. Returns `:ok`. Only the process that started it may cancel it.
+  taken out of the mailbox. Returns `:ok`. Only the process that started it may cancel it,
+  once, and not after awaiting it (either raises `ArgumentError`).
   """
   @spec cancel(HexagonTpu.Pending.t()) :: :ok
-  def cancel(pending), do: pending |> owned!("cancel/1") |> Call.cancel()
+  def cancel(pending), do: pending |> owned!("cancel/1") |> claimed!("cancel/1") |> Call.cancel()
+
+  # Each pending execute is awaited or cancelled once: its answer is then taken or given up,
+  # and a second await or cancel would wait for a message that never comes.
+  defp claimed!(pending, fun) do
+    unless Native.execute_claim(pending.ticket) do
+      raise ArgumentError,
+            "HexagonTpu.Graph.#{fun}: this execute's answer was already taken or given up " <>
+              "(an earlier await/2 or cancel/1 of it): a pending execute is awaited or " <>
+              "cancelled once"
+    end
+
+    pending
+  end
 
   defp owned!(%HexagonTpu.Pending{owner: owner} = pending, fun) do
     if owner != self() do

@@ -331,6 +331,7 @@ defmodule HexagonTpu.Native do
   def graph_execute(_graph, _inputs, _options, _tag), do: not_loaded()
 
   def execute_give_up(_ticket), do: opaque(:given_up)
+  def execute_claim(_ticket), do: opaque(true)
   def graph_close(_graph, _tag), do: not_loaded()
 
   # profile.rs

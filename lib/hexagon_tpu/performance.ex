@@ -93,7 +93,19 @@ defmodule HexagonTpu.Performance do
   @doc false
   # The :performance_idle option: milliseconds.
   @spec idle!(term(), String.t()) :: non_neg_integer()
-  def idle!(ms, _fun) when is_integer(ms) and ms >= 0, do: ms
+  def idle!(ms, fun) when is_integer(ms) and ms >= 0 do
+    if ms > Args.max_u64(),
+      do:
+        Args.too_large!(
+          fun,
+          "the :performance_idle option",
+          Args.max_u64(),
+          "milliseconds as an unsigned 64-bit integer",
+          ms
+        )
+
+    ms
+  end
 
   def idle!(other, fun),
     do: Args.type_error!(fun, "the :performance_idle option", "a non-negative integer", other)

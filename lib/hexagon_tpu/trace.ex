@@ -117,13 +117,15 @@ defmodule HexagonTpu.Trace do
 
   @doc """
   Writes the recording (while it goes on, or after `stop/0`) to `path` as trace-event JSON;
-  returns `info/0`'s counts as of the export.
+  returns `info/0`'s counts as of the export. An empty path, or one with a NUL byte, is an
+  `:invalid_argument` error; one that cannot be written, an `:io` error.
   """
   @spec export(Path.t()) :: {:ok, info()} | {:error, Error.t()}
   def export(path) do
     path = Args.path!(path, "`path`", "HexagonTpu.Trace.export/1")
 
-    with json when is_binary(json) <- Native.trace_export(),
+    with :ok <- Args.check_path(path, "`path`"),
+         json when is_binary(json) <- Native.trace_export(),
          info = info(),
          :ok <- write(path, json) do
       {:ok, info}

@@ -46,7 +46,20 @@ defmodule HexagonTpu.Graph.Options do
   # A timeout: :infinity or milliseconds.
   @spec timeout!(term(), String.t()) :: timeout()
   def timeout!(:infinity, _fun), do: :infinity
-  def timeout!(ms, _fun) when is_integer(ms) and ms >= 0, do: ms
+
+  def timeout!(ms, fun) when is_integer(ms) and ms >= 0 do
+    if ms > Args.max_timeout(),
+      do:
+        Args.too_large!(
+          fun,
+          "the :timeout option",
+          Args.max_timeout(),
+          "receive's limit; or :infinity",
+          ms
+        )
+
+    ms
+  end
 
   def timeout!(other, fun),
     do: Args.type_error!(fun, "the :timeout option", "a non-negative integer or :infinity", other)

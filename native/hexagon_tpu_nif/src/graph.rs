@@ -376,6 +376,13 @@ fn execute_give_up(ticket: ResourceArc<Ticket>) -> rustler::Atom {
     }
 }
 
+/// The caller's one await or cancel of a queued execute (`HexagonTpu.Graph.await/2`,
+/// `cancel/1`): `true` the first time, `false` once its answer was taken or given up.
+#[rustler::nif]
+fn execute_claim(ticket: ResourceArc<Ticket>) -> bool {
+    ticket.claim()
+}
+
 /// An output in a shared buffer, under the resource binary handed to Elixir.
 pub struct SharedOutput(qnn::SharedBuffer);
 

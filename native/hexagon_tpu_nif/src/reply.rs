@@ -5,6 +5,7 @@
 //! `receive`. No scheduler waits for anyone.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rustler::env::{OwnedEnv, SavedTerm};
@@ -28,6 +29,9 @@ pub struct ReplyTo {
 /// never sent, and work whose caller gave up before its turn is skipped.
 pub struct Ticket {
     state: Mutex<TicketState>,
+    /// Its caller took the answer or gave it up (`HexagonTpu.Graph.await/2` or `cancel/1`):
+    /// a second of either has nothing to wait for.
+    claimed: AtomicBool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -43,6 +47,11 @@ impl Resource for Ticket {}
 impl Ticket {
     fn lock(&self) -> std::sync::MutexGuard<'_, TicketState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The caller's one await or cancel of it: `true` the first time, `false` after.
+    pub fn claim(&self) -> bool {
+        !self.claimed.swap(true, Ordering::AcqRel)
     }
 
     /// The caller gives up: `true` when the answer had not been sent (it never will be), `false`
@@ -95,6 +104,7 @@ impl ReplyTo {
     pub fn ticket(&mut self) -> ResourceArc<Ticket> {
         let ticket = ResourceArc::new(Ticket {
             state: Mutex::new(TicketState::Pending),
+            claimed: AtomicBool::new(false),
         });
         self.ticket = Some(ticket.clone());
         ticket
