@@ -298,6 +298,85 @@ defmodule HexagonTpu.ArgumentsTest do
     end
   end
 
+  describe "numeric options at the extremes of their types (issue 32, item 7)" do
+    # Every integer option that reaches the NIF or a receive, fed 0, -1, 2^32, 2^64, a float,
+    # an atom, a string and nil through the public function: the answer is a result
+    # ({:ok, _}, :ok), an {:error, %HexagonTpu.Error{}}, or an ArgumentError naming the
+    # function; never an ErlangError from a decoder or from receive.
+    @extremes [0, -1, 4_294_967_296, 18_446_744_073_709_551_616, 1.5, :many, "10", nil]
+
+    test "answer only as documented", %{path: path, runtime: runtime, graph: graph} do
+      context = Context.from_file!(runtime, path)
+      input = [f32([1, 2, 3, 4]), f32([1, 1, 1, 1])]
+      scores = {f32([0.1, 0.9, 0.3]), {3}}
+      head = {f32([10, 10, 4, 4, 0.9]), {1, 5, 1}}
+      frame = :binary.copy(<<128>>, 4 * 4 * 3)
+
+      image = %TensorInfo{
+        hd(Graph.inputs(graph))
+        | shape: {1, 2, 2, 3},
+          type: {:u, 8},
+          byte_size: 12
+      }
+
+      cases = [
+        {"load_model :max_queued", &HexagonTpu.load_model(path, max_queued: &1)},
+        {"load_model :profile_every", &HexagonTpu.load_model(path, profile_every: &1)},
+        {"load_model :async_queue_depth", &HexagonTpu.load_model(path, async_queue_depth: &1)},
+        {"Runtime.create :performance_idle", &Runtime.create(performance_idle: &1)},
+        {"Context.from_file :async_queue_depth",
+         &Context.from_file(runtime, path, async_queue_depth: &1)},
+        {"Graph.retrieve :max_queued", &Graph.retrieve(context, "add", max_queued: &1)},
+        {"Graph.retrieve :profile_every", &Graph.retrieve(context, "add", profile_every: &1)},
+        {"Graph.execute :timeout", &Graph.execute(graph, input, timeout: &1)},
+        {"HexagonTpu.predict :timeout", &HexagonTpu.predict(graph, input, timeout: &1)},
+        {"Graph.await timeout",
+         fn v ->
+           {:ok, pending} = Graph.execute_async(graph, input)
+
+           try do
+             Graph.await(pending, v)
+           after
+             if v in [0, nil] or not is_integer(v) or v < 0 or v > 4_294_967_295,
+               do: Graph.cancel(pending)
+           end
+         end},
+        {"QnnLog.flush", &HexagonTpu.QnnLog.flush/1},
+        {"Trace.start :capacity", &HexagonTpu.Trace.start(capacity: &1)},
+        {"Postprocess.top_k k", &HexagonTpu.Postprocess.top_k(scores, &1)},
+        {"Postprocess.yolov8 :max_detections",
+         &HexagonTpu.Postprocess.yolov8(head, max_detections: &1)},
+        {"Preprocess.image :width",
+         &HexagonTpu.Preprocess.image(frame, image, width: &1, height: 4)},
+        {"Preprocess.image :stride",
+         &HexagonTpu.Preprocess.image(frame, image, width: 4, height: 4, stride: &1)},
+        {"Preprocess.image :crop",
+         &HexagonTpu.Preprocess.image(frame, image, width: 4, height: 4, crop: {0, 0, &1, 2})}
+      ]
+
+      for {label, call} <- cases, value <- @extremes do
+        answer =
+          try do
+            call.(value)
+          rescue
+            e in ArgumentError ->
+              assert e.message =~ ~r/^HexagonTpu\.[\w.]+[!?]?\/\d: /,
+                     "#{label} #{inspect(value)}: #{e.message}"
+
+              :raised
+          end
+
+        documented? =
+          match?({:ok, _}, answer) or match?({:ok, _, _}, answer) or answer in [:ok, :raised] or
+            match?({:error, %Error{}}, answer)
+
+        assert documented?, "#{label} #{inspect(value)} answered #{inspect(answer)}"
+      end
+
+      HexagonTpu.Trace.stop()
+    end
+  end
+
   describe "a handle whose reference is not one of ours (issue 15, item 3)" do
     # A struct built by hand, or with another struct's reference: the NIF's decoder says which
     # handle it expected, where rustler alone raises a bare "argument error".

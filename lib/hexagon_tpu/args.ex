@@ -66,7 +66,7 @@ defmodule HexagonTpu.Args do
   Raises the `ArgumentError` of an integer option beyond what it can hold: `what` of `fun`
   must be at most `max` (`why`: the limit's owner).
   """
-  @spec too_large!(String.t(), String.t(), pos_integer(), String.t(), integer()) :: no_return()
+  @spec too_large!(String.t(), String.t(), pos_integer(), String.t(), term()) :: no_return()
   def too_large!(fun, what, max, why, given) do
     raise ArgumentError,
           "#{fun}: #{what} must be at most #{max} (#{why}), given: #{quote_input(given)}"

@@ -164,7 +164,8 @@ defmodule HexagonTpu.Postprocess do
 
     with {:ok, values, shape} <- Input.values!(scores, "scores", fun),
          :ok <- vector(shape) do
-      native(:postprocess_top_k, [values, k, softmax], dirty?(shape))
+      # all C when k >= C: a k past what the NIF holds asks for all of them too
+      native(:postprocess_top_k, [values, min(k, Args.max_u64()), softmax], dirty?(shape))
     end
   end
 
@@ -524,7 +525,8 @@ defmodule HexagonTpu.Postprocess do
     %{
       score_threshold: score * 1.0,
       iou_threshold: iou * 1.0,
-      max_detections: max,
+      # a limit past what the NIF holds limits nothing: the NIF's largest
+      max_detections: max && min(max, Args.max_u64()),
       class_agnostic: opts[:class_agnostic],
       multi_label: opts[:multi_label]
     }

@@ -189,6 +189,8 @@ defmodule HexagonTpu.Preprocess do
   @compile {:no_warn_undefined, [Nx]}
 
   alias HexagonTpu.{Args, Error, Graph, Native, TensorInfo}
+
+  @max_u64 18_446_744_073_709_551_615
   alias HexagonTpu.Preprocess.{Frame, Transform}
 
   @yuv [:nv12, :nv21, :i420, :yuyv]
@@ -339,6 +341,33 @@ defmodule HexagonTpu.Preprocess do
       acc -> Map.put(acc, key, option!(key, value, fun))
     end
   end
+
+  # sizes and offsets past what the NIF holds (its unsigned 64-bit integers)
+  defp option!(key, value, fun)
+       when key in [:width, :height, :stride, :chroma_stride, :chroma_offset] and
+              is_integer(value) and value > @max_u64,
+       do:
+         Args.too_large!(
+           fun,
+           "the #{inspect(key)} option",
+           @max_u64,
+           "bytes or pixels as an unsigned 64-bit integer",
+           value
+         )
+
+  defp option!(:crop, {_, _, _, _} = crop, fun)
+       when is_integer(elem(crop, 0)) and is_integer(elem(crop, 1)) and is_integer(elem(crop, 2)) and
+              is_integer(elem(crop, 3)) and
+              (elem(crop, 0) > @max_u64 or elem(crop, 1) > @max_u64 or elem(crop, 2) > @max_u64 or
+                 elem(crop, 3) > @max_u64),
+       do:
+         Args.too_large!(
+           fun,
+           "the :crop option's numbers",
+           @max_u64,
+           "pixels as unsigned 64-bit integers",
+           crop
+         )
 
   defp option!(key, nil, _fun)
        when key in [:width, :height, :input, :stride, :chroma_stride, :chroma_offset, :crop],
