@@ -36,6 +36,7 @@ defmodule HexagonTpu.Diagnosis do
   """
 
   alias HexagonTpu.{Args, Elf, Error, Python, Runtime}
+  alias HexagonTpu.Diagnosis.Dsp
 
   defmodule Check do
     @moduledoc "One finding of the doctor (`HexagonTpu.Diagnosis`)."
@@ -52,6 +53,17 @@ defmodule HexagonTpu.Diagnosis do
             detail: String.t(),
             remedy: String.t() | nil
           }
+
+    @doc false
+    def ok(name, detail), do: %__MODULE__{name: name, status: :ok, detail: detail}
+
+    @doc false
+    def warn(name, detail, remedy),
+      do: %__MODULE__{name: name, status: :warn, detail: detail, remedy: remedy}
+
+    @doc false
+    def error(name, detail, remedy),
+      do: %__MODULE__{name: name, status: :error, detail: detail, remedy: remedy}
   end
 
   @options [
@@ -79,9 +91,6 @@ defmodule HexagonTpu.Diagnosis do
   def checks, do: @checks
 
   @default_dsp_path "/usr/lib/dsp"
-  @max_proc_entries 65_536
-  @max_tree_entries 20_000
-  @max_tree_depth 6
 
   @doc """
   Runs every check; see `HexagonTpu.diagnose/1` for the options.
@@ -106,9 +115,9 @@ defmodule HexagonTpu.Diagnosis do
     machine = opts[:machine] || host_machine()
     arch = opts[:htp_arch]
 
-    backend_check = library(:backend_library, "backend", in_root(root, backend), machine)
-    system_check = library(:system_library, "System library", in_root(root, system), machine)
-    backend_info = Elf.read(in_root(root, backend))
+    backend_check = library(:backend_library, "backend", Dsp.in_root(root, backend), machine)
+    system_check = library(:system_library, "System library", Dsp.in_root(root, system), machine)
+    backend_info = Elf.read(Dsp.in_root(root, backend))
 
     dsp? =
       case backend_info do
@@ -120,13 +129,13 @@ defmodule HexagonTpu.Diagnosis do
 
     checks =
       if dsp? do
-        stub = in_root(root, Path.join(Path.dirname(backend), "libQnnHtpV#{arch}Stub.so"))
+        stub = Dsp.in_root(root, Path.join(Path.dirname(backend), "libQnnHtpV#{arch}Stub.so"))
         {dsp_check, dsp_dirs} = dsp_library_path(opts)
         skel_name = "libQnnHtpV#{arch}Skel.so"
 
         skel =
           Enum.find(
-            Enum.map(dsp_dirs, &in_root(root, Path.join(&1, skel_name))),
+            Enum.map(dsp_dirs, &Dsp.in_root(root, Path.join(&1, skel_name))),
             &File.exists?/1
           )
 
@@ -134,10 +143,10 @@ defmodule HexagonTpu.Diagnosis do
           stub_library: library(:stub_library, "stub", stub, machine),
           dsp_library_path: dsp_check,
           skel_library: skel_library(skel, skel_name, dsp_dirs),
-          one_build: if(build_ids?, do: one_build(in_root(root, backend), stub, skel)),
-          fastrpc_device: fastrpc_device(root),
-          cdsprpcd: cdsprpcd(root),
-          remote_heap: remote_heap(root)
+          one_build: if(build_ids?, do: one_build(Dsp.in_root(root, backend), stub, skel)),
+          fastrpc_device: Dsp.fastrpc_device(root),
+          cdsprpcd: Dsp.cdsprpcd(root),
+          remote_heap: Dsp.remote_heap(root)
         }
 
         Enum.map(@dsp_checks, &Map.fetch!(by_name, &1))
@@ -150,12 +159,12 @@ defmodule HexagonTpu.Diagnosis do
 
         for name <- @dsp_checks,
             name != :one_build or build_ids?,
-            do: ok(name, "not needed: #{why} (no DSP involved)")
+            do: Check.ok(name, "not needed: #{why} (no DSP involved)")
       end
 
     backend_check =
       if build_ids? and backend_check.status == :ok,
-        do: with_build_id(backend_check, in_root(root, backend)),
+        do: with_build_id(backend_check, Dsp.in_root(root, backend)),
         else: backend_check
 
     Enum.reject([backend_check, system_check | checks], &is_nil/1)
@@ -253,20 +262,20 @@ defmodule HexagonTpu.Diagnosis do
               "install QNN's runtime (mix hexagon_tpu.runtime --into your rootfs_overlay) " <>
                 "or give its path"
 
-        error(name, message, remedy)
+        Check.error(name, message, remedy)
 
       {:ok, %{machine: ^machine, variant: variant} = info} when variant in [:glibc, :unknown] ->
-        ok(name, "#{path} (#{Elf.machine_name(info.machine)}, #{variant_name(variant)})")
+        Check.ok(name, "#{path} (#{Elf.machine_name(info.machine)}, #{variant_name(variant)})")
 
       {:ok, %{machine: ^machine, variant: variant}} ->
-        error(
+        Check.error(
           name,
           "#{path} is built for #{variant_name(variant)}, this system runs glibc",
           "use the Linux (glibc) build of QNN, not the Android one: mix hexagon_tpu.runtime"
         )
 
       {:ok, info} ->
-        error(
+        Check.error(
           name,
           "#{path} is #{Elf.machine_name(info.machine)}, this machine is " <>
             Elf.machine_name(machine),
@@ -284,7 +293,7 @@ defmodule HexagonTpu.Diagnosis do
     case Elf.build_id(path) do
       {:ok, nil} -> %{check | detail: check.detail <> ", no QAIRT build id"}
       {:ok, id} -> %{check | detail: check.detail <> ", QAIRT #{id}"}
-      {:error, message} -> warn(check.name, message, "check the file")
+      {:error, message} -> Check.warn(check.name, message, "check the file")
     end
   end
 
@@ -299,27 +308,27 @@ defmodule HexagonTpu.Diagnosis do
 
     cond do
       value == nil ->
-        {warn(
+        {Check.warn(
            :dsp_library_path,
            "neither DSP_LIBRARY_PATH nor ADSP_LIBRARY_PATH is set; looking in #{@default_dsp_path}",
            "set DSP_LIBRARY_PATH=#{@default_dsp_path} in the VM's environment"
          ), [@default_dsp_path]}
 
       String.contains?(value, ":") and not String.contains?(value, ";") ->
-        {warn(
+        {Check.warn(
            :dsp_library_path,
            "#{source} is #{inspect(value)}: FastRPC splits it on `;`, not `:`",
            "separate the folders with `;`: #{String.replace(value, ":", ";")}"
          ), [value]}
 
       true ->
-        {ok(:dsp_library_path, "#{source} is #{inspect(value)}"),
+        {Check.ok(:dsp_library_path, "#{source} is #{inspect(value)}"),
          String.split(value, ";", trim: true)}
     end
   end
 
   defp skel_library(nil, name, dirs) do
-    error(
+    Check.error(
       :skel_library,
       "no #{name} in #{Enum.join(dirs, ";")}",
       "put #{name} (from the same QNN build as the backend) in #{@default_dsp_path} " <>
@@ -330,17 +339,21 @@ defmodule HexagonTpu.Diagnosis do
   defp skel_library(path, _name, _dirs) do
     case Elf.read(path) do
       {:ok, %{machine: :hexagon}} ->
-        ok(:skel_library, "#{path} (Hexagon)")
+        Check.ok(:skel_library, "#{path} (Hexagon)")
 
       {:ok, info} ->
-        error(
+        Check.error(
           :skel_library,
           "#{path} is #{Elf.machine_name(info.machine)}, not a Hexagon DSP library",
           "use the skel of QNN's device runtime (mix hexagon_tpu.runtime)"
         )
 
       {:error, message} ->
-        error(:skel_library, message, "replace it with QNN's skel (mix hexagon_tpu.runtime)")
+        Check.error(
+          :skel_library,
+          message,
+          "replace it with QNN's skel (mix hexagon_tpu.runtime)"
+        )
     end
   end
 
@@ -357,13 +370,13 @@ defmodule HexagonTpu.Diagnosis do
 
     case found |> Enum.map(&elem(&1, 1)) |> Enum.uniq() do
       [id] when length(found) == 3 ->
-        ok(:one_build, "backend, stub and skel are QAIRT #{id}")
+        Check.ok(:one_build, "backend, stub and skel are QAIRT #{id}")
 
       [_] ->
         missing = for {what, nil} <- ids, do: what
         missing = if skel == nil, do: missing ++ [:skel], else: missing
 
-        warn(
+        Check.warn(
           :one_build,
           "only the #{Enum.map_join(found, ", ", &elem(&1, 0))} carry a build id " <>
             "(#{Enum.join(missing, ", ")}: none, or not found)",
@@ -371,208 +384,18 @@ defmodule HexagonTpu.Diagnosis do
         )
 
       [] ->
-        warn(
+        Check.warn(
           :one_build,
           "no build id found in backend, stub or skel",
           "install backend, stub and skel from one QNN build (mix hexagon_tpu.runtime)"
         )
 
       _ ->
-        error(
+        Check.error(
           :one_build,
           "different QNN builds: #{Enum.map_join(found, ", ", fn {w, id} -> "#{w} #{id}" end)}",
           "install backend, stub and skel from one QNN build (mix hexagon_tpu.runtime)"
         )
-    end
-  end
-
-  # ------------------------------------------------------------------------------ the DSP
-
-  defp fastrpc_device(root) do
-    dev = in_root(root, "/dev")
-
-    candidates =
-      case File.ls(dev) do
-        {:ok, names} ->
-          names
-          |> Enum.filter(&(String.starts_with?(&1, "fastrpc-cdsp") or &1 == "adsprpc-smd"))
-          |> Enum.sort()
-          |> Enum.map(&Path.join(dev, &1))
-
-        {:error, _} ->
-          []
-      end
-
-    results = Enum.map(candidates, &{&1, open_device(&1)})
-
-    case Enum.find(results, &match?({_, :ok}, &1)) do
-      {path, :ok} ->
-        ok(:fastrpc_device, "#{path} opens")
-
-      nil when results == [] ->
-        if root != nil and not File.dir?(dev),
-          do: not_running(:fastrpc_device, root, dev),
-          else:
-            error(
-              :fastrpc_device,
-              "no #{dev}/fastrpc-cdsp* or #{dev}/adsprpc-smd",
-              "use a kernel with the FastRPC driver and the CDSP enabled in the device tree"
-            )
-
-      nil ->
-        error(
-          :fastrpc_device,
-          Enum.map_join(results, "; ", fn {path, {:error, why}} -> "#{path} #{why}" end),
-          "give this user read-write access to the FastRPC device (a udev rule or mdev.conf)"
-        )
-    end
-  end
-
-  defp open_device(path) do
-    case File.stat(path) do
-      {:ok, %File.Stat{type: :device}} ->
-        case :file.open(path, [:read, :write, :raw]) do
-          {:ok, file} ->
-            :file.close(file)
-            :ok
-
-          {:error, reason} ->
-            {:error, "cannot be opened: #{:file.format_error(reason)}"}
-        end
-
-      {:ok, %File.Stat{type: type}} ->
-        {:error, "is a #{type}, not a device"}
-
-      {:error, :enoent} ->
-        {:error, "is a dangling symlink"}
-
-      {:error, reason} ->
-        {:error, "cannot be read: #{:file.format_error(reason)}"}
-    end
-  end
-
-  defp cdsprpcd(root) do
-    proc = in_root(root, "/proc")
-
-    found =
-      case File.ls(proc) do
-        {:ok, names} ->
-          names
-          |> Stream.filter(&pid?/1)
-          |> Stream.take(@max_proc_entries)
-          |> Enum.find(&(comm(Path.join([proc, &1, "comm"])) == "cdsprpcd"))
-
-        {:error, _} ->
-          nil
-      end
-
-    cond do
-      found ->
-        ok(:cdsprpcd, "running (pid #{found})")
-
-      root != nil and not File.dir?(proc) ->
-        not_running(:cdsprpcd, root, proc)
-
-      true ->
-        error(
-          :cdsprpcd,
-          "no cdsprpcd process in #{proc}",
-          "start cdsprpcd (Qualcomm's FastRPC daemon for the CDSP) before the VM uses the NPU"
-        )
-    end
-  end
-
-  defp pid?(name), do: name != "" and String.match?(name, ~r/^\d+$/)
-
-  defp comm(path) do
-    with {:ok, %File.Stat{type: :regular}} <- File.stat(path),
-         {:ok, file} <- :file.open(path, [:read, :raw, :binary]) do
-      try do
-        case :file.read(file, 64) do
-          {:ok, bytes} -> String.trim_trailing(bytes, "\n")
-          _ -> nil
-        end
-      after
-        :file.close(file)
-      end
-    else
-      _ -> nil
-    end
-  end
-
-  defp remote_heap(root) do
-    places = Enum.map(["/proc/device-tree", "/sys/firmware/devicetree/base"], &in_root(root, &1))
-    mounts = Enum.map(["/proc", "/sys"], &in_root(root, &1))
-
-    case Enum.filter(places, &File.dir?/1) do
-      [] ->
-        if root == nil or Enum.any?(mounts, &File.dir?/1),
-          do: no_device_tree(places),
-          else: not_running(:remote_heap, root, Enum.join(mounts, " or "))
-
-      [tree | _] ->
-        case find_node(tree) do
-          {:found, path} ->
-            ok(:remote_heap, path)
-
-          {:not_found, visited} ->
-            error(
-              :remote_heap,
-              "no cdsp-rpc-remote-heap node in #{tree} (#{visited} entries searched)",
-              "use a device tree with the CDSP remote heap (cdsp-rpc-remote-heap) node"
-            )
-        end
-    end
-  end
-
-  defp no_device_tree(places) do
-    error(
-      :remote_heap,
-      "no device tree (#{Enum.join(places, ", ")})",
-      "boot with a device tree that has the CDSP's cdsp-rpc-remote-heap node"
-    )
-  end
-
-  # `root` lacks `path`, which the kernel provides on a running system (/dev, /proc, /sys): it
-  # is an overlay or an image, and its devices, processes and device tree exist only on the board.
-  defp not_running(name, root, path) do
-    error(
-      name,
-      "no #{path}: #{root} is not the root of a running system",
-      "run the doctor on the board (HexagonTpu.diagnose/1 in IEx)"
-    )
-  end
-
-  # Breadth-first, directories only, symlinks not followed, bounded in depth and entries.
-  defp find_node(tree), do: find_node([{tree, 0}], 0)
-
-  defp find_node([], visited), do: {:not_found, visited}
-
-  defp find_node(_queue, visited) when visited >= @max_tree_entries,
-    do: {:not_found, visited}
-
-  defp find_node([{dir, depth} | queue], visited) do
-    names = if depth < @max_tree_depth, do: ls(dir), else: []
-
-    case Enum.find(names, &String.contains?(&1, "cdsp-rpc-remote-heap")) do
-      nil ->
-        children =
-          for name <- names,
-              path = Path.join(dir, name),
-              match?({:ok, %File.Stat{type: :directory}}, File.lstat(path)),
-              do: {path, depth + 1}
-
-        find_node(queue ++ children, visited + length(names))
-
-      name ->
-        {:found, Path.join(dir, name)}
-    end
-  end
-
-  defp ls(dir) do
-    case File.ls(dir) do
-      {:ok, names} -> Enum.sort(names)
-      {:error, _} -> []
     end
   end
 
@@ -583,8 +406,8 @@ defmodule HexagonTpu.Diagnosis do
     root = opts[:root]
 
     runtime_opts = [
-      lib_path: in_root(root, backend),
-      system_lib_path: in_root(root, system),
+      lib_path: Dsp.in_root(root, backend),
+      system_lib_path: Dsp.in_root(root, system),
       log_level: opts[:log_level] || :error
     ]
 
@@ -593,7 +416,7 @@ defmodule HexagonTpu.Diagnosis do
         if machine == host_machine(),
           do: create_device(runtime_opts, opts),
           else:
-            error(
+            Check.error(
               :device_creation,
               "not tried: the backend is #{Elf.machine_name(machine)}, this VM runs on " <>
                 Elf.machine_name(host_machine()),
@@ -639,7 +462,7 @@ defmodule HexagonTpu.Diagnosis do
         device_result(result)
 
       {:DOWN, ^monitor, :process, ^pid, reason} ->
-        error(
+        Check.error(
           :device_creation,
           "device creation crashed: #{Exception.format_exit(reason)}",
           "report this as a bug of hexagon_tpu"
@@ -649,7 +472,7 @@ defmodule HexagonTpu.Diagnosis do
         Process.demonitor(monitor, [:flush])
         Process.exit(pid, :kill)
 
-        error(
+        Check.error(
           :device_creation,
           "device creation did not answer within #{timeout} ms",
           "check the DSP (cdsprpcd, dmesg for FastRPC/SSR errors), then try again"
@@ -658,7 +481,7 @@ defmodule HexagonTpu.Diagnosis do
   end
 
   defp device_result({:ok, info}) do
-    ok(
+    Check.ok(
       :device_creation,
       "backend and device created: #{info[:provider_name]}, QAIRT #{info[:build_id]}, " <>
         "core API #{info[:core_api]}"
@@ -666,7 +489,7 @@ defmodule HexagonTpu.Diagnosis do
   end
 
   defp device_result({:crashed, banner}) do
-    error(
+    Check.error(
       :device_creation,
       "device creation crashed: #{banner}",
       "report this as a bug of hexagon_tpu"
@@ -674,7 +497,7 @@ defmodule HexagonTpu.Diagnosis do
   end
 
   defp device_result({:error, %Error{} = e}) do
-    error(
+    Check.error(
       :device_creation,
       e.message,
       "fix the errors above; on a board, check dmesg for FastRPC errors"
@@ -682,12 +505,10 @@ defmodule HexagonTpu.Diagnosis do
   end
 
   defp device_result(other),
-    do: error(:device_creation, "unexpected answer #{inspect(other)}", "report this as a bug")
+    do:
+      Check.error(:device_creation, "unexpected answer #{inspect(other)}", "report this as a bug")
 
   # ------------------------------------------------------------------------------- helpers
-
-  defp in_root(nil, path), do: path
-  defp in_root(root, path), do: Path.join(root, path)
 
   defp host_machine do
     case :erlang.system_info(:system_architecture) |> to_string() do
@@ -696,12 +517,4 @@ defmodule HexagonTpu.Diagnosis do
       _ -> :x86_64
     end
   end
-
-  defp ok(name, detail), do: %Check{name: name, status: :ok, detail: detail}
-
-  defp warn(name, detail, remedy),
-    do: %Check{name: name, status: :warn, detail: detail, remedy: remedy}
-
-  defp error(name, detail, remedy),
-    do: %Check{name: name, status: :error, detail: detail, remedy: remedy}
 end
