@@ -351,6 +351,40 @@ mod x86 {
     }
 }
 
+/// Where the vector loops' blocks of `step` items start over `n >= step` items: the whole
+/// blocks, then one ending at `n` (doing some items again: each is written the same), its
+/// start rounded down to even if `even` (then it ends at `(n - step) / 2 * 2 + step`, one
+/// short of an odd `n`).
+#[cfg(target_arch = "aarch64")]
+pub(super) fn block_starts(n: usize, step: usize, even: bool) -> BlockStarts {
+    let last = (n - step) & if even { !1 } else { !0 };
+    BlockStarts {
+        at: Some(0),
+        step,
+        last,
+    }
+}
+
+/// [`block_starts`]' iterator (a `chain` of two costs the loops more than they do).
+#[cfg(target_arch = "aarch64")]
+pub(super) struct BlockStarts {
+    at: Option<usize>,
+    step: usize,
+    last: usize,
+}
+
+#[cfg(target_arch = "aarch64")]
+impl Iterator for BlockStarts {
+    type Item = usize;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<usize> {
+        let at = self.at?;
+        self.at = (at < self.last).then(|| (at + self.step).min(self.last));
+        Some(at)
+    }
+}
+
 #[cfg(target_arch = "aarch64")]
 mod neon {
     use std::arch::aarch64::*;
@@ -438,15 +472,19 @@ mod neon {
         8 * taps.blocks.len()
     }
 
-    /// `out[k] = table[src[k]]` over whole blocks of 16 bytes; returns how many it did.
+    /// `out[k] = table[src[k]]`, 16 at a time; returns how many it did (all of them if there
+    /// are 16 or more).
     pub(super) fn lookup(table: &[u8; 256], src: &[u8], out: &mut [u8]) -> usize {
-        let n = out.len().min(src.len()) / 16 * 16;
+        let n = out.len().min(src.len());
+        if n < 16 {
+            return 0;
+        }
         // SAFETY: NEON is part of aarch64; the table is 256 bytes (four loads of 64), every
-        // other access is inside `..n` of `src` and `out`.
+        // other access is inside `..n` of `src` and `out` (`at + 16 <= n`).
         unsafe {
             let t = [0, 64, 128, 192].map(|at| vld1q_u8_x4(table.as_ptr().add(at)));
             let step = vdupq_n_u8(64);
-            for at in (0..n).step_by(16) {
+            for at in super::block_starts(n, 16, false) {
                 // `tbl` gives 0 for an index beyond 63, `tbx` keeps what is there
                 let x = vld1q_u8(src.as_ptr().add(at));
                 let x1 = vsubq_u8(x, step);

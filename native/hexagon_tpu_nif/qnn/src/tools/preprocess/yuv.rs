@@ -544,6 +544,7 @@ mod neon {
     use std::arch::aarch64::*;
 
     use super::Coefficients;
+    use crate::tools::preprocess::linear::block_starts;
 
     // The functions enable NEON, which every aarch64 CPU has: their arithmetic is safe to call
     // (it holds no pointer), and the rest of the pass calls them in `unsafe` for that alone.
@@ -591,17 +592,19 @@ mod neon {
 
     /// `clamp((yy + t + 2^19) >> 20, 0, 255)` of 16 pixels: `(yy + t) >> 16` (the high half
     /// of the sum, which fits i16: |yy + t| < 2^30), then `(x + 8) >> 4` saturated to u8,
-    /// which is the same floor (2^19 is 8 times 2^16).
-    #[target_feature(enable = "neon")]
-    #[inline]
-    fn channel(yy: &[int32x4_t; 4], t: &[int32x4_t; 4]) -> uint8x16_t {
-        let lo = vaddhn_high_s32(vaddhn_s32(yy[0], t[0]), yy[1], t[1]);
-        let hi = vaddhn_high_s32(vaddhn_s32(yy[2], t[2]), yy[3], t[3]);
-        vqrshrun_high_n_s16::<4>(vqrshrun_n_s16::<4>(lo), hi)
+    /// which is the same floor (2^19 is 8 times 2^16). A macro: as a function LLVM keeps it
+    /// out of line (six calls a block).
+    macro_rules! channel {
+        ($yy:expr, $t:expr) => {{
+            let (yy, t): (&[int32x4_t; 4], &[int32x4_t; 4]) = ($yy, $t);
+            let lo = vaddhn_high_s32(vaddhn_s32(yy[0], t[0]), yy[1], t[1]);
+            let hi = vaddhn_high_s32(vaddhn_s32(yy[2], t[2]), yy[3], t[3]);
+            vqrshrun_high_n_s16::<4>(vqrshrun_n_s16::<4>(lo), hi)
+        }};
     }
 
-    /// [`Coefficients::rgb`] of whole blocks of 16 samples (each pixel its own chroma) into
-    /// three planes; returns how many it did.
+    /// [`Coefficients::rgb`] of 16 samples at a time (each pixel its own chroma) into three
+    /// planes; returns how many it did (all of them if there are 16 or more).
     #[target_feature(enable = "neon")]
     pub(super) fn planes(k: &Coefficients, yuv: [&[u8]; 3], out: [&mut [u8]; 3]) -> usize {
         let n = yuv
@@ -609,10 +612,13 @@ mod neon {
             .map(|s| s.len())
             .chain(out.iter().map(|o| o.len()))
             .min();
-        let n = n.unwrap_or(0) / 16 * 16;
+        let n = n.unwrap_or(0);
+        if n < 16 {
+            return 0;
+        }
         let [ys, us, vs] = yuv;
         let [r, g, b] = out;
-        for at in (0..n).step_by(16) {
+        for at in block_starts(n, 16, false) {
             // SAFETY: `at + 16 <= n`, within every slice.
             let (y, u, v) = unsafe {
                 (
@@ -625,17 +631,18 @@ mod neon {
             let [tr, tg, tb] = chroma(k, u, v);
             // SAFETY: as the loads.
             unsafe {
-                vst1q_u8(r.as_mut_ptr().add(at), channel(&yy, &tr));
-                vst1q_u8(g.as_mut_ptr().add(at), channel(&yy, &tg));
-                vst1q_u8(b.as_mut_ptr().add(at), channel(&yy, &tb));
+                vst1q_u8(r.as_mut_ptr().add(at), channel!(&yy, &tr));
+                vst1q_u8(g.as_mut_ptr().add(at), channel!(&yy, &tg));
+                vst1q_u8(b.as_mut_ptr().add(at), channel!(&yy, &tb));
             }
         }
         n
     }
 
-    /// [`Coefficients::rgb`] of whole blocks of 32 pixels of a 4:2:0 row from an even
-    /// column (pixels `2 i`, `2 i + 1` share the chroma pair `uv[2 i..2 i + 2]`, U at `iu`)
-    /// into three planes; returns how many it did.
+    /// [`Coefficients::rgb`] of 32 pixels at a time of a 4:2:0 row from an even column
+    /// (pixels `2 i`, `2 i + 1` share the chroma pair `uv[2 i..2 i + 2]`, U at `iu`) into
+    /// three planes; returns how many it did (if there are 32 or more, all of them but the
+    /// last of an odd number: the last block starts at an even pixel, to pair as the others).
     #[target_feature(enable = "neon")]
     pub(super) fn nv_planes(
         k: &Coefficients,
@@ -647,17 +654,21 @@ mod neon {
         let n = out
             .iter()
             .fold(ys.len().min(uv.len()), |n, o| n.min(o.len()));
-        let n = n / 32 * 32;
+        if n < 32 {
+            return 0;
+        }
         let [r, g, b] = out;
-        for at in (0..n).step_by(32) {
-            // SAFETY: `at + 32 <= n`, within every slice: 32 Y
-            // samples, 16 pairs, 32 bytes of each plane.
+        for at in block_starts(n, 32, true) {
+            // SAFETY: `at + 32 <= n`, within every slice: 32 Y samples, 16 pairs, 32 bytes of
+            // each plane.
             let (y, c) = unsafe { (vld2q_u8(ys.as_ptr().add(at)), vld2q_u8(uv.as_ptr().add(at))) };
             let (u, v) = if iu == 0 { (c.0, c.1) } else { (c.1, c.0) };
             // even pixels in y.0, odd ones in y.1, both with the same 16 pairs
             let (even, odd) = (luma(k, y.0), luma(k, y.1));
-            let terms = chroma(k, u, v);
-            let [pr, pg, pb] = terms.map(|t| uint8x16x2_t(channel(&even, &t), channel(&odd, &t)));
+            let [tr, tg, tb] = chroma(k, u, v);
+            let pr = uint8x16x2_t(channel!(&even, &tr), channel!(&odd, &tr));
+            let pg = uint8x16x2_t(channel!(&even, &tg), channel!(&odd, &tg));
+            let pb = uint8x16x2_t(channel!(&even, &tb), channel!(&odd, &tb));
             // SAFETY: as the loads; the stores interleave the even and odd pixels back.
             unsafe {
                 vst2q_u8(r.as_mut_ptr().add(at), pr);
@@ -665,19 +676,20 @@ mod neon {
                 vst2q_u8(b.as_mut_ptr().add(at), pb);
             }
         }
-        n
+        (n - 32) / 2 * 2 + 32
     }
 
-    /// Packed RGB pixels `px` into three planes over whole blocks of 16 pixels; returns how
-    /// many it did.
+    /// Packed RGB pixels `px` into three planes, 16 at a time; returns how many it did (all of
+    /// them if there are 16 or more).
     #[target_feature(enable = "neon")]
     pub(super) fn deinterleave(px: &[u8], out: [&mut [u8]; 3]) -> usize {
         let n = out.iter().fold(px.len() / 3, |n, o| n.min(o.len()));
-        let n = n / 16 * 16;
+        if n < 16 {
+            return 0;
+        }
         let [r, g, b] = out;
-        for at in (0..n).step_by(16) {
-            // SAFETY: `at + 16 <= n`: 48 bytes of `px`, 16 of each
-            // plane.
+        for at in block_starts(n, 16, false) {
+            // SAFETY: `at + 16 <= n`: 48 bytes of `px`, 16 of each plane.
             unsafe {
                 let v = vld3q_u8(px.as_ptr().add(3 * at));
                 vst1q_u8(r.as_mut_ptr().add(at), v.0);
