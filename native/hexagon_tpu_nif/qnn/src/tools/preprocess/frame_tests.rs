@@ -509,9 +509,38 @@ fn refuses_bad_frames_without_panicking() {
     assert!(err(huge, 48).contains("overflows"));
 }
 
+/// The vector conversion (NEON's, on aarch64) against the formula, for every chroma pair and
+/// the luma values around the edges of each range, with each matrix and range.
+#[test]
+fn the_vector_conversion_is_the_formula() {
+    let ys = [0u8, 1, 15, 16, 17, 100, 128, 200, 234, 235, 236, 254, 255];
+    for matrix in [ColorMatrix::Bt601, ColorMatrix::Bt709] {
+        for range in [ColorRange::Limited, ColorRange::Full] {
+            let k = yuv::Coefficients::of(matrix, range);
+            for &y in &ys {
+                for u in 0..=255u8 {
+                    let samples = [vec![y; 256], vec![u; 256], (0..=255u8).collect()];
+                    for kernels in linear::Kernels::available() {
+                        let mut out = vec![0u8; 3 * 256];
+                        let (r, gb) = out.split_at_mut(256);
+                        let (g, b) = gb.split_at_mut(256);
+                        k.planes_row(&samples, [r, g, b], kernels);
+                        for v in 0..=255u8 {
+                            let i = v as usize;
+                            let got = [out[i], out[256 + i], out[512 + i]];
+                            assert_eq!(got, k.rgb(y, u, v), "{matrix:?} {range:?} {kernels:?}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The vector kernels (AVX2 on x86-64 where the CPU has it, NEON on aarch64) against the
-/// portable ones, byte for byte: random sizes (odd widths, upscale and downscale), strides,
-/// crops, letterboxes, formats, layouts and outputs.
+/// portable ones, byte for byte: random sizes (odd widths, upscale and downscale, some far
+/// enough that NEON's blocks reach past their 64 bytes and columns are converted sparsely),
+/// strides, crops (odd offsets), letterboxes, formats, matrices, ranges, layouts and outputs.
 #[test]
 fn vector_kernels_equal_the_portable_ones() {
     let kernels = linear::Kernels::available();
@@ -530,10 +559,11 @@ fn vector_kernels_equal_the_portable_ones() {
         PixelFormat::I420,
         PixelFormat::Yuyv,
     ];
-    for case in 0..300 {
+    for case in 0..450 {
         let fmt = formats[case % formats.len()];
         let even = |v: usize| if fmt == PixelFormat::Rgb { v } else { v & !1 };
-        let w = even(2 + pick(90)).max(2);
+        // every third case wide: up to 400 pixels, into at most 120
+        let w = even(2 + pick(if case % 3 == 2 { 400 } else { 90 })).max(2);
         let h = if matches!(fmt, PixelFormat::Rgb | PixelFormat::Yuyv) {
             1 + pick(60)
         } else {
@@ -545,7 +575,13 @@ fn vector_kernels_equal_the_portable_ones() {
                 ..FrameFormat::default()
             }
         } else {
-            format(fmt, ColorMatrix::Bt601, ColorRange::Limited, w)
+            let matrix = [ColorMatrix::Bt601, ColorMatrix::Bt709][pick(2)];
+            format(
+                fmt,
+                matrix,
+                [ColorRange::Limited, ColorRange::Full][pick(2)],
+                w,
+            )
         };
         let (buf, _) = if fmt == PixelFormat::Rgb {
             let stride = f.stride.unwrap();

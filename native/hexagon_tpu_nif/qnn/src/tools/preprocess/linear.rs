@@ -2,8 +2,9 @@
 //! images, OpenCV 4.12 on x86-64, checked byte for byte against it): the taps, the horizontal
 //! pass over one source row, and the vertical blend of two resampled rows, each in a portable
 //! loop (the definition) and in vector loops that equal it: both passes in AVX2 (chosen at run
-//! time), the vertical blend in NEON (aarch64 has no gather: its horizontal pass is the
-//! portable loop).
+//! time) and in NEON (aarch64 has no gather: its horizontal pass looks a block of 8 output
+//! pixels' source values up in the 64 bytes from the block's first one, with `tbl`), and the
+//! u8 table lookup of the blended values in NEON.
 //!
 //! Per axis, with `scale = 1 / (dst / src)` in f64, destination index `d`:
 //!
@@ -27,10 +28,13 @@
 //! `(H0 b0 + H1 b1 + 2^21) >> 22`, differs from cv2's output by 1 in some pixels (most
 //! sizes tried), so it is not the definition. OpenCV's own NEON build may differ from x86's.
 
+use std::ops::Range;
+
 /// The horizontal taps of a row, one per output pixel: byte offsets of its two source pixels
-/// in the row that [`horizontal`] reads (3 bytes of each are the pixel's channels), and their
+/// in the row that [`horizontal`] reads (the pixel's channel `c` is `c * channel` bytes
+/// further: packed pixels have `channel` 1, planar rows their plane's stride), and their
 /// weights packed as `a0 | a1 << 16` (what AVX2's `madd` takes). Private fields: only `push`
-/// makes them, keeping the invariants the AVX2 pass relies on.
+/// makes them, keeping the invariants the vector passes rely on.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct HTaps {
     o0: Vec<i32>,
@@ -38,9 +42,22 @@ pub(super) struct HTaps {
     a: Vec<i32>,
     /// Per pixel, the largest offset up to it (non-decreasing, so searchable).
     reach: Vec<i32>,
+    /// Bytes from a channel's value to the next channel's of the same pixel (0 taken as 1).
+    channel: usize,
+    /// NEON: per whole block of 8 pixels, its lookup (`neon::Block`).
+    #[cfg(target_arch = "aarch64")]
+    blocks: Vec<neon::Block>,
 }
 
 impl HTaps {
+    /// No taps yet, over rows whose channels are `channel` bytes apart.
+    pub(super) fn new(channel: usize) -> HTaps {
+        HTaps {
+            channel: channel.max(1),
+            ..HTaps::default()
+        }
+    }
+
     /// Adds a pixel; offsets beyond `i32::MAX - 4` are refused (a panic: `Plan::new` refuses
     /// crops wide enough to make them).
     pub(super) fn push(&mut self, o0: usize, o1: usize, a: [i16; 2]) {
@@ -53,6 +70,12 @@ impl HTaps {
         self.o1.push(o1 as i32);
         self.a.push(a[0] as i32 | (a[1] as i32) << 16);
         self.reach.push(reach);
+        #[cfg(target_arch = "aarch64")]
+        if self.len().is_multiple_of(8) {
+            let j = self.len() - 8;
+            let block = neon::Block::new(&self.o0[j..], &self.o1[j..], &self.a[j..]);
+            self.blocks.push(block);
+        }
     }
 
     pub(super) fn len(&self) -> usize {
@@ -143,9 +166,48 @@ impl Kernels {
             // SAFETY: `best` chose Avx2 after `is_x86_feature_detected!("avx2")`.
             #[cfg(target_arch = "x86_64")]
             Kernels::Avx2 => unsafe { x86::horizontal(row, taps, out) },
+            #[cfg(target_arch = "aarch64")]
+            Kernels::Neon => neon::horizontal(row, taps, out),
             _ => 0,
         };
-        horizontal(row, taps, out, done)
+        horizontal(row, taps, out, done..taps.len())
+    }
+
+    /// Whether the bilinear pass reads rows as three planes (NEON's horizontal pass) rather
+    /// than packed pixels (the portable loop and AVX2's gathers).
+    pub(super) fn planar(self) -> bool {
+        #[cfg(target_arch = "aarch64")]
+        if self == Kernels::Neon {
+            return true;
+        }
+        false
+    }
+
+    /// `out[k] = table[src[k]]`, as many as both hold.
+    pub(super) fn lookup(self, table: &[u8; 256], src: &[u8], out: &mut [u8]) {
+        let n = out.len().min(src.len());
+        let (src, out) = (&src[..n], &mut out[..n]);
+        let done = match self {
+            #[cfg(target_arch = "aarch64")]
+            Kernels::Neon => neon::lookup(table, src, out),
+            _ => 0,
+        };
+        for (o, &x) in out[done..].iter_mut().zip(&src[done..]) {
+            *o = table[x as usize];
+        }
+    }
+
+    /// `out[3 k + c] = planes[c][k]`, as many pixels as all hold.
+    pub(super) fn interleave(self, planes: [&[u8]; 3], out: &mut [u8]) {
+        let done = match self {
+            #[cfg(target_arch = "aarch64")]
+            Kernels::Neon => neon::interleave(planes, out),
+            _ => 0,
+        };
+        let [p0, p1, p2] = planes.map(|p| p.get(done..).unwrap_or_default());
+        for (((o, &x), &y), &z) in out[3 * done..].chunks_exact_mut(3).zip(p0).zip(p1).zip(p2) {
+            o.copy_from_slice(&[x, y, z]);
+        }
     }
 
     /// `out[k] = v` of the rows' elements `k` (see the module docs).
@@ -163,14 +225,15 @@ impl Kernels {
     }
 }
 
-/// The horizontal pass, portable (the definition), from output pixel `from` on.
-pub(super) fn horizontal(row: &[u8], taps: &HTaps, out: &mut [i16], from: usize) {
-    let w = taps.len();
-    for j in from..w {
+/// The horizontal pass, portable (the definition), over output pixels `pixels`.
+pub(super) fn horizontal(row: &[u8], taps: &HTaps, out: &mut [i16], pixels: Range<usize>) {
+    let (w, cs) = (taps.len(), taps.channel.max(1));
+    for j in pixels {
         let (p0, p1) = (taps.o0[j] as usize, taps.o1[j] as usize);
         let (a0, a1) = (taps.a[j] & 0xffff, taps.a[j] >> 16);
         for c in 0..3 {
-            out[c * w + j] = ((row[p0 + c] as i32 * a0 + row[p1 + c] as i32 * a1) >> 4) as i16;
+            let (x0, x1) = (row[p0 + c * cs] as i32, row[p1 + c * cs] as i32);
+            out[c * w + j] = ((x0 * a0 + x1 * a1) >> 4) as i16;
         }
     }
 }
@@ -230,7 +293,7 @@ mod x86 {
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn horizontal(row: &[u8], taps: &super::HTaps, out: &mut [i16]) -> usize {
         let w = taps.len();
-        if out.len() < 3 * w {
+        if out.len() < 3 * w || taps.channel != 1 {
             return 0;
         }
         let safe = taps.fitting(row.len());
@@ -288,9 +351,176 @@ mod x86 {
     }
 }
 
+/// Where the vector loops' blocks of `step` items start over `n >= step` items: the whole
+/// blocks, then one ending at `n` (doing some items again: each is written the same), its
+/// start rounded down to even if `even` (then it ends at `(n - step) / 2 * 2 + step`, one
+/// short of an odd `n`).
+#[cfg(target_arch = "aarch64")]
+pub(super) fn block_starts(n: usize, step: usize, even: bool) -> BlockStarts {
+    let last = (n - step) & if even { !1 } else { !0 };
+    BlockStarts {
+        at: Some(0),
+        step,
+        last,
+    }
+}
+
+/// [`block_starts`]' iterator (a `chain` of two costs the loops more than they do).
+#[cfg(target_arch = "aarch64")]
+pub(super) struct BlockStarts {
+    at: Option<usize>,
+    step: usize,
+    last: usize,
+}
+
+#[cfg(target_arch = "aarch64")]
+impl Iterator for BlockStarts {
+    type Item = usize;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<usize> {
+        let at = self.at?;
+        self.at = (at < self.last).then(|| (at + self.step).min(self.last));
+        Some(at)
+    }
+}
+
 #[cfg(target_arch = "aarch64")]
 mod neon {
     use std::arch::aarch64::*;
+
+    /// A block of 8 output pixels as `tbl` reads them: their source values are the bytes
+    /// `base + idx[k]` (`k < 8`: `o0`, `k >= 8`: `o1` of pixel `k % 8`) of each channel, all
+    /// within 64 bytes of `base`; their weights are split as `a = 16 * wh + wl` (`wl < 16`), so
+    /// that `(p0 a0 + p1 a1) >> 4 = p0 wh0 + p1 wh1 + ((p0 wl0 + p1 wl1) >> 4)` is exact in
+    /// u16 arithmetic (modulo 2^16, as the portable `as i16`). `base == usize::MAX`: the block
+    /// reaches wider than 64 bytes (or has weights beyond 4095), the portable loop does it.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub(super) struct Block {
+        base: usize,
+        idx: [u8; 16],
+        wh: [u8; 16],
+        wl: [u8; 16],
+    }
+
+    impl Block {
+        /// The block of the 8 pixels whose offsets and packed weights these are.
+        pub(super) fn new(o0: &[i32], o1: &[i32], a: &[i32]) -> Block {
+            let mut b = Block {
+                base: usize::MAX,
+                idx: [0; 16],
+                wh: [0; 16],
+                wl: [0; 16],
+            };
+            let (o0, o1, a) = (&o0[..8], &o1[..8], &a[..8]);
+            let all = || o0.iter().chain(o1);
+            let (Some(&lo), Some(&hi)) = (all().min(), all().max()) else {
+                return b;
+            };
+            let mut weights = a.iter().flat_map(|&a| [a & 0xffff, a >> 16]);
+            if lo < 0 || hi - lo >= 64 || weights.any(|w| !(0..4096).contains(&w)) {
+                return b;
+            }
+            for k in 0..8 {
+                b.idx[k] = (o0[k] - lo) as u8;
+                b.idx[k + 8] = (o1[k] - lo) as u8;
+                let (a0, a1) = (a[k] & 0xffff, a[k] >> 16);
+                (b.wh[k], b.wl[k]) = ((a0 >> 4) as u8, (a0 & 15) as u8);
+                (b.wh[k + 8], b.wl[k + 8]) = ((a1 >> 4) as u8, (a1 & 15) as u8);
+            }
+            b.base = lo as usize;
+            b
+        }
+    }
+
+    /// The horizontal pass over the whole blocks of 8 pixels (the portable loop for those
+    /// [`Block`] leaves to it, or whose 64 bytes from `base` of a channel overrun `row`);
+    /// returns how many pixels it did (a prefix).
+    pub(super) fn horizontal(row: &[u8], taps: &super::HTaps, out: &mut [i16]) -> usize {
+        let (w, cs) = (taps.len(), taps.channel.max(1));
+        if out.len() < 3 * w {
+            return 0;
+        }
+        // the last channel's 64 bytes from `base` inside `row`
+        let fits = |base: usize| {
+            (row.len().checked_sub(64))
+                .is_some_and(|m| cs.checked_mul(2).is_some_and(|c| c <= m && base <= m - c))
+        };
+        for (k, b) in taps.blocks.iter().enumerate() {
+            let j = 8 * k;
+            if b.base == usize::MAX || !fits(b.base) {
+                super::horizontal(row, taps, out, j..j + 8);
+                continue;
+            }
+            // SAFETY: NEON is part of aarch64. Reads: `base + c * cs + 64 <= row.len()` for
+            // c <= 2 (`fits`); the block's arrays are 16 bytes. Writes: `j + 8 <= w` (a whole
+            // block) and `out.len() >= 3 * w`, so `c * w + j + 8 <= out.len()`.
+            unsafe {
+                let idx = vld1q_u8(b.idx.as_ptr());
+                let (wh, wl) = (vld1q_u8(b.wh.as_ptr()), vld1q_u8(b.wl.as_ptr()));
+                for c in 0..3 {
+                    let t = vld1q_u8_x4(row.as_ptr().add(b.base + c * cs));
+                    // p0 of the 8 pixels, then their p1
+                    let p = vqtbl4q_u8(t, idx);
+                    let hi = vmlal_high_u8(vmull_u8(vget_low_u8(p), vget_low_u8(wh)), p, wh);
+                    let lo = vmlal_high_u8(vmull_u8(vget_low_u8(p), vget_low_u8(wl)), p, wl);
+                    let h = vsraq_n_u16::<4>(hi, lo);
+                    vst1q_s16(out.as_mut_ptr().add(c * w + j), vreinterpretq_s16_u16(h));
+                }
+            }
+        }
+        8 * taps.blocks.len()
+    }
+
+    /// `out[k] = table[src[k]]`, 16 at a time; returns how many it did (all of them if there
+    /// are 16 or more).
+    pub(super) fn lookup(table: &[u8; 256], src: &[u8], out: &mut [u8]) -> usize {
+        let n = out.len().min(src.len());
+        if n < 16 {
+            return 0;
+        }
+        // SAFETY: NEON is part of aarch64; the table is 256 bytes (four loads of 64), every
+        // other access is inside `..n` of `src` and `out` (`at + 16 <= n`).
+        unsafe {
+            let t = [0, 64, 128, 192].map(|at| vld1q_u8_x4(table.as_ptr().add(at)));
+            let step = vdupq_n_u8(64);
+            for at in super::block_starts(n, 16, false) {
+                // `tbl` gives 0 for an index beyond 63, `tbx` keeps what is there
+                let x = vld1q_u8(src.as_ptr().add(at));
+                let x1 = vsubq_u8(x, step);
+                let x2 = vsubq_u8(x1, step);
+                let x3 = vsubq_u8(x2, step);
+                let v = vqtbl4q_u8(t[0], x);
+                let v = vqtbx4q_u8(v, t[1], x1);
+                let v = vqtbx4q_u8(v, t[2], x2);
+                let v = vqtbx4q_u8(v, t[3], x3);
+                vst1q_u8(out.as_mut_ptr().add(at), v);
+            }
+        }
+        n
+    }
+
+    /// `out[3 k + c] = planes[c][k]` over whole blocks of 16 pixels; returns how many it did.
+    pub(super) fn interleave(planes: [&[u8]; 3], out: &mut [u8]) -> usize {
+        let n = (out.len() / 3)
+            .min(planes[0].len())
+            .min(planes[1].len())
+            .min(planes[2].len());
+        let n = n / 16 * 16;
+        // SAFETY: NEON is part of aarch64; reads inside `..n` of each plane, writes inside
+        // `..3 n` of `out`.
+        unsafe {
+            for at in (0..n).step_by(16) {
+                let v = uint8x16x3_t(
+                    vld1q_u8(planes[0].as_ptr().add(at)),
+                    vld1q_u8(planes[1].as_ptr().add(at)),
+                    vld1q_u8(planes[2].as_ptr().add(at)),
+                );
+                vst3q_u8(out.as_mut_ptr().add(3 * at), v);
+            }
+        }
+        n
+    }
 
     /// The vertical blend over whole blocks of 8 elements; returns how many it did.
     /// `h0`, `h1` and `out` are equally long.

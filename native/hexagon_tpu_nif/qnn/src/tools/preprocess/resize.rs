@@ -3,19 +3,20 @@
 //! converted column by column for YUV), and the letterbox padding around it.
 
 use super::linear::{self, HTaps, Kernels};
-use super::yuv::Planes;
+use super::yuv::{Planes, RowLayout};
 use super::{Layout, Plan, Rect};
 
-/// Frame rows as packed RGB: the frame itself from the crop's first pixel on (RGB, 3 bytes a
-/// pixel), or the needed columns of the row converted into a buffer (YUV, `px` bytes a pixel:
-/// 3, or 4 with a zero fourth byte, which the bilinear pass reads 4 bytes at a time).
+/// Frame rows as RGB: the frame itself from the crop's first pixel on (packed RGB, 3 bytes a
+/// pixel), or the needed columns of the row converted into a buffer (YUV, or RGB in planes),
+/// laid out as `layout` says: packed, `px` bytes a pixel (3, or 4 with a zero fourth byte,
+/// which the AVX2 bilinear pass reads 4 bytes at a time), or in three planes (NEON's).
 struct Rows<'a> {
     src: &'a [u8],
     planes: &'a Planes,
     crop: Rect,
-    /// YUV: the crop columns converted, in this order.
+    /// The crop columns converted, in this order (unless the frame is read in place).
     cols: Vec<usize>,
-    px: usize,
+    layout: RowLayout,
     buf: Vec<u8>,
     /// YUV: the Y, U, V samples of a row's columns, before their conversion.
     samples: [Vec<u8>; 3],
@@ -27,16 +28,20 @@ impl<'a> Rows<'a> {
         src: &'a [u8],
         planes: &'a Planes,
         crop: Rect,
-        (cols, px): (Vec<usize>, usize),
+        (cols, layout): (Vec<usize>, RowLayout),
         kernels: Kernels,
     ) -> Rows<'a> {
-        let len = if planes.direct() { 0 } else { cols.len() * px };
+        let len = match layout {
+            RowLayout::Packed(_) if planes.direct() => 0,
+            RowLayout::Packed(px) => cols.len() * px,
+            RowLayout::Planar(stride) => 3 * stride,
+        };
         Rows {
             src,
             planes,
             crop,
             cols,
-            px,
+            layout,
             buf: vec![0; len],
             samples: Default::default(),
             kernels,
@@ -46,7 +51,7 @@ impl<'a> Rows<'a> {
     /// Crop row `y` (RGB: up to the end of the frame, the bytes after the row included).
     fn row(&mut self, y: usize) -> &[u8] {
         let (crop, src) = (self.crop, self.src);
-        if self.planes.direct() {
+        if self.planes.direct() && matches!(self.layout, RowLayout::Packed(_)) {
             return &src[(crop.y + y) * self.planes.stride + crop.x * 3..];
         }
         self.planes.gather(
@@ -55,7 +60,7 @@ impl<'a> Rows<'a> {
             crop.x,
             &self.cols,
             &mut self.samples,
-            (&mut self.buf, self.px),
+            (&mut self.buf, self.layout),
             self.kernels,
         );
         &self.buf
@@ -105,7 +110,8 @@ impl Plan {
             (0..r.width).map(|j| j * 3).collect()
         };
         let cols = if direct { vec![] } else { xs };
-        let mut rows = Rows::new(src, &self.planes, crop, (cols, 3), Kernels::best());
+        let layout = RowLayout::Packed(3);
+        let mut rows = Rows::new(src, &self.planes, crop, (cols, layout), Kernels::best());
         let chans = [0, 1, 2].map(|c| self.source_channel(c));
         let dst = dst.as_chunks_mut::<N>().0;
         for dy in 0..r.height {
@@ -138,8 +144,9 @@ impl Plan {
     }
 
     /// Bilinear in OpenCV's fixed point ([`super::linear`]): each needed source row is
-    /// converted (YUV) and resampled horizontally once, into a ring of two rows; each output
-    /// row blends two of them into u8 pixels, which the tables turn into output bytes.
+    /// converted (YUV; and RGB when the kernels read planes) and resampled horizontally once,
+    /// into a ring of two rows; each output row blends two of them into u8 pixels, which the
+    /// tables turn into output bytes.
     pub(super) fn bilinear<const N: usize>(
         &self,
         luts: &[Vec<u8>; 3],
@@ -152,7 +159,8 @@ impl Plan {
         let xs: Vec<(usize, usize, [i16; 2])> = (0..r.width)
             .map(|d| linear::column(d, crop.width, r.width))
             .collect();
-        let direct = self.planes.direct();
+        let planar = kernels.planar();
+        let direct = self.planes.direct() && !planar;
         // YUV: only the columns the taps read are converted, each once, in increasing order
         let (cols, slot) = if direct {
             (vec![], vec![])
@@ -179,15 +187,27 @@ impl Plan {
             }
             (cols, slot)
         };
-        // YUV rows are converted to 4 bytes a pixel (the vector pass reads 4 at a time)
-        let px = if direct { 3 } else { 4 };
+        // packed YUV rows are converted to 4 bytes a pixel (the AVX2 pass reads 4 at a time);
+        // planes are 64 bytes longer than the row (NEON reads 64 bytes from a block's first)
+        let (layout, px, channel) = if planar {
+            let stride = cols.len() + 64;
+            (RowLayout::Planar(stride), 1, stride)
+        } else if direct {
+            (RowLayout::Packed(3), 3, 1)
+        } else {
+            (RowLayout::Packed(4), 4, 1)
+        };
         let offset = |i: usize| px * if direct { i } else { slot[i] as usize };
-        let mut taps = HTaps::default();
+        let mut taps = HTaps::new(channel);
         for &(i0, i1, a) in &xs {
             taps.push(offset(i0), offset(i1), a);
         }
-        let mut rows = Rows::new(src, &self.planes, crop, (cols, px), kernels);
+        let mut rows = Rows::new(src, &self.planes, crop, (cols, layout), kernels);
         let tables: [&[[u8; N]]; 3] = [0, 1, 2].map(|c| luts[c].as_chunks::<N>().0);
+        // u8 outputs: the tables as 256 bytes, for the kernels' lookup
+        let bytes: Option<[&[u8; 256]; 3]> = (N == 1)
+            .then(|| [0, 1, 2].map(|c| luts[c].as_slice().try_into().ok()))
+            .and_then(|[a, b, c]| Some([a?, b?, c?]));
         let chans = [0, 1, 2].map(|c| self.source_channel(c));
         let w = r.width;
         // the ring: two source rows resampled horizontally (a plane per channel), tagged with
@@ -195,7 +215,11 @@ impl Plan {
         let mut ring = [vec![0i16; w * 3], vec![0i16; w * 3]];
         let mut tags = [usize::MAX; 2];
         let mut pixels = vec![0u8; w * 3];
-        let dst = dst.as_chunks_mut::<N>().0;
+        let mut looked = if bytes.is_some() && s.layout == Layout::Nhwc {
+            vec![0u8; w * 3]
+        } else {
+            vec![]
+        };
         for dy in 0..r.height {
             let (r0, r1, b) = linear::row(dy, crop.height, r.height);
             // rows only move down: r0 is in the ring or is the next one to resample
@@ -213,8 +237,25 @@ impl Plan {
             let y = r.y + dy;
             // `pixels` holds one plane per source channel
             let plane = |c: usize| &pixels[chans[c] * w..(chans[c] + 1) * w];
-            match s.layout {
-                Layout::Nhwc => {
+            match (s.layout, bytes) {
+                (Layout::Nhwc, Some(bytes)) => {
+                    for (c, table) in bytes.into_iter().enumerate() {
+                        kernels.lookup(table, plane(c), &mut looked[c * w..(c + 1) * w]);
+                    }
+                    let start = (y * s.dst_width + r.x) * 3;
+                    let out = &mut dst[start..start + w * 3];
+                    let (l0, rest) = looked.split_at(w);
+                    let (l1, l2) = rest.split_at(w);
+                    kernels.interleave([l0, l1, l2], out);
+                }
+                (Layout::Nchw, Some(bytes)) => {
+                    for (c, table) in bytes.into_iter().enumerate() {
+                        let start = (c * s.dst_height + y) * s.dst_width + r.x;
+                        kernels.lookup(table, plane(c), &mut dst[start..start + w]);
+                    }
+                }
+                (Layout::Nhwc, None) => {
+                    let dst = dst.as_chunks_mut::<N>().0;
                     let start = (y * s.dst_width + r.x) * 3;
                     let out = &mut dst[start..start + w * 3];
                     let (p0, p1, p2) = (plane(0), plane(1), plane(2));
@@ -224,7 +265,8 @@ impl Plan {
                         o[2] = tables[2][p2[j] as usize];
                     }
                 }
-                Layout::Nchw => {
+                (Layout::Nchw, None) => {
+                    let dst = dst.as_chunks_mut::<N>().0;
                     for (c, table) in tables.iter().enumerate() {
                         let start = (c * s.dst_height + y) * s.dst_width + r.x;
                         let out = &mut dst[start..start + w];

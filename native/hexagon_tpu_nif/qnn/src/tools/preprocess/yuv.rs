@@ -178,6 +178,90 @@ impl Coefficients {
     }
 }
 
+/// How [`Planes::gather`] lays a row's converted pixels out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum RowLayout {
+    /// `px` bytes a pixel (3, or 4 with a zero fourth byte): R, G, B.
+    Packed(usize),
+    /// Three planes, R at 0, G at `stride`, B at `2 * stride`, a byte a pixel.
+    Planar(usize),
+}
+
+/// The R, G and B planes of a planar row `out` whose planes are `stride` bytes apart.
+fn split_planes(out: &mut [u8], stride: usize) -> [&mut [u8]; 3] {
+    let (r, rest) = out.split_at_mut(stride.min(out.len()));
+    let (g, b) = rest.split_at_mut(stride.min(rest.len()));
+    [r, g, b]
+}
+
+impl Coefficients {
+    /// [`Coefficients::rgb`] over a row of samples into three planes (NEON where chosen).
+    pub(super) fn planes_row(&self, samples: &[Vec<u8>; 3], out: [&mut [u8]; 3], kernels: Kernels) {
+        let [ys, us, vs] = samples;
+        let n = ys.len().min(us.len()).min(vs.len());
+        let n = out.iter().fold(n, |n, o| n.min(o.len()));
+        let [r, g, b] = out;
+        let (ys, us, vs, r, g, b) = (
+            &ys[..n],
+            &us[..n],
+            &vs[..n],
+            &mut r[..n],
+            &mut g[..n],
+            &mut b[..n],
+        );
+        let done = match kernels {
+            #[cfg(target_arch = "aarch64")]
+            // SAFETY: NEON is part of aarch64 (the function checks its lengths).
+            Kernels::Neon => unsafe {
+                neon::planes(self, [ys, us, vs], [&mut *r, &mut *g, &mut *b])
+            },
+            _ => 0,
+        };
+        for i in done..n {
+            [r[i], g[i], b[i]] = self.rgb(ys[i], us[i], vs[i]);
+        }
+    }
+
+    /// The pixels of `ys` (a 4:2:0 row's Y samples from frame column `first`, NV12/NV21) into
+    /// three planes; `uv` holds the chroma pairs from that of `first` on, U at `iu` in each.
+    fn nv_planes(
+        &self,
+        ys: &[u8],
+        uv: &[u8],
+        first: usize,
+        iu: usize,
+        out: [&mut [u8]; 3],
+        kernels: Kernels,
+    ) {
+        let n = ys.len();
+        let [r, g, b] = out;
+        let (r, g, b) = (&mut r[..n], &mut g[..n], &mut b[..n]);
+        let odd = first & 1;
+        let pixel = |i: usize| {
+            let p = (i + odd) / 2 * 2;
+            self.rgb(ys[i], uv[p + iu], uv[p + 1 - iu])
+        };
+        // an odd first column: its pixel alone, then pairs of pixels
+        let start = odd.min(n);
+        if start == 1 {
+            [r[0], g[0], b[0]] = pixel(0);
+        }
+        let done = match kernels {
+            #[cfg(target_arch = "aarch64")]
+            Kernels::Neon => {
+                let uv = uv.get(start + odd..).unwrap_or_default();
+                let out = [&mut r[start..], &mut g[start..], &mut b[start..]];
+                // SAFETY: NEON is part of aarch64 (the function checks its lengths).
+                start + unsafe { neon::nv_planes(self, &ys[start..], uv, iu, out) }
+            }
+            _ => start,
+        };
+        for i in done..n {
+            [r[i], g[i], b[i]] = pixel(i);
+        }
+    }
+}
+
 /// A checked frame layout: the byte offset of every plane row.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Planes {
@@ -290,8 +374,8 @@ impl Planes {
         })
     }
 
-    /// The RGB values of frame row `y` at columns `x0 + cols[j]`, into `out[3 j..3 j + 3]`.
-    /// `src` is at least `min_len` bytes long. The same code compiled for AVX2 where the CPU
+    /// The RGB values of frame row `y` at columns `x0 + cols[j]`, into `out` as `layout`
+    /// says. `src` is at least `min_len` bytes long. The same code compiled for AVX2 where the CPU
     /// has it (the conversion's i32 products are slow in baseline SSE2).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn gather(
@@ -301,14 +385,14 @@ impl Planes {
         x0: usize,
         cols: &[usize],
         samples: &mut [Vec<u8>; 3],
-        out: (&mut [u8], usize),
+        out: (&mut [u8], RowLayout),
         kernels: Kernels,
     ) {
         match kernels {
             // SAFETY: `Kernels::best` chose Avx2 after `is_x86_feature_detected!("avx2")`.
             #[cfg(target_arch = "x86_64")]
             Kernels::Avx2 => unsafe { self.gather_avx2(src, y, x0, cols, samples, out) },
-            _ => self.gather_any(src, y, x0, cols, samples, out),
+            _ => self.gather_any(src, y, x0, cols, samples, out, kernels),
         }
     }
 
@@ -321,11 +405,12 @@ impl Planes {
         x0: usize,
         cols: &[usize],
         samples: &mut [Vec<u8>; 3],
-        out: (&mut [u8], usize),
+        out: (&mut [u8], RowLayout),
     ) {
-        self.gather_any(src, y, x0, cols, samples, out)
+        self.gather_any(src, y, x0, cols, samples, out, Kernels::Avx2)
     }
 
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn gather_any(
         &self,
@@ -334,7 +419,8 @@ impl Planes {
         x0: usize,
         cols: &[usize],
         samples: &mut [Vec<u8>; 3],
-        (out, px): (&mut [u8], usize),
+        (out, layout): (&mut [u8], RowLayout),
+        kernels: Kernels,
     ) {
         let k = &self.coefficients;
         let row = y * self.stride;
@@ -344,25 +430,48 @@ impl Planes {
         let n = cols.len();
         // bilinear's columns are sorted and often all of a range: read that range as slices
         let contiguous = n > 0 && cols[n - 1] - cols[0] + 1 == n;
-        match self.format {
-            PixelFormat::Rgb => {
+        match (self.format, layout) {
+            (PixelFormat::Rgb, RowLayout::Packed(px)) => {
                 for (o, &x) in out.chunks_exact_mut(px).zip(cols) {
                     let at = row + (x0 + x) * 3;
                     o[..3].copy_from_slice(&src[at..at + 3]);
                 }
                 return;
             }
-            PixelFormat::Nv12 | PixelFormat::Nv21 if contiguous => {
+            (PixelFormat::Rgb, RowLayout::Planar(stride)) => {
+                let [r, g, b] = split_planes(out, stride);
+                let done = match kernels {
+                    #[cfg(target_arch = "aarch64")]
+                    Kernels::Neon if contiguous => {
+                        let first = x0 + cols[0];
+                        let px = &src[row + first * 3..row + (first + n) * 3];
+                        // SAFETY: NEON is part of aarch64 (the function checks its lengths).
+                        unsafe { neon::deinterleave(px, [&mut *r, &mut *g, &mut *b]) }
+                    }
+                    _ => 0,
+                };
+                for (i, &x) in cols.iter().enumerate().skip(done) {
+                    let at = row + (x0 + x) * 3;
+                    [r[i], g[i], b[i]] = [src[at], src[at + 1], src[at + 2]];
+                }
+                return;
+            }
+            (PixelFormat::Nv12 | PixelFormat::Nv21, _) if contiguous => {
                 let (iu, iv) = if self.format == PixelFormat::Nv12 {
                     (0, 1)
                 } else {
                     (1, 0)
                 };
                 let first = x0 + cols[0];
-                samples[0].copy_from_slice(&src[row + first..row + first + n]);
+                let ys = &src[row + first..row + first + n];
                 // the UV pairs from that of `first` to that of the last column
                 let c = self.chroma + (y / 2) * self.chroma_stride + (first & !1);
                 let uv = &src[c..c + ((first + n - 1) & !1) - (first & !1) + 2];
+                if let RowLayout::Planar(stride) = layout {
+                    let out = split_planes(out, stride);
+                    return k.nv_planes(ys, uv, first, iu, out, kernels);
+                }
+                samples[0].copy_from_slice(ys);
                 let [_, us, vs] = samples;
                 let (mut us, mut vs, mut uv) = (&mut us[..n], &mut vs[..n], uv);
                 if first & 1 == 1 {
@@ -382,7 +491,7 @@ impl Planes {
                     (*u, *v) = (p[iu], p[iv]);
                 }
             }
-            PixelFormat::Nv12 | PixelFormat::Nv21 => {
+            (PixelFormat::Nv12 | PixelFormat::Nv21, _) => {
                 let (iu, iv) = if self.format == PixelFormat::Nv12 {
                     (0, 1)
                 } else {
@@ -397,7 +506,7 @@ impl Planes {
                     samples[2][i] = src[uv + iv];
                 }
             }
-            PixelFormat::I420 => {
+            (PixelFormat::I420, _) => {
                 let cu = self.chroma + (y / 2) * self.chroma_stride;
                 let cv = self.chroma2 + (y / 2) * self.chroma_stride;
                 for (i, &x) in cols.iter().enumerate() {
@@ -407,7 +516,7 @@ impl Planes {
                     samples[2][i] = src[cv + x / 2];
                 }
             }
-            PixelFormat::Yuyv => {
+            (PixelFormat::Yuyv, _) => {
                 for (i, &x) in cols.iter().enumerate() {
                     let x = x0 + x;
                     let pair = row + (x & !1) * 2;
@@ -417,15 +526,178 @@ impl Planes {
                 }
             }
         }
-        match px {
-            3 => k.rgb_row(samples, out.as_chunks_mut::<3>().0),
-            _ => k.rgbx_row(samples, out.as_chunks_mut::<4>().0),
+        match layout {
+            RowLayout::Packed(3) => k.rgb_row(samples, out.as_chunks_mut::<3>().0),
+            RowLayout::Packed(_) => k.rgbx_row(samples, out.as_chunks_mut::<4>().0),
+            RowLayout::Planar(stride) => k.planes_row(samples, split_planes(out, stride), kernels),
         }
     }
 
     /// Whether a frame row is already packed RGB the pass reads in place.
     pub(super) fn direct(&self) -> bool {
         self.format == PixelFormat::Rgb
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+mod neon {
+    use std::arch::aarch64::*;
+
+    use super::Coefficients;
+    use crate::tools::preprocess::linear::block_starts;
+
+    // The functions enable NEON, which every aarch64 CPU has: their arithmetic is safe to call
+    // (it holds no pointer), and the rest of the pass calls them in `unsafe` for that alone.
+
+    /// `max(Y - y0, 0) * CY` of 16 pixels, in 4 vectors of 4 (in order).
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn luma(k: &Coefficients, y: uint8x16_t) -> [int32x4_t; 4] {
+        let y = vqsubq_u8(y, vdupq_n_u8(k.y_offset as u8));
+        let (lo, hi) = (vmovl_u8(vget_low_u8(y)), vmovl_high_u8(y));
+        let wide = [
+            vmovl_u16(vget_low_u16(lo)),
+            vmovl_high_u16(lo),
+            vmovl_u16(vget_low_u16(hi)),
+            vmovl_high_u16(hi),
+        ];
+        wide.map(|x| vmulq_n_s32(vreinterpretq_s32_u32(x), k.cy))
+    }
+
+    /// `x - 128` of 16 samples, in 4 vectors of 4.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn centred(x: uint8x16_t) -> [int32x4_t; 4] {
+        let c = vdupq_n_u8(128);
+        let lo = vreinterpretq_s16_u16(vsubl_u8(vget_low_u8(x), vget_low_u8(c)));
+        let hi = vreinterpretq_s16_u16(vsubl_high_u8(x, c));
+        [
+            vmovl_s16(vget_low_s16(lo)),
+            vmovl_high_s16(lo),
+            vmovl_s16(vget_low_s16(hi)),
+            vmovl_high_s16(hi),
+        ]
+    }
+
+    /// The chroma terms of R, G and B (`CVR v`, `CVG v + CUG u`, `CUB u`) of 16 samples.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn chroma(k: &Coefficients, u: uint8x16_t, v: uint8x16_t) -> [[int32x4_t; 4]; 3] {
+        let (u, v) = (centred(u), centred(v));
+        let r = v.map(|v| vmulq_n_s32(v, k.cvr));
+        let g = std::array::from_fn(|i| vmlaq_n_s32(vmulq_n_s32(v[i], k.cvg), u[i], k.cug));
+        let b = u.map(|u| vmulq_n_s32(u, k.cub));
+        [r, g, b]
+    }
+
+    /// `clamp((yy + t + 2^19) >> 20, 0, 255)` of 16 pixels: `(yy + t) >> 16` (the high half
+    /// of the sum, which fits i16: |yy + t| < 2^30), then `(x + 8) >> 4` saturated to u8,
+    /// which is the same floor (2^19 is 8 times 2^16). A macro: as a function LLVM keeps it
+    /// out of line (six calls a block).
+    macro_rules! channel {
+        ($yy:expr, $t:expr) => {{
+            let (yy, t): (&[int32x4_t; 4], &[int32x4_t; 4]) = ($yy, $t);
+            let lo = vaddhn_high_s32(vaddhn_s32(yy[0], t[0]), yy[1], t[1]);
+            let hi = vaddhn_high_s32(vaddhn_s32(yy[2], t[2]), yy[3], t[3]);
+            vqrshrun_high_n_s16::<4>(vqrshrun_n_s16::<4>(lo), hi)
+        }};
+    }
+
+    /// [`Coefficients::rgb`] of 16 samples at a time (each pixel its own chroma) into three
+    /// planes; returns how many it did (all of them if there are 16 or more).
+    #[target_feature(enable = "neon")]
+    pub(super) fn planes(k: &Coefficients, yuv: [&[u8]; 3], out: [&mut [u8]; 3]) -> usize {
+        let n = yuv
+            .iter()
+            .map(|s| s.len())
+            .chain(out.iter().map(|o| o.len()))
+            .min();
+        let n = n.unwrap_or(0);
+        if n < 16 {
+            return 0;
+        }
+        let [ys, us, vs] = yuv;
+        let [r, g, b] = out;
+        for at in block_starts(n, 16, false) {
+            // SAFETY: `at + 16 <= n`, within every slice.
+            let (y, u, v) = unsafe {
+                (
+                    vld1q_u8(ys.as_ptr().add(at)),
+                    vld1q_u8(us.as_ptr().add(at)),
+                    vld1q_u8(vs.as_ptr().add(at)),
+                )
+            };
+            let yy = luma(k, y);
+            let [tr, tg, tb] = chroma(k, u, v);
+            // SAFETY: as the loads.
+            unsafe {
+                vst1q_u8(r.as_mut_ptr().add(at), channel!(&yy, &tr));
+                vst1q_u8(g.as_mut_ptr().add(at), channel!(&yy, &tg));
+                vst1q_u8(b.as_mut_ptr().add(at), channel!(&yy, &tb));
+            }
+        }
+        n
+    }
+
+    /// [`Coefficients::rgb`] of 32 pixels at a time of a 4:2:0 row from an even column
+    /// (pixels `2 i`, `2 i + 1` share the chroma pair `uv[2 i..2 i + 2]`, U at `iu`) into
+    /// three planes; returns how many it did (if there are 32 or more, all of them but the
+    /// last of an odd number: the last block starts at an even pixel, to pair as the others).
+    #[target_feature(enable = "neon")]
+    pub(super) fn nv_planes(
+        k: &Coefficients,
+        ys: &[u8],
+        uv: &[u8],
+        iu: usize,
+        out: [&mut [u8]; 3],
+    ) -> usize {
+        let n = out
+            .iter()
+            .fold(ys.len().min(uv.len()), |n, o| n.min(o.len()));
+        if n < 32 {
+            return 0;
+        }
+        let [r, g, b] = out;
+        for at in block_starts(n, 32, true) {
+            // SAFETY: `at + 32 <= n`, within every slice: 32 Y samples, 16 pairs, 32 bytes of
+            // each plane.
+            let (y, c) = unsafe { (vld2q_u8(ys.as_ptr().add(at)), vld2q_u8(uv.as_ptr().add(at))) };
+            let (u, v) = if iu == 0 { (c.0, c.1) } else { (c.1, c.0) };
+            // even pixels in y.0, odd ones in y.1, both with the same 16 pairs
+            let (even, odd) = (luma(k, y.0), luma(k, y.1));
+            let [tr, tg, tb] = chroma(k, u, v);
+            let pr = uint8x16x2_t(channel!(&even, &tr), channel!(&odd, &tr));
+            let pg = uint8x16x2_t(channel!(&even, &tg), channel!(&odd, &tg));
+            let pb = uint8x16x2_t(channel!(&even, &tb), channel!(&odd, &tb));
+            // SAFETY: as the loads; the stores interleave the even and odd pixels back.
+            unsafe {
+                vst2q_u8(r.as_mut_ptr().add(at), pr);
+                vst2q_u8(g.as_mut_ptr().add(at), pg);
+                vst2q_u8(b.as_mut_ptr().add(at), pb);
+            }
+        }
+        (n - 32) / 2 * 2 + 32
+    }
+
+    /// Packed RGB pixels `px` into three planes, 16 at a time; returns how many it did (all of
+    /// them if there are 16 or more).
+    #[target_feature(enable = "neon")]
+    pub(super) fn deinterleave(px: &[u8], out: [&mut [u8]; 3]) -> usize {
+        let n = out.iter().fold(px.len() / 3, |n, o| n.min(o.len()));
+        if n < 16 {
+            return 0;
+        }
+        let [r, g, b] = out;
+        for at in block_starts(n, 16, false) {
+            // SAFETY: `at + 16 <= n`: 48 bytes of `px`, 16 of each plane.
+            unsafe {
+                let v = vld3q_u8(px.as_ptr().add(3 * at));
+                vst1q_u8(r.as_mut_ptr().add(at), v.0);
+                vst1q_u8(g.as_mut_ptr().add(at), v.1);
+                vst1q_u8(b.as_mut_ptr().add(at), v.2);
+            }
+        }
+        n
     }
 }
 
