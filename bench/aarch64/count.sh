@@ -9,6 +9,8 @@
 #   K1=1 K2=21 bash bench/aarch64/count.sh # more passes between the two counts
 #   bash bench/aarch64/count.sh profile [CASE [run|portable]]
 #                                          # where our pass's instructions go, by function
+#   bash bench/aarch64/count.sh post       # YOLOv8's decode and NMS per frame (u8 and f32),
+#                                          # and the host's part of a frame, pre + post
 #
 # Per case and path, the program runs twice, with K1 and with K2 passes after one warm-up
 # pass; (count(K2) - count(K1)) / ((K2 - K1) * output pixels) leaves out start-up (the loader,
@@ -76,9 +78,11 @@ build() {
   mkdir -p "$CACHE"
   log "the plugin: $HERE/insn_count.c -> $CACHE/libinsn_count.so"
   gcc -O2 -Wall -Wextra -Werror -shared -fPIC -fvisibility=hidden -o "$CACHE/libinsn_count.so" "$HERE/insn_count.c"
-  log "cargo build --release --target $TARGET -p qnn --example count_preprocess"
-  (cd "$CRATE_DIR" && nice -n 10 cargo build -q --release --target "$TARGET" -p qnn --example count_preprocess)
+  log "cargo build --release --target $TARGET -p qnn --example count_preprocess --example count_postprocess"
+  (cd "$CRATE_DIR" && nice -n 10 cargo build -q --release --target "$TARGET" -p qnn \
+    --example count_preprocess --example count_postprocess)
   DRIVER="$TARGET_DIR/$TARGET/release/examples/count_preprocess"
+  POST_DRIVER="$TARGET_DIR/$TARGET/release/examples/count_postprocess"
 }
 
 # The arm64 python3.11 root (Debian's packages, .ci/lib.sh's arm64_debian_root) and the wheels
@@ -158,16 +162,45 @@ profile() {
   rm -rf "$work"
 }
 
+# post: instructions per frame of YOLOv8's decode and NMS (count_postprocess.rs: the head as
+# the compile task leaves it, u8 read as it is, or dequantized whole first as predict/3 does by
+# default), and the host's part of a frame: letterbox720's pass (NEON) plus the u8 decode at 640.
+post() {
+  local case path n pre rows=()
+  for case in yolov8n640 yolov8n320; do
+    for path in u8 f32; do
+      per_pixel n 1 "$POST_DRIVER" "$case" "$path"
+      rows+=("$(printf '%-12s %-5s %14s' "$case" "$path" "$n")")
+      echo "${rows[-1]}" >&2
+    done
+  done
+  per_pixel pre 409600 "$DRIVER" letterbox720 run
+  echo
+  echo "Instructions per frame, aarch64 under $QEMU_VERSION (-cpu $QEMU_CPU), decodes $K1 -> $K2:"
+  printf '%-12s %-5s %14s\n' head path "per frame"
+  printf '%s\n' "${rows[@]}"
+  awk -v pre="$pre" -v post="${rows[0]##* }" 'BEGIN {
+    total = pre * 409600 + post
+    printf "host part of a frame, letterbox720 (%.2f per pixel) + yolov8n640 u8: %.0f instructions\n", pre, total
+    printf "  at 1 instruction per cycle on a 2.7 GHz Cortex-A78 (a ceiling: its IPC is higher): %.2f ms\n", total / 2.7e6
+  }'
+}
+
 main() {
   local started=$SECONDS
   prerequisites
   build
+  if [ "${1:-table}" = post ]; then
+    check_plugin
+    post
+    return 0
+  fi
   if [ "${1:-table}" = profile ]; then
     check_plugin
     profile "${2:-letterbox720}" "${3:-run}"
     return 0
   fi
-  [ "${1:-table}" = table ] || { echo "error: unknown step '$1' (table, profile)" >&2; exit 2; }
+  [ "${1:-table}" = table ] || { echo "error: unknown step '$1' (table, profile, post)" >&2; exit 2; }
   python_root
   check_plugin
   local work case pixels neon portable opencv floor same rows=()

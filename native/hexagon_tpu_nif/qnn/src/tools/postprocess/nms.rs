@@ -260,10 +260,11 @@ pub(super) fn quantized_candidates<T: Level>(
     Ok(())
 }
 
-/// [`quantized_candidates`] of `[C, N]` scores, one per box: each box's highest level and its
-/// first class in one sweep of the rows, as the f32 path does. That class is the f32 path's
-/// (the first of the highest scores) unless the level below scores the same (a scale or offset
-/// so extreme that levels collapse): then the box's column is judged as f32 rows are.
+/// [`quantized_candidates`] of `[C, N]` scores, one per box: each box's highest level in one
+/// sweep of the rows (a max of bytes, which vectorizes), then, for the boxes that reach
+/// `first` only, the first class at that level. That class is the f32 path's (the first of the
+/// highest scores) unless the level below scores the same (a scale or offset so extreme that
+/// levels collapse): then the box's column is judged as f32 rows are.
 fn best_of_columns<T: Level>(
     q: &Quantized<T>,
     n: usize,
@@ -274,15 +275,8 @@ fn best_of_columns<T: Level>(
     out: &mut Vec<Candidate>,
 ) -> Result<()> {
     let mut best = q.levels[..n].to_vec();
-    let mut class = vec![0u32; n];
-    for k in 1..c {
-        let row = &q.levels[k * n..(k + 1) * n];
-        for ((b, cl), &l) in best.iter_mut().zip(class.iter_mut()).zip(row) {
-            if l > *b {
-                *b = l;
-                *cl = k as u32;
-            }
-        }
+    for row in q.levels[n..].chunks_exact(n) {
+        best.iter_mut().zip(row).for_each(|(b, &l)| *b = (*b).max(l));
     }
     for i in (0..n).filter(|&i| best[i] >= first) {
         let top = score(q.value(best[i]));
@@ -293,10 +287,11 @@ fn best_of_columns<T: Level>(
             push_row(out, i, row, f32::NEG_INFINITY, false, || [0.0; 4]);
             out[start].bbox = bbox(i)?;
         } else {
+            let class = (0..c).position(|k| q.levels[k * n + i] == best[i]).unwrap_or(0);
             out.push(Candidate {
                 bbox: bbox(i)?,
                 index: i as u32,
-                class: class[i],
+                class: class as u32,
                 score: top,
             });
         }
