@@ -7,6 +7,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 use qnn_sys::*;
 
+use super::execute_async::{AsyncQueue, DEFAULT_QUEUE_DEPTH, MAX_QUEUE_DEPTH};
 use super::state::*;
 use crate::format::{self, FormatError};
 
@@ -21,29 +22,6 @@ unsafe fn put<T>(out: *mut T, value: T) -> bool {
     // SAFETY: non-NULL, and the caller guarantees it points to writable storage for a T.
     unsafe { out.write(value) };
     true
-}
-
-/// `QnnInterface_getProviders`: the one bootstrap symbol of a backend library.
-///
-/// # Safety
-/// `provider_list` and `num_providers` must be NULL or valid for writes.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn QnnInterface_getProviders(
-    provider_list: *mut *const *const QnnInterface_t,
-    num_providers: *mut u32,
-) -> Qnn_ErrorHandle_t {
-    guard(|| {
-        if provider_list.is_null() || num_providers.is_null() {
-            return err(QNN_COMMON_ERROR_INVALID_ARGUMENT);
-        }
-        let (addr, n) = super::providers::core_providers();
-        // SAFETY: both checked non-NULL; the caller passes writable out-parameters.
-        unsafe {
-            put(provider_list, addr as *const *const QnnInterface_t);
-            put(num_providers, n);
-        }
-        0
-    })
 }
 
 /// `QnnProperty_hasCapability`: `QNN_PROPERTY_GRAPH_SUPPORT_ASYNC_EXECUTION` is supported (0)
@@ -384,10 +362,6 @@ pub unsafe extern "C" fn QnnDevice_free(device: Qnn_DeviceHandle_t) -> Qnn_Error
     })
 }
 
-/// Fault kinds counted with library scope.
-const FAULT_CONTEXT_CREATE: u8 = 0;
-pub(super) const FAULT_EXECUTE: u8 = 1;
-
 /// `QnnContext_createFromBinary`: parses the binary (5005 if malformed, 5004 for an unknown
 /// format version), applies context-creation faults, registers the context and its graphs.
 ///
@@ -460,6 +434,30 @@ pub unsafe fn last_config(
     last
 }
 
+/// The depth asked for by a `contextCreateFromBinary` config array: the last
+/// `QNN_CONTEXT_CONFIG_ASYNC_EXECUTION_QUEUE_DEPTH` wins (as QNN says of repeated options), other
+/// options are ignored. `Err(QNN_CONTEXT_ERROR_INVALID_CONFIG)` for a depth type other than
+/// numeric, a depth of 0, or one above `execute_async`'s [`MAX_QUEUE_DEPTH`].
+///
+/// # Safety
+/// `config` must be NULL or a NULL-terminated array of pointers to readable configs.
+pub unsafe fn queue_depth(config: *const *const QnnContext_Config_t) -> Result<u32, u32> {
+    // SAFETY: the caller's contract.
+    let asked = unsafe { last_config(config, QNN_CONTEXT_CONFIG_ASYNC_EXECUTION_QUEUE_DEPTH) }
+        // SAFETY: the option says which union member is meant; any bits are valid for two u32.
+        .map(|item| unsafe { item.value.asyncExeQueueDepth });
+    match asked {
+        None => Ok(DEFAULT_QUEUE_DEPTH),
+        Some(asked)
+            if asked.type_ == QNN_CONTEXT_ASYNC_EXECUTION_QUEUE_DEPTH_TYPE_NUMERIC
+                && (1..=MAX_QUEUE_DEPTH).contains(&asked.depth) =>
+        {
+            Ok(asked.depth)
+        }
+        Some(_) => Err(QNN_CONTEXT_ERROR_INVALID_CONFIG),
+    }
+}
+
 /// The priority of the latest context created (`u64::MAX`: none given), for the tests.
 pub static LAST_CONTEXT_PRIORITY: AtomicU64 = AtomicU64::new(u64::MAX);
 
@@ -526,11 +524,11 @@ unsafe fn create_from_binary(
         };
         LAST_CONTEXT_PRIORITY.store(priority.map_or(u64::MAX, u64::from), Ordering::SeqCst);
         // SAFETY: as above.
-        let depth = match unsafe { super::execute_async::queue_depth(config) } {
+        let depth = match unsafe { queue_depth(config) } {
             Ok(depth) => depth,
             Err(code) => return err(code),
         };
-        let queue = Arc::new(super::execute_async::AsyncQueue::new(depth));
+        let queue: Arc<dyn ContextQueue> = Arc::new(AsyncQueue::new(depth));
         // SAFETY: non-NULL, and the caller guarantees `binary_size` readable bytes that stay
         // unchanged for the duration of the call; nothing keeps the slice after it.
         let bytes =

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use qnn_sys::*;
 
-use super::core::FAULT_EXECUTE;
 use super::state::*;
 use crate::model::{FaultScope, GraphDef};
 use crate::numerics;

@@ -7,6 +7,7 @@
 //! other way round; the registry's lock is never held while a queue's is taken, and no lock is
 //! held while a notify callback runs.
 
+use std::any::Any;
 use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -33,28 +34,10 @@ pub static ASYNC_WORKERS: AtomicU64 = AtomicU64::new(0);
 /// Notify callbacks called, whatever the status.
 pub static ASYNC_NOTIFICATIONS: AtomicU64 = AtomicU64::new(0);
 
-/// The depth asked for by a `contextCreateFromBinary` config array: the last
-/// `QNN_CONTEXT_CONFIG_ASYNC_EXECUTION_QUEUE_DEPTH` wins (as QNN says of repeated options), other
-/// options are ignored. `Err(QNN_CONTEXT_ERROR_INVALID_CONFIG)` for a depth type other than
-/// numeric, a depth of 0, or one above [`MAX_QUEUE_DEPTH`].
-///
-/// # Safety
-/// `config` must be NULL or a NULL-terminated array of pointers to readable configs.
-pub unsafe fn queue_depth(config: *const *const QnnContext_Config_t) -> Result<u32, u32> {
-    // SAFETY: the caller's contract.
-    let asked =
-        unsafe { super::core::last_config(config, QNN_CONTEXT_CONFIG_ASYNC_EXECUTION_QUEUE_DEPTH) }
-            // SAFETY: the option says which union member is meant; any bits are valid for two u32.
-            .map(|item| unsafe { item.value.asyncExeQueueDepth });
-    match asked {
-        None => Ok(DEFAULT_QUEUE_DEPTH),
-        Some(asked)
-            if asked.type_ == QNN_CONTEXT_ASYNC_EXECUTION_QUEUE_DEPTH_TYPE_NUMERIC
-                && (1..=MAX_QUEUE_DEPTH).contains(&asked.depth) =>
-        {
-            Ok(asked.depth)
-        }
-        Some(_) => Err(QNN_CONTEXT_ERROR_INVALID_CONFIG),
+/// The `reset` knob's part here: the counters that are not live counts back to zero.
+pub fn reset() {
+    for c in [&ASYNC_PEAK_IN_FLIGHT, &ASYNC_NOTIFICATIONS] {
+        c.store(0, Ordering::SeqCst);
     }
 }
 
@@ -211,6 +194,12 @@ impl AsyncQueue {
     }
 }
 
+impl ContextQueue for AsyncQueue {
+    fn close(&self) {
+        AsyncQueue::close(self);
+    }
+}
+
 /// Runs one job as `graphExecute` would, the worker's execute counted in `async_running` (a
 /// `graphExecute` on the same graph meanwhile is an overlap, as two `graphExecute`s are).
 fn run_job(p: &Prepared) -> Qnn_ErrorHandle_t {
@@ -259,7 +248,10 @@ pub unsafe extern "C" fn QnnGraph_executeAsync(
             Ok(p) => p,
             Err(e) => return e,
         };
-        let queue = Arc::clone(&g.queue);
+        let queue: Arc<dyn Any + Send + Sync> = Arc::<dyn ContextQueue>::clone(&g.queue);
+        let Ok(queue) = queue.downcast::<AsyncQueue>() else {
+            unreachable!("a context's queue is an AsyncQueue (core makes them)")
+        };
         let job = Job {
             prepared,
             notify: notify_fn,

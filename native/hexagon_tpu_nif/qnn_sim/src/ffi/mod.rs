@@ -51,6 +51,33 @@ pub unsafe extern "C" fn QnnSim_configure(key: *const c_char, value: *const c_ch
     .unwrap_or(CONFIGURE_BAD_ARGUMENT)
 }
 
+/// Applies one knob (the keys are in the crate README) under the knobs' lock: each module
+/// applies its own (`state`'s, `providers`' `null_entries`, `ssr`'s plan), and `reset` resets
+/// them all. Composed here, above the modules, so that `state`, the floor, calls none of them.
+fn configure(key: &str, value: &str) -> i32 {
+    let mut k = lock(&KNOBS);
+    let ok = match key {
+        "reset" => {
+            state::reset(&mut k);
+            execute_async::reset();
+            perf::reset();
+            ssr::reset();
+            mem::reset();
+            Some(true)
+        }
+        "null_entries" => Some(providers::set_null_entries(&mut k, value)),
+        _ => state::configure(&mut k, key, value).or_else(|| ssr::configure(key, value)),
+    };
+    match ok {
+        None => CONFIGURE_UNKNOWN_KEY,
+        Some(true) => {
+            KNOBS_GENERATION.fetch_add(1, Ordering::SeqCst);
+            CONFIGURE_OK
+        }
+        Some(false) => CONFIGURE_BAD_VALUE,
+    }
+}
+
 fn counter(f: impl FnOnce() -> u64) -> u64 {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or(u64::MAX)
 }

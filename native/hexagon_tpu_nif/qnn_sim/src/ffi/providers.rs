@@ -56,7 +56,71 @@ const ENTRY_NAMES: [&str; 32] = [
     "systemContextFree",
 ];
 
-pub fn is_entry_name(name: &str) -> bool {
+/// The `null_entries` knob: the table entries named (comma- or semicolon-separated) are NULL
+/// in the providers built from now on. False, and nothing set, if a name is not an entry.
+pub fn set_null_entries(k: &mut Knobs, value: &str) -> bool {
+    let names: Vec<String> = value
+        .split([',', ';'])
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if names.iter().all(|n| is_entry_name(n)) {
+        k.null_entries = names;
+        true
+    } else {
+        false
+    }
+}
+
+/// `QnnInterface_getProviders`: the one bootstrap symbol of a backend library.
+///
+/// # Safety
+/// `provider_list` and `num_providers` must be NULL or valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn QnnInterface_getProviders(
+    provider_list: *mut *const *const QnnInterface_t,
+    num_providers: *mut u32,
+) -> Qnn_ErrorHandle_t {
+    guard(|| {
+        if provider_list.is_null() || num_providers.is_null() {
+            return err(QNN_COMMON_ERROR_INVALID_ARGUMENT);
+        }
+        let (addr, n) = core_providers();
+        // SAFETY: both checked non-NULL; the caller passes writable out-parameters.
+        unsafe {
+            provider_list.write(addr as *const *const QnnInterface_t);
+            num_providers.write(n);
+        }
+        0
+    })
+}
+
+/// `QnnSystemInterface_getProviders`: the bootstrap symbol of the System library (this same
+/// library serves as both).
+///
+/// # Safety
+/// `provider_list` and `num_providers` must be NULL or valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn QnnSystemInterface_getProviders(
+    provider_list: *mut *const *const QnnSystemInterface_t,
+    num_providers: *mut u32,
+) -> Qnn_ErrorHandle_t {
+    guard(|| {
+        if provider_list.is_null() || num_providers.is_null() {
+            return err(QNN_COMMON_ERROR_INVALID_ARGUMENT);
+        }
+        let (addr, n) = system_providers();
+        // SAFETY: both checked non-NULL; the caller passes writable out-parameters.
+        unsafe {
+            provider_list.write(addr as *const *const QnnSystemInterface_t);
+            num_providers.write(n);
+        }
+        0
+    })
+}
+
+fn is_entry_name(name: &str) -> bool {
     ENTRY_NAMES.contains(&name)
 }
 

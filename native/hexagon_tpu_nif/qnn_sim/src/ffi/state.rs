@@ -1,5 +1,11 @@
 //! Process-wide (per library instance) state: knobs, the handle registry, counters.
+//!
+//! The floor of `ffi`: every other module of it imports this one, and this one imports none of
+//! them but `metadata` (a leaf). What it would have to call above itself is composed above it:
+//! the knobs other modules own (`null_entries`, the SSR plan) and the resets of their counters
+//! in `ffi`'s `configure`, a context's asynchronous queue behind [`ContextQueue`].
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::ffi::{CString, c_char};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -10,7 +16,6 @@ use qnn_sys::*;
 
 use crate::model::Model;
 
-use super::execute_async::AsyncQueue;
 use super::metadata::MetaArena;
 
 /// Bits OR-ed into every error handle while `error_high_bits` is on (the default), so a
@@ -223,36 +228,17 @@ pub const CONFIGURE_UNKNOWN_KEY: i32 = 1;
 pub const CONFIGURE_BAD_VALUE: i32 = 2;
 pub const CONFIGURE_BAD_ARGUMENT: i32 = 3;
 
-/// Applies one knob; see the README for the keys.
-pub fn configure(key: &str, value: &str) -> i32 {
-    let mut k = lock(&KNOBS);
+/// Applies one of the knobs this module owns (see the README for the keys), with the knobs'
+/// lock held by the caller (`ffi`'s `configure`, which also bumps [`KNOBS_GENERATION`]):
+/// `Some(applied)`, or `None` for a key of another module's.
+pub fn configure(k: &mut Knobs, key: &str, value: &str) -> Option<bool> {
     let ok = match key {
-        "reset" => {
-            *k = Knobs::default();
-            HIGH_BITS.store(true, Ordering::Relaxed);
-            reset_counters();
-            true
-        }
         "core_providers" => parse_versions(value)
             .map(|p| k.core_providers = p)
             .is_some(),
         "system_providers" => parse_versions(value)
             .map(|p| k.system_providers = p)
             .is_some(),
-        "null_entries" => {
-            let names: Vec<String> = value
-                .split([',', ';'])
-                .map(str::trim)
-                .filter(|n| !n.is_empty())
-                .map(str::to_owned)
-                .collect();
-            if names.iter().all(|n| super::providers::is_entry_name(n)) {
-                k.null_entries = names;
-                true
-            } else {
-                false
-            }
-        }
         "fail_backend_create" => parse_code(value)
             .map(|c| k.fail_backend_create = c)
             .is_some(),
@@ -331,17 +317,17 @@ pub fn configure(key: &str, value: &str) -> i32 {
             }
             _ => false,
         },
-        _ => match super::ssr::configure(key, value) {
-            Some(ok) => ok,
-            None => return CONFIGURE_UNKNOWN_KEY,
-        },
+        _ => return None,
     };
-    if ok {
-        KNOBS_GENERATION.fetch_add(1, Ordering::SeqCst);
-        CONFIGURE_OK
-    } else {
-        CONFIGURE_BAD_VALUE
-    }
+    Some(ok)
+}
+
+/// The `reset` knob's part here: the knobs back to their defaults and this module's counters
+/// to zero (the caller holds the knobs' lock and resets the other modules').
+pub fn reset(k: &mut Knobs) {
+    *k = Knobs::default();
+    HIGH_BITS.store(true, Ordering::Relaxed);
+    reset_counters();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -365,16 +351,15 @@ fn reset_counters() {
         &EXECUTE_OVERLAPS,
         &PEAK_CONCURRENT_EXECUTES,
         &LIFETIME_VIOLATIONS,
-        &super::execute_async::ASYNC_PEAK_IN_FLIGHT,
-        &super::execute_async::ASYNC_NOTIFICATIONS,
     ] {
         c.store(0, Ordering::SeqCst);
     }
     lock(&FAULT_CALLS).clear();
-    super::perf::reset();
-    super::ssr::reset();
-    super::mem::reset();
 }
+
+/// Fault kinds counted with library scope.
+pub const FAULT_CONTEXT_CREATE: u8 = 0;
+pub const FAULT_EXECUTE: u8 = 1;
 
 /// Counts one call against a library-scoped fault and returns its 0-based number.
 pub fn next_fault_call(checksum: u64, what: u8, graph: &str) -> u64 {
@@ -388,13 +373,22 @@ pub fn next_fault_call(checksum: u64, what: u8, graph: &str) -> u64 {
 // ---------------------------------------------------------------------------------------------
 // Handle registry
 
+/// A context's asynchronous execution queue, as the registry keeps it. The queue is
+/// `execute_async`'s `AsyncQueue`, above this module, which implements this: the registry
+/// names only what freeing a context needs, and `execute_async` takes its own type back
+/// (`Arc<dyn Any>`'s `downcast`).
+pub trait ContextQueue: Any + Send + Sync {
+    /// Answers what is still queued and joins the worker (see `AsyncQueue::close`).
+    fn close(&self);
+}
+
 /// A loaded context.
 pub struct ContextObj {
     pub backend: u64,
     pub device: u64,
     pub graphs: Vec<(String, u64)>,
     /// The asynchronous execution queue its graphs share.
-    pub queue: Arc<AsyncQueue>,
+    pub queue: Arc<dyn ContextQueue>,
     /// Set by a DSP restart ([`super::ssr`]): every call on it or its graphs is refused.
     pub dead: Arc<AtomicBool>,
 }
@@ -415,7 +409,7 @@ pub struct GraphObj {
     /// Asynchronous executes the context's worker is running on this graph (0 or 1).
     pub async_running: AtomicU32,
     /// The context's asynchronous execution queue.
-    pub queue: Arc<AsyncQueue>,
+    pub queue: Arc<dyn ContextQueue>,
     /// Executes counted for a context-scoped fault.
     pub calls: AtomicU64,
 }

@@ -9,30 +9,6 @@ use super::metadata::{self, MetaParams};
 use super::state::*;
 use crate::format;
 
-/// `QnnSystemInterface_getProviders`: the bootstrap symbol of the System library (this same
-/// library serves as both).
-///
-/// # Safety
-/// `provider_list` and `num_providers` must be NULL or valid for writes.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn QnnSystemInterface_getProviders(
-    provider_list: *mut *const *const QnnSystemInterface_t,
-    num_providers: *mut u32,
-) -> Qnn_ErrorHandle_t {
-    guard(|| {
-        if provider_list.is_null() || num_providers.is_null() {
-            return err(QNN_COMMON_ERROR_INVALID_ARGUMENT);
-        }
-        let (addr, n) = super::providers::system_providers();
-        // SAFETY: both checked non-NULL; the caller passes writable out-parameters.
-        unsafe {
-            provider_list.write(addr as *const *const QnnSystemInterface_t);
-            num_providers.write(n);
-        }
-        0
-    })
-}
-
 fn create(out: *mut QnnSystemContext_Handle_t, stride: usize) -> Qnn_ErrorHandle_t {
     guard(|| {
         if out.is_null() {

@@ -1,14 +1,23 @@
 //! The idle thread: votes a runtime back to its own mode once no call has used it for its idle delay.
+//!
+//! It sits below `voter.rs`: it knows a voter only as an [`IdleCheck`], which `Voter`
+//! implements, so the two files do not import each other.
 
 use std::sync::{Arc, Condvar, LazyLock, Mutex, Weak};
 use std::time::Instant;
 
-use super::voter::*;
 use crate::base::sync::{lock, wait, wait_timeout};
+
+/// What the idle thread asks of a voter it holds (`Voter` implements it).
+pub(super) trait IdleCheck: Send + Sync {
+    /// Back to the runtime's mode when no call ran for the idle delay (`None`: done with it),
+    /// else the time to look again.
+    fn idle_check(&self, now: Instant) -> Option<Instant>;
+}
 
 /// The one thread that votes runtimes back down to their own mode once idle.
 pub(super) struct IdleThread {
-    queue: Mutex<Vec<(Instant, Weak<Voter>)>>,
+    queue: Mutex<Vec<(Instant, Weak<dyn IdleCheck>)>>,
     wake: Condvar,
 }
 
@@ -32,8 +41,8 @@ pub(super) fn idle_thread() -> &'static IdleThread {
 }
 
 impl IdleThread {
-    pub(super) fn queue(&self, at: Instant, voter: &Arc<Voter>) {
-        lock(&self.queue).push((at, Arc::downgrade(voter)));
+    pub(super) fn queue(&self, at: Instant, voter: Weak<dyn IdleCheck>) {
+        lock(&self.queue).push((at, voter));
         self.wake.notify_one();
     }
 
@@ -41,7 +50,7 @@ impl IdleThread {
         loop {
             let mut queue = lock(&self.queue);
             let now = Instant::now();
-            let due: Vec<Weak<Voter>> = {
+            let due: Vec<Weak<dyn IdleCheck>> = {
                 let (due, later): (Vec<_>, Vec<_>) =
                     queue.drain(..).partition(|(at, _)| *at <= now);
                 *queue = later;

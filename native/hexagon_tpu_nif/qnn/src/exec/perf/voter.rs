@@ -1,10 +1,10 @@
 //! A runtime's voter: what calls want, what was voted, and sending a vote only when they differ.
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::SeqCst};
-use std::sync::{Arc, Mutex, TryLockError};
+use std::sync::{Arc, Mutex, TryLockError, Weak};
 use std::time::{Duration, Instant};
 
-use super::idle::*;
+use super::idle::{IdleCheck, idle_thread};
 use super::mode::*;
 use super::power::*;
 use crate::base::error::{Error, Result};
@@ -132,7 +132,8 @@ impl Voter {
                 desire.call_mode = (mode != desire.runtime_mode).then_some(mode);
                 if desire.call_mode.is_some() && !desire.idle_queued {
                     desire.idle_queued = true;
-                    idle_thread().queue(desire.last_call + self.idle, self);
+                    let voter: Weak<dyn IdleCheck> = Arc::<Voter>::downgrade(self);
+                    idle_thread().queue(desire.last_call + self.idle, voter);
                 }
             }
             desire.wanted()
@@ -317,10 +318,12 @@ impl Voter {
             Err(_) => counters::record_release_error(),
         }
     }
+}
 
+impl IdleCheck for Voter {
     /// The idle thread's look at this voter: back to the runtime's mode when no call ran for the
     /// idle delay, else the time to look again.
-    pub(super) fn idle_check(&self, now: Instant) -> Option<Instant> {
+    fn idle_check(&self, now: Instant) -> Option<Instant> {
         {
             let mut desire = lock(&self.desire);
             if desire.call_mode.is_none() {

@@ -25,7 +25,7 @@
 
 use std::arch::x86_64::*;
 
-use super::QuantType;
+use super::qtype::QuantType;
 
 /// Per-tensor quantize parameters of the fast path.
 #[derive(Clone, Copy, Debug)]

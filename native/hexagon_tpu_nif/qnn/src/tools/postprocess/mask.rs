@@ -1,7 +1,7 @@
 //! A segmentation output to a class mask: each pixel's class is the argmax over its `C`
 //! scores (the lowest class among equal maxima).
 
-use super::{Result, check_len, invalid};
+use super::defs::{Result, check_len, invalid};
 
 /// Where the class axis of a `[H, W, C]` / `[C, H, W]` output is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,8 +3,8 @@
 
 use std::cmp::Ordering;
 
+use super::defs::{Detection, NmsOptions, Result, check_len, check_no_nan, invalid};
 use super::values::{Level, Quantized};
-use super::{Detection, NmsOptions, Result, check_len, check_no_nan, invalid};
 
 /// How a box's four numbers read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

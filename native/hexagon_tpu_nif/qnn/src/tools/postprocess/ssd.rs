@@ -2,9 +2,9 @@
 //! `SsdAnchorsCalculator` does, raw boxes decoded against them as its
 //! `TensorsToDetectionsCalculator` does, then the NMS of the parent module.
 
+use super::defs::{Detection, NmsOptions, Result, invalid};
 use super::nms::{Candidate, Grid, greedy, push_row, quantized_candidates};
 use super::values::Values;
-use super::{Detection, NmsOptions, Result, invalid};
 
 /// `SsdAnchorsCalculatorOptions`, the fields this generator reads (`num_layers` is the number
 /// of strides; feature maps are `ceil(input / stride)`).

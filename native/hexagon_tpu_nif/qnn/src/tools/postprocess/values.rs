@@ -9,7 +9,7 @@
 
 use crate::model::quant::dequantize_scalar;
 
-use super::{Result, invalid};
+use super::defs::{Result, invalid};
 
 /// A tensor's values: f32, or quantized levels with their scale and offset.
 #[derive(Clone, Copy, Debug)]

@@ -1,9 +1,9 @@
 //! YOLOv8 and YOLOv5 heads, f32 or quantized, decoded into NMS candidates (the definitions are
 //! in the parent module's docs).
 
+use super::defs::{Detection, NmsOptions, PostprocessError, Result, check_no_nan, invalid};
 use super::nms::{BoxFormat, Candidate, Grid, greedy, push_row, quantized_candidates};
 use super::values::{Level, Quantized, Values};
-use super::{Detection, NmsOptions, PostprocessError, Result, check_no_nan, invalid};
 
 /// One head's geometry and what to do with its boxes. The kept boxes are in the model
 /// input's pixels; `HexagonTpu.Postprocess` maps them to the frame.
