@@ -205,12 +205,8 @@ defmodule HexagonTpu do
     fun = "HexagonTpu.inspect_model/2"
     path = Args.path!(path, "`path`", fun)
 
-    opts = Args.keyword!(opts, [system_lib_path: nil, max_bytes: 2 * 1024 * 1024 * 1024], fun)
-
-    max_bytes = opts[:max_bytes]
-
-    unless is_integer(max_bytes) and max_bytes > 0,
-      do: Args.type_error!(fun, "the :max_bytes option", "a positive integer", max_bytes)
+    opts = Args.keyword!(opts, [system_lib_path: nil, max_bytes: nil], fun)
+    max_bytes = Args.max_bytes!(opts[:max_bytes], fun)
 
     {system_lib, what} = Runtime.system_lib(opts[:system_lib_path], fun)
 

@@ -326,6 +326,8 @@ defmodule HexagonTpu.ArgumentsTest do
         {"Runtime.create :performance_idle", &Runtime.create(performance_idle: &1)},
         {"Context.from_file :async_queue_depth",
          &Context.from_file(runtime, path, async_queue_depth: &1)},
+        {"Context.from_file :max_bytes", &Context.from_file(runtime, path, max_bytes: &1)},
+        {"inspect_model :max_bytes", &HexagonTpu.inspect_model(path, max_bytes: &1)},
         {"Graph.retrieve :max_queued", &Graph.retrieve(context, "add", max_queued: &1)},
         {"Graph.retrieve :profile_every", &Graph.retrieve(context, "add", profile_every: &1)},
         {"Graph.execute :timeout", &Graph.execute(graph, input, timeout: &1)},

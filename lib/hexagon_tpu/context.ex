@@ -21,8 +21,6 @@ defmodule HexagonTpu.Context do
 
   alias HexagonTpu.{Args, Error, Native, Runtime, Site, Telemetry, TensorInfo}
 
-  @default_max_bytes 2 * 1024 * 1024 * 1024
-
   defstruct [
     :ref,
     :runtime,
@@ -82,7 +80,7 @@ defmodule HexagonTpu.Context do
 
   Options:
 
-    * `:max_bytes` - the largest file accepted; default #{@default_max_bytes} (2 GiB)
+    * `:max_bytes` - the largest file accepted; default 2 GiB (the NIF's)
     * `:preflight` - `true` (default: measured rules refuse, read rules warn), `:strict` (read
       rules refuse too) or `false` (no verdict: QNN decides, and answers with its own codes).
       Tensor layouts this package cannot size are refused whatever the setting.
@@ -177,7 +175,7 @@ defmodule HexagonTpu.Context do
       Args.keyword!(
         opts,
         [
-          max_bytes: @default_max_bytes,
+          max_bytes: nil,
           preflight: true,
           graph_names: :auto,
           priority: :default,
@@ -188,11 +186,8 @@ defmodule HexagonTpu.Context do
         fun
       )
 
-    max_bytes = opts[:max_bytes]
+    max_bytes = Args.max_bytes!(opts[:max_bytes], fun)
     load_args = load_args!(opts, fun)
-
-    unless is_integer(max_bytes) and max_bytes > 0,
-      do: Args.type_error!(fun, "the :max_bytes option", "a positive integer", max_bytes)
 
     check_names_option!(opts[:graph_names], fun)
 

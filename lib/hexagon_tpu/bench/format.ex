@@ -4,7 +4,7 @@ defmodule HexagonTpu.Bench.Format do
   # section per measurement, and the JSON document whose schema docs/bench.md gives (the
   # struct's keys, plus `schema`).
 
-  alias HexagonTpu.Bench
+  alias HexagonTpu.{Bench, Text}
 
   @schema "hexagon_tpu.bench/1"
 
@@ -214,33 +214,21 @@ defmodule HexagonTpu.Bench.Format do
     end)
   end
 
-  defp us(value) when is_float(value) and value >= 100, do: thousands(round(value))
+  defp us(value) when is_float(value) and value >= 100, do: Text.thousands(round(value))
   defp us(value) when is_number(value), do: :erlang.float_to_binary(value / 1, decimals: 1)
 
-  defp num(value) when is_float(value) and value >= 100, do: thousands(round(value))
+  defp num(value) when is_float(value) and value >= 100, do: Text.thousands(round(value))
   defp num(value), do: :erlang.float_to_binary(value / 1, decimals: 2)
 
   defp opt(nil), do: "-"
-  defp opt(n) when is_integer(n), do: thousands(n)
+  defp opt(n) when is_integer(n), do: Text.thousands(n)
 
   defp bytes(nil), do: "-"
-  defp bytes(n), do: thousands(n)
+  defp bytes(n), do: Text.thousands(n)
 
-  defp signed(n) when n >= 0, do: "+" <> thousands(n)
-  defp signed(n), do: "-" <> thousands(-n)
+  defp signed(n) when n >= 0, do: "+" <> Text.thousands(n)
+  defp signed(n), do: "-" <> Text.thousands(-n)
 
   defp percent(_part, whole) when whole == 0, do: "-"
   defp percent(part, whole), do: :erlang.float_to_binary(100 * part / whole, decimals: 1) <> "%"
-
-  defp thousands(n) when n < 0, do: "-" <> thousands(-n)
-
-  defp thousands(n) do
-    n
-    |> Integer.to_string()
-    |> String.reverse()
-    |> String.graphemes()
-    |> Enum.chunk_every(3)
-    |> Enum.map_join(",", &Enum.join/1)
-    |> String.reverse()
-  end
 end

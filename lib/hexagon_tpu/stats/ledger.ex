@@ -3,7 +3,7 @@ defmodule HexagonTpu.Stats.Ledger do
   # The NIF's ledger of live objects read by creation site, and the text report of it
   # (`HexagonTpu.Stats.live_by_site/0`, `live_report/1`; the docs are there).
 
-  alias HexagonTpu.{Args, Site, Stats}
+  alias HexagonTpu.{Args, Site, Stats, Text}
 
   @spec by_site() :: [Stats.site_count()]
   def by_site, do: by_site(Stats.live())
@@ -52,10 +52,10 @@ defmodule HexagonTpu.Stats.Ledger do
 
     width =
       [sum_bytes(entries) | Enum.map(files, fn {_, group} -> sum_bytes(group) end)]
-      |> Enum.map(&String.length(thousands(&1)))
+      |> Enum.map(&String.length(Text.thousands(&1)))
       |> Enum.max()
 
-    amount = fn bytes -> String.pad_leading(thousands(bytes), width) <> " bytes" end
+    amount = fn bytes -> String.pad_leading(Text.thousands(bytes), width) <> " bytes" end
 
     site_lines =
       Enum.map(shown, fn {site, group} ->
@@ -65,7 +65,8 @@ defmodule HexagonTpu.Stats.Ledger do
               ""
 
             parts ->
-              "  [" <> Enum.map_join(parts, ", ", fn {p, n} -> "#{p} #{thousands(n)}" end) <> "]"
+              "  [" <>
+                Enum.map_join(parts, ", ", fn {p, n} -> "#{p} #{Text.thousands(n)}" end) <> "]"
           end
 
         "  #{amount.(sum_bytes(group))}  #{kinds(group)}  #{site}#{parts}"
@@ -89,7 +90,7 @@ defmodule HexagonTpu.Stats.Ledger do
 
     header =
       "hexagon_tpu: #{if entries == [], do: "no objects", else: kinds(entries)} alive; " <>
-        "#{thousands(sum_bytes(entries))} bytes held"
+        "#{Text.thousands(sum_bytes(entries))} bytes held"
 
     if entries == [] do
       header
@@ -139,15 +140,5 @@ defmodule HexagonTpu.Stats.Ledger do
       match = Regex.run(~r/^(.+):\d+$/, site) -> Enum.at(match, 1)
       true -> site
     end
-  end
-
-  defp thousands(n) do
-    n
-    |> Integer.to_string()
-    |> String.reverse()
-    |> String.graphemes()
-    |> Enum.chunk_every(3)
-    |> Enum.map_join(",", &Enum.join/1)
-    |> String.reverse()
   end
 end

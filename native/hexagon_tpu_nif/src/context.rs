@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 use rustler::{Binary, Encoder, Env, NifMap, NifUnitEnum, ResourceArc, Term};
 
+use qnn::model_file::DEFAULT_MAX_BYTES;
+
 use crate::atoms;
 use crate::error::ok_or_error;
 use crate::quote;
@@ -133,30 +135,27 @@ impl From<PreflightArg> for qnn::preflight::Mode {
 
 /// `{:ok, {context_ref, [graph_info], [warning], queue, buffers}} | {:error,
 /// %HexagonTpu.Error{}}` (`queue`: `:worker` or `{:backend, depth}`; `buffers`: `:shared`,
-/// `:client`, or `{:client, why}` when shared buffers were not available), directly or by message. Only a regular file of
-/// at most `max_bytes` is read. `path` is a binary, any bytes (Linux paths need not be UTF-8).
+/// `:client`, or `{:client, why}` when shared buffers were not available), directly or by
+/// message. Only a regular file of at most `max_bytes` (`nil`: `qnn`'s default, 2 GiB) is
+/// read. `path` is a binary, any bytes (Linux paths need not be UTF-8).
 #[rustler::nif(schedule = "DirtyIo")]
 fn context_from_file<'a>(
     env: Env<'a>,
     runtime: Handle<RuntimeRes>,
     path: Binary<'a>,
-    max_bytes: u64,
+    max_bytes: Option<u64>,
     load: LoadArgs,
     tag: Term<'a>,
 ) -> Term<'a> {
     let path = path_from_bytes(path.as_slice());
     let (site, options) = load.split();
-    answer(
-        env,
-        tag,
-        encode_loaded,
-        |done| match qnn::model_file::read(&path, max_bytes) {
-            Ok(bytes) => {
-                qnn::Context::load_with(&runtime.0, bytes, Some(&path), &site, options, done)
-            }
-            Err(error) => done(Err(error)),
-        },
-    )
+    answer(env, tag, encode_loaded, |done| match qnn::model_file::read(
+        &path,
+        max_bytes.unwrap_or(DEFAULT_MAX_BYTES),
+    ) {
+        Ok(bytes) => qnn::Context::load_with(&runtime.0, bytes, Some(&path), &site, options, done),
+        Err(error) => done(Err(error)),
+    })
 }
 
 /// Same as `context_from_file`, from a binary already in memory (copied once for the runtime's
@@ -178,17 +177,17 @@ fn context_from_binary<'a>(
 
 /// Everything a context binary says about itself, read with the System library alone:
 /// `{:ok, map} | {:error, %HexagonTpu.Error{}}`. `path` is the model file (any bytes); only a
-/// regular file of at most `max_bytes` is read.
+/// regular file of at most `max_bytes` (`nil`: `qnn`'s default, 2 GiB) is read.
 #[rustler::nif(schedule = "DirtyIo")]
 fn inspect_model<'a>(
     env: Env<'a>,
     system_lib: Binary<'a>,
     path: Binary<'a>,
-    max_bytes: u64,
+    max_bytes: Option<u64>,
 ) -> Term<'a> {
     let system_lib = path_from_bytes(system_lib.as_slice());
     let path = path_from_bytes(path.as_slice());
-    let result = qnn::model_file::read(&path, max_bytes)
+    let result = qnn::model_file::read(&path, max_bytes.unwrap_or(DEFAULT_MAX_BYTES))
         .and_then(|bytes| qnn::inspect::binary_info(&system_lib, &bytes))
         .map_err(quote::capped)
         .map(|info| BinaryInfoTerm::new(env, &info).encode(env));

@@ -276,7 +276,9 @@ fn best_of_columns<T: Level>(
 ) -> Result<()> {
     let mut best = q.levels[..n].to_vec();
     for row in q.levels[n..].chunks_exact(n) {
-        best.iter_mut().zip(row).for_each(|(b, &l)| *b = (*b).max(l));
+        best.iter_mut()
+            .zip(row)
+            .for_each(|(b, &l)| *b = (*b).max(l));
     }
     for i in (0..n).filter(|&i| best[i] >= first) {
         let top = score(q.value(best[i]));
@@ -287,7 +289,9 @@ fn best_of_columns<T: Level>(
             push_row(out, i, row, f32::NEG_INFINITY, false, || [0.0; 4]);
             out[start].bbox = bbox(i)?;
         } else {
-            let class = (0..c).position(|k| q.levels[k * n + i] == best[i]).unwrap_or(0);
+            let class = (0..c)
+                .position(|k| q.levels[k * n + i] == best[i])
+                .unwrap_or(0);
             out.push(Candidate {
                 bbox: bbox(i)?,
                 index: i as u32,
