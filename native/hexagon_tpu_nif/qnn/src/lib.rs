@@ -21,6 +21,8 @@ pub(crate) mod tools;
 
 pub use qnn_sys as sys;
 
+#[cfg(feature = "test-support")]
+pub use base::counting_alloc;
 pub use base::{error, version};
 pub use exec::{context, graph, io, perf, profile, runtime, shared};
 pub use ffi::log;

@@ -1,44 +1,18 @@
 //! The trace's ring and its cost when off. The trace is process-wide, so this file is its own
-//! test binary with a single test; it counts this thread's allocations with its own allocator.
+//! test binary with a single test; it counts this thread's allocations (`qnn::counting_alloc`).
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::time::Instant;
 
 use common::*;
+use qnn::counting_alloc::{CountingAllocator, allocations};
 use qnn::io::{self, Mode};
 use qnn::trace::{self, Phase};
 use qnn_sim::model::{DType, Quant, TensorSpec};
 
-/// Counts this thread's allocations.
-struct CountingAllocator;
-
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-// SAFETY: defers to the system allocator; the count is a thread-local `Cell` with no
-// destructor, which allocates nothing.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.with(|n| n.set(n.get() + 1));
-        // SAFETY: the caller's contract, passed on.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
 static COUNTING: CountingAllocator = CountingAllocator;
-
-fn allocations() -> u64 {
-    ALLOCATIONS.with(Cell::get)
-}
 
 fn names(recording: &trace::Recording) -> Vec<(&'static str, &str)> {
     recording

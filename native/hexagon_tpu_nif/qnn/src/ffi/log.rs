@@ -434,29 +434,7 @@ fn tidy(line: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::{LogLevel, level_of, tidy};
-    use std::alloc::{GlobalAlloc, Layout, System};
-    use std::cell::Cell;
-
-    /// Counts this thread's allocations (the callback's cost is what is measured).
-    struct CountingAllocator;
-
-    thread_local! {
-        static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-    }
-
-    // SAFETY: defers to the system allocator; the count is a thread-local `Cell` with no
-    // destructor, which allocates nothing.
-    unsafe impl GlobalAlloc for CountingAllocator {
-        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-            ALLOCATIONS.with(|n| n.set(n.get() + 1));
-            // SAFETY: the caller's contract, passed on.
-            unsafe { System.alloc(layout) }
-        }
-        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-            // SAFETY: the caller's contract, passed on.
-            unsafe { System.dealloc(ptr, layout) }
-        }
-    }
+    use crate::base::counting_alloc::{CountingAllocator, allocations};
 
     #[global_allocator]
     static COUNTING: CountingAllocator = CountingAllocator;
@@ -481,12 +459,12 @@ mod tests {
             call();
         }
         let dropped = crate::observe::counters::counters().log_dropped;
-        let allocations = ALLOCATIONS.with(Cell::get);
+        let before = allocations();
         for _ in 0..100 {
             call();
         }
         let dropped = crate::observe::counters::counters().log_dropped - dropped;
-        let allocations = ALLOCATIONS.with(Cell::get) - allocations;
+        let allocations = allocations() - before;
         // At 50 lines a second, at most a line or two is admitted meanwhile; each admitted line
         // allocates its text once (and may grow the queue).
         let admitted = 100u64.saturating_sub(dropped);
