@@ -86,12 +86,12 @@ pub enum SharedBuffersArg {
     Off,
 }
 
-impl From<SharedBuffersArg> for qnn::SharedBuffers {
+impl From<SharedBuffersArg> for qnn::BufferChoice {
     fn from(arg: SharedBuffersArg) -> Self {
         match arg {
-            SharedBuffersArg::Auto => qnn::SharedBuffers::Auto,
-            SharedBuffersArg::On => qnn::SharedBuffers::On,
-            SharedBuffersArg::Off => qnn::SharedBuffers::Off,
+            SharedBuffersArg::Auto => qnn::BufferChoice::Auto,
+            SharedBuffersArg::On => qnn::BufferChoice::On,
+            SharedBuffersArg::Off => qnn::BufferChoice::Off,
         }
     }
 }

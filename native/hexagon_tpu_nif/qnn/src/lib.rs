@@ -43,6 +43,6 @@ pub use log::{LogLevel, LogRecord};
 pub use metadata::{BinaryInfo, GraphInfo};
 pub use perf::{PerfMode, PerfState, Vote};
 pub use runtime::{PerfConfig, Runtime, RuntimeConfig, RuntimeInfo};
-pub use shared::{BufferPath, SharedBuffer, SharedBuffers};
+pub use shared::{BufferChoice, BufferPath, SharedBuffer};
 pub use tensor::{DataType, Quantization, TensorInfo};
 pub use version::Version;

@@ -13,7 +13,7 @@ use common::*;
 use qnn::context::LoadOptions;
 use qnn::io::{self, Mode, Output};
 use qnn::shared::KEEP_FREE;
-use qnn::{BufferPath, Context, Error, Graph, Runtime, SharedBuffers, Site, counters, sim_probe};
+use qnn::{BufferChoice, BufferPath, Context, Error, Graph, Runtime, Site, counters, sim_probe};
 use qnn_fake_rpcmem::{FakeRpcmemCounters, built_library};
 use qnn_sim::model::{DType, Quant, TensorSpec};
 
@@ -52,7 +52,7 @@ fn runtime_with(rpcmem: &Path) -> (PathBuf, Arc<Runtime>) {
     (lib, runtime)
 }
 
-fn load(runtime: &Arc<Runtime>, model: &[u8], shared: SharedBuffers) -> qnn::Result<Arc<Context>> {
+fn load(runtime: &Arc<Runtime>, model: &[u8], shared: BufferChoice) -> qnn::Result<Arc<Context>> {
     let options = LoadOptions {
         shared_buffers: shared,
         ..LoadOptions::default()
@@ -100,8 +100,8 @@ fn executes_in_shared_buffers_match_client_buffers_bit_for_bit() {
     let logits =
         TensorSpec::new(DType::UFixed8, [1, 3]).quant(Quant::per_tensor(4.0 / 255.0, -128));
     let model = Classifier::new(logits).model();
-    let shared = load(&runtime, &model, SharedBuffers::On).expect("shared context");
-    let client = load(&runtime, &model, SharedBuffers::Off).expect("client context");
+    let shared = load(&runtime, &model, BufferChoice::On).expect("shared context");
+    let client = load(&runtime, &model, BufferChoice::Off).expect("client context");
     assert_eq!(shared.buffers().unwrap(), BufferPath::Shared);
     assert_eq!(client.buffers().unwrap(), BufferPath::Client);
     let (on, off) = (first_graph(&shared), first_graph(&client));
@@ -160,7 +160,7 @@ fn the_pool_reuses_its_buffers_and_nothing_leaks_over_10000_executes() {
     let context = load(
         &runtime,
         &identity_model(TensorSpec::f32([4])),
-        SharedBuffers::On,
+        BufferChoice::On,
     )
     .expect("context");
     let graph = first_graph(&context);
@@ -212,7 +212,7 @@ fn outputs_outlive_their_graph_and_context_and_free_their_buffer_when_dropped() 
     let context = load(
         &runtime,
         &identity_model(TensorSpec::f32([4])),
-        SharedBuffers::On,
+        BufferChoice::On,
     )
     .expect("context");
     let graph = first_graph(&context);
@@ -280,7 +280,7 @@ fn without_rpcmem_or_qnnmem_the_context_falls_back_to_client_buffers() {
     // No rpcmem library.
     let (_lib, runtime) = runtime_with(Path::new("/nonexistent/libcdsprpc.so"));
     let before = counters::counters().shared_buffer_fallbacks;
-    let context = load(&runtime, &model, SharedBuffers::Auto).expect("context");
+    let context = load(&runtime, &model, BufferChoice::Auto).expect("context");
     let BufferPath::Fallback(why) = context.buffers().unwrap() else {
         panic!("expected a fallback, got {:?}", context.buffers());
     };
@@ -296,14 +296,14 @@ fn without_rpcmem_or_qnnmem_the_context_falls_back_to_client_buffers() {
         Mode::F32,
     );
     assert_eq!(f32_values(&outputs[0]), values);
-    match load(&runtime, &model, SharedBuffers::On) {
+    match load(&runtime, &model, BufferChoice::On) {
         Err(Error::SharedBuffersUnavailable { why }) => {
             assert!(why.contains("could not be opened"), "{why}")
         }
         other => panic!("expected SharedBuffersUnavailable, got {other:?}"),
     }
     assert_eq!(
-        load(&runtime, &model, SharedBuffers::Off)
+        load(&runtime, &model, BufferChoice::Off)
             .unwrap()
             .buffers()
             .unwrap(),
@@ -315,7 +315,7 @@ fn without_rpcmem_or_qnnmem_the_context_falls_back_to_client_buffers() {
     settle();
     let (alive, rpcmem_before) = (counters::counters().shared_buffers_alive, rpcmem_live());
     sim_probe::configure(&lib, "mem_register_unsupported", "true").unwrap();
-    let context = load(&runtime, &model, SharedBuffers::Auto).expect("context");
+    let context = load(&runtime, &model, BufferChoice::Auto).expect("context");
     let BufferPath::Fallback(why) = context.buffers().unwrap() else {
         panic!("expected a fallback, got {:?}", context.buffers());
     };
@@ -328,7 +328,7 @@ fn without_rpcmem_or_qnnmem_the_context_falls_back_to_client_buffers() {
     );
     assert_eq!(f32_values(&outputs[0]), values);
     assert!(matches!(
-        load(&runtime, &model, SharedBuffers::On),
+        load(&runtime, &model, BufferChoice::On),
         Err(Error::SharedBuffersUnavailable { .. })
     ));
     sim_probe::configure(&lib, "mem_register_unsupported", "false").unwrap();
@@ -345,7 +345,7 @@ fn after_a_device_reset_the_buffers_are_registered_again_in_the_new_context() {
     let context = load(
         &runtime,
         &identity_model(TensorSpec::f32([4])),
-        SharedBuffers::On,
+        BufferChoice::On,
     )
     .expect("context");
     let graph = first_graph(&context);
@@ -378,7 +378,7 @@ fn executes_in_the_backends_queue_use_shared_buffers_too() {
     let (lib, runtime) = runtime_with(&built_library());
     let options = LoadOptions {
         async_queue_depth: Some(4),
-        shared_buffers: SharedBuffers::On,
+        shared_buffers: BufferChoice::On,
         ..LoadOptions::default()
     };
     let (tx, rx) = std::sync::mpsc::sync_channel(1);

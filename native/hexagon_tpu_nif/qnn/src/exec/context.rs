@@ -1,20 +1,14 @@
-//! `Context`: a context binary deserialized into a backend, and created again from the same
-//! binary when a device reset (a DSP subsystem restart, SSR) kills it.
+//! `Context`: a context binary deserialized into a backend: its handle, who uses it, and its
+//! close and free on the runtime's thread.
 //!
-//! After a reset QNN answers every call on the context, and on its graphs,
-//! `QNN_COMMON_ERROR_SYSTEM_COMMUNICATION` (or its fatal variant) until the context is freed
-//! and created again (measured on Qualcomm's emulator, forced by a debugger; ONNX Runtime's QNN
-//! EP recovers the same way). The execute that meets the reset asks for the recovery
-//! (`ContextCore::recover_from`); once nobody uses the dead handle, the runtime's thread frees
-//! it and creates the context again from its `Source`; every caller that wanted the handle
-//! meanwhile waits for that and then goes on with the new one. Graphs retrieve their handle
-//! again at their next use (the handle's generation says it changed), so the `Graph`s users
-//! hold keep working.
+//! A context is created again from the same binary when a device reset (a DSP subsystem
+//! restart, SSR) kills it ([`LoadOptions::recover`], on by default): it keeps its source (the
+//! file, read again and checked, or the bytes), the execute that met the reset waits for the
+//! new context and is retried once on it, and the `Graph`s users hold keep working. How is
+//! written in its own module, `context/recovery.rs`.
 
-use std::hash::{DefaultHasher, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::Instant;
 
 use crate::base::closable::Closable;
 use crate::base::error::{Error, Result};
@@ -23,10 +17,9 @@ use crate::base::sync::blocking;
 use crate::base::sync::lock;
 use crate::exec::owner::Handles;
 use crate::exec::runtime::{Runtime, RuntimeCore};
-use crate::exec::shared::{self, BufferPath, SharedBuffers, SharedPool};
+use crate::exec::shared::{self, BufferChoice, BufferPath, SharedPool};
 use crate::exec::turn::TurnSlot;
 use crate::ffi::loader::BackendLibrary;
-use crate::ffi::log::{self, LogLevel};
 use crate::model::metadata::{self, GraphInfo, GraphMetadata};
 use crate::model::model_file;
 use crate::model::preflight::{self, Finding, Mode, RuntimeSide};
@@ -34,6 +27,10 @@ use crate::observe::counters;
 use crate::observe::ledger::{Alive, Held, Kind, Part, Site};
 use crate::observe::trace::{self, Phase};
 use crate::sys;
+
+pub(crate) mod recovery;
+
+use recovery::{Recovery, Source};
 
 /// A raw context handle.
 #[derive(Clone, Copy)]
@@ -83,74 +80,6 @@ struct HandleState {
     /// Set by `close`: no new use; the free happens when `users` reaches zero, then `done`.
     closing: Option<Done<()>>,
     alive: Alive,
-}
-
-/// A recovery asked for: the callers waiting for it, and whether the owner thread has it.
-struct Recovery {
-    waiters: Vec<Done<()>>,
-    started: bool,
-}
-
-/// What a context was loaded from, kept to create it again after a device reset.
-pub(crate) enum Source {
-    /// A file, read again then: it must still hold the same bytes.
-    File {
-        path: PathBuf,
-        len: usize,
-        fingerprint: u64,
-    },
-    /// Bytes given in memory, kept (the ledger counts them: [`Part::Source`]).
-    Bytes(Arc<Vec<u8>>),
-}
-
-impl Source {
-    /// The source of `binary`, read from `path` if given, and the binary.
-    fn of(binary: Vec<u8>, path: Option<&Path>) -> (Source, Arc<Vec<u8>>) {
-        match path {
-            Some(path) => {
-                let source = Source::File {
-                    path: path.to_path_buf(),
-                    len: binary.len(),
-                    fingerprint: fingerprint(&binary),
-                };
-                (source, Arc::new(binary))
-            }
-            None => {
-                let binary = Arc::new(binary);
-                (Source::Bytes(Arc::clone(&binary)), binary)
-            }
-        }
-    }
-
-    /// The binary again, checked against what was loaded.
-    fn bytes(&self) -> Result<Arc<Vec<u8>>> {
-        match self {
-            Source::Bytes(bytes) => Ok(Arc::clone(bytes)),
-            Source::File {
-                path,
-                len,
-                fingerprint: loaded,
-            } => {
-                // No larger than it was: a longer file is a changed one.
-                let bytes = model_file::read(path, *len as u64)?;
-                if bytes.len() != *len || fingerprint(&bytes) != *loaded {
-                    return Err(Error::Io {
-                        path: path.clone(),
-                        message: "the file changed since the context was loaded from it, so the \
-                                  context cannot be created again from it"
-                            .into(),
-                    });
-                }
-                Ok(Arc::new(bytes))
-            }
-        }
-    }
-}
-
-fn fingerprint(bytes: &[u8]) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    hasher.write(bytes);
-    hasher.finish()
 }
 
 /// A use of the context handle for one QNN call: the handle is not freed meanwhile.
@@ -226,135 +155,6 @@ impl ContextCore {
         }
     }
 
-    /// Whether a device reset can be recovered from here (recovery is on).
-    pub(crate) fn recovers(&self) -> bool {
-        self.source.is_some()
-    }
-
-    /// A device reset killed the handle of `generation`: creates the context again (once
-    /// nobody uses the dead handle) unless that was done already; `done` gets the result, on
-    /// the owner thread, or here when there is nothing to do.
-    pub(crate) fn recover_from(&self, generation: u64, done: Done<()>) {
-        let mut state = self.lock();
-        if state.closing.is_some() {
-            drop(state);
-            return done(Err(Error::Closed { what: "context" }));
-        }
-        if let Some(recovery) = &mut state.recovery {
-            return recovery.waiters.push(done);
-        }
-        if state.generation != generation && state.raw.is_some() {
-            // Recovered already, since that handle was taken.
-            drop(state);
-            return done(Ok(()));
-        }
-        if self.source.is_none() || (state.raw.is_none() && state.down.is_none()) {
-            drop(state);
-            return done(Err(Error::Closed { what: "context" }));
-        }
-        state.recovery = Some(Recovery {
-            waiters: vec![done],
-            started: false,
-        });
-        if state.users == 0 {
-            self.start_recovery(&mut state);
-        }
-    }
-
-    /// Hands the recovery to the owner thread, with nobody using the dead handle.
-    fn start_recovery(&self, state: &mut HandleState) {
-        let Some(recovery) = &mut state.recovery else {
-            return;
-        };
-        recovery.started = true;
-        let dead = state.raw.take();
-        // `recover_from` is called only through a live `Arc` (a graph or a call holds one).
-        let Some(core) = self.me.upgrade() else {
-            return;
-        };
-        self.runtime
-            .owner
-            .run(Box::new(move |handles| core.recreate(handles, dead)));
-    }
-
-    /// On the owner thread: frees the dead handle and creates the context again from its
-    /// source, then answers every caller that waited.
-    fn recreate(&self, handles: &mut Handles, dead: Option<RawContext>) {
-        let started = Instant::now();
-        let span = trace::span(Phase::ContextRecover, &self.name);
-        if let Some(dead) = dead {
-            // Its registrations die with it; the buffers are registered again in the new one.
-            for pool in &self.shared {
-                pool.forget();
-            }
-            // SAFETY: the dead handle came from this backend's contextCreateFromBinary and,
-            // taken out of its state with no call using it, is freed exactly once. After a
-            // reset QNN frees it (or answers the reset's code, which changes nothing here).
-            let _ = unsafe { handles.lib.context_free(dead.0) };
-        }
-        let created = match &self.source {
-            Some(source) => source
-                .bytes()
-                .and_then(|bytes| create_handle(handles, &bytes, &self.options, self.queue)),
-            None => Err(Error::Closed { what: "context" }),
-        };
-        drop(span);
-        let mut state = self.lock();
-        let waiters = state.recovery.take().map(|r| r.waiters).unwrap_or_default();
-        let answer = match created {
-            Ok(raw) => {
-                state.raw = Some(raw);
-                state.generation += 1;
-                state.down = None;
-                counters::record_recovery();
-                log::notice(
-                    LogLevel::Warn,
-                    &handles.lib,
-                    format!(
-                        "hexagon_tpu: the device was reset; context {} created again in {} ms",
-                        self.name,
-                        started.elapsed().as_millis()
-                    ),
-                );
-                Ok(())
-            }
-            Err(error) => {
-                let why = format!("creating the context again failed: {error}");
-                log::notice(
-                    LogLevel::Error,
-                    &handles.lib,
-                    format!(
-                        "hexagon_tpu: the device was reset; context {}: {why}",
-                        self.name
-                    ),
-                );
-                state.down = Some(why.clone());
-                Err(why)
-            }
-        };
-        if state.closing.is_some() && state.users == 0 {
-            // Closed meanwhile: free what was made, or just answer.
-            let done = state.closing.take();
-            if state.raw.is_some() {
-                self.free_later(&mut state, done, None);
-            } else {
-                let alive = std::mem::replace(&mut state.alive, Alive::released());
-                drop(alive);
-                if let Some(done) = done {
-                    done(Ok(()));
-                }
-            }
-        }
-        drop(state);
-        for waiter in waiters {
-            waiter(answer.clone().map_err(|detail| Error::DeviceReset {
-                graph: String::new(),
-                code: sys::QNN_COMMON_ERROR_SYSTEM_COMMUNICATION,
-                detail,
-            }));
-        }
-    }
-
     /// [`ContextCore::try_handle`] for a call that outlives the caller's borrow: the handle,
     /// and the use that keeps it from being freed until dropped.
     pub(crate) fn try_handle_owned(self: &Arc<Self>) -> Result<OwnedHandleUse> {
@@ -377,7 +177,11 @@ impl ContextCore {
         if state.users > 0 {
             return;
         }
-        if state.recovery.as_ref().is_some_and(|r| !r.started) {
+        if state
+            .recovery
+            .as_ref()
+            .is_some_and(Recovery::waits_for_users)
+        {
             self.start_recovery(&mut state);
         } else if state.closing.is_some() && state.recovery.is_none() {
             let done = state.closing.take();
@@ -528,7 +332,7 @@ pub struct LoadOptions {
     pub priority: Option<Priority>,
     pub async_queue_depth: Option<u32>,
     pub recover: bool,
-    pub shared_buffers: SharedBuffers,
+    pub shared_buffers: BufferChoice,
 }
 
 impl Default for LoadOptions {
@@ -538,7 +342,7 @@ impl Default for LoadOptions {
             priority: None,
             async_queue_depth: None,
             recover: true,
-            shared_buffers: SharedBuffers::Auto,
+            shared_buffers: BufferChoice::Auto,
         }
     }
 }
@@ -757,7 +561,18 @@ fn create(
     let span = trace::span(Phase::CreateFromBinary, &loaded_from);
     let handle = create_handle(handles, bytes, &options, queue)?;
     drop(span);
-    let (shared, buffers) = match shared_pools(handles, &runtime, &graphs, handle, &options) {
+    // SAFETY: the handle was made on this thread by this library and nothing executes in it yet.
+    let chosen = unsafe {
+        shared::choose(
+            options.shared_buffers,
+            &runtime.rpcmem_lib,
+            &handles.lib,
+            &graphs,
+            handle.0,
+            &loaded_from,
+        )
+    };
+    let (shared, buffers) = match chosen {
         Ok(chosen) => chosen,
         Err(error) => {
             // SAFETY: made just above, used by nothing else, freed once.
@@ -765,11 +580,6 @@ fn create(
             return Err(error);
         }
     };
-    if buffers == BufferPath::Shared {
-        counters::record_shared_buffer_context();
-    } else if let BufferPath::Fallback(why) = &buffers {
-        shared::log_fallback(&handles.lib, &loaded_from, why);
-    }
     let infos: Vec<GraphInfo> = graphs.iter().map(|g| g.info.clone()).collect();
     let names: Vec<&str> = infos.iter().map(|g| g.name.as_str()).collect();
     let detail = format!("{loaded_from} (graphs: {})", names.join(", "));
@@ -800,28 +610,6 @@ fn create(
         source: path,
         core: Closable::from_arc("context", core),
     }))
-}
-
-/// The shared buffers `options` ask for, set up in the new context handle `handle`: the pools
-/// and [`BufferPath::Shared`], or none and the reason (an error when they were required).
-fn shared_pools(
-    handles: &Handles,
-    runtime: &RuntimeCore,
-    graphs: &[Arc<GraphMetadata>],
-    handle: RawContext,
-    options: &LoadOptions,
-) -> Result<(Vec<Arc<SharedPool>>, BufferPath)> {
-    if options.shared_buffers == SharedBuffers::Off {
-        return Ok((Vec::new(), BufferPath::Client));
-    }
-    // SAFETY: the handle was made on this thread by this library and nothing executes in it yet.
-    match unsafe { shared::set_up(&runtime.rpcmem_lib, &handles.lib, graphs, handle.0) } {
-        Ok(pools) => Ok((pools, BufferPath::Shared)),
-        Err(why) if options.shared_buffers == SharedBuffers::On => {
-            Err(Error::SharedBuffersUnavailable { why })
-        }
-        Err(why) => Ok((Vec::new(), BufferPath::Fallback(why))),
-    }
 }
 
 /// `contextCreateFromBinary` with the configs `options` and `queue` ask for, on the owner

@@ -7,20 +7,24 @@ use std::time::Instant;
 
 use crate::base::closable::Closable;
 use crate::base::error::{Error, Result};
-use crate::base::sync::{Done, blocking, lock};
+use crate::base::sync::{Done, lock};
+use crate::exec::context::recovery::{self, Retry};
 use crate::exec::context::{Context, ContextCore, ExecuteQueue, OwnedHandleUse};
 use crate::exec::profile::{self, Profiler};
-use crate::exec::shared::{SharedBuffer, SharedPool};
+use crate::exec::shared::SharedPool;
 pub use crate::exec::turn::QueuePolicy;
 use crate::exec::turn::{Queued, Taken, TurnGuard, TurnSlot};
-use crate::ffi::calls::execute::TensorArrays;
 use crate::model::buffers;
 use crate::model::metadata::{GraphInfo, GraphMetadata};
-use crate::model::tensor::TensorTemplate;
 use crate::observe::counters;
 use crate::observe::ledger::{Alive, Kind, Site};
 use crate::observe::trace::{self, Phase};
 use crate::sys;
+
+mod places;
+
+use places::AsyncTensors;
+pub(crate) use places::{Place, Places};
 
 /// What one execute measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -337,11 +341,11 @@ impl Turn<'_> {
     ) -> Result<(ExecuteReport, Option<profile::Profile>)> {
         // SAFETY: the caller's contract.
         let result = unsafe { self.execute_recovering(places, level) };
-        result.map_err(|error| answer(error, self.graph))
+        result.map_err(|error| recovery::answer(error, self.graph.name()))
     }
 
     /// [`Turn::execute_unchecked`], retried once when a device reset met it and its context
-    /// was created again.
+    /// was created again ([`Retry`]).
     ///
     /// # Safety
     /// As for [`Turn::execute_unchecked`].
@@ -356,7 +360,7 @@ impl Turn<'_> {
         let state = graph.state.get()?;
         let lib = &state.context.runtime.backend_lib;
         let profiling = graph.profiler.begin(&state.context.runtime, level)?;
-        let mut recovery_ns = None;
+        let mut retry = Retry::default();
         let report = loop {
             let (call, in_call) = ExecuteCall::begin(graph, Arc::clone(&state))?;
             // SAFETY: the caller's contract; the call's use keeps its context handle.
@@ -380,15 +384,12 @@ impl Turn<'_> {
             drop(in_call);
             match answered {
                 Ok(report) => break (report, started),
-                Err(error) if error.is_device_reset() => {
-                    recovery_ns = Some(recover(&state, generation, recovery_ns, error)?);
-                }
-                Err(error) => return Err(error),
+                Err(error) => retry.after(&state.context, generation, error)?,
             }
         };
         let (report, started) = report;
         let report = ExecuteReport {
-            recovery_ns,
+            recovery_ns: retry.recovery_ns,
             ..report
         };
         let profile = match profiling {
@@ -398,38 +399,6 @@ impl Turn<'_> {
             None => None,
         };
         Ok((report, profile))
-    }
-
-    /// The tensors QNN is given for `places` in the context handle `in_use` holds: pointers
-    /// into client buffers, or the handles of shared buffers in that handle (registered
-    /// there first when they are not yet). Counts the bytes of the client buffers.
-    ///
-    /// # Safety
-    /// `places` must be [valid](Places) while the tensors are used.
-    unsafe fn tensors(&self, places: &Places, in_use: &OwnedHandleUse) -> Result<AsyncTensors> {
-        let metadata = &self.graph.metadata;
-        let tensor = |template: &TensorTemplate, place: &Place| match *place {
-            Place::Client { data, len } => {
-                counters::record_client_buffer_bytes(len as u64);
-                Ok(template.to_raw(data, len as u32))
-            }
-            Place::Shared(buffer) => {
-                // SAFETY: `places` is valid (the caller's contract), so `buffer` is live; the
-                // context handle is kept by `in_use` until QNN is done with these tensors.
-                let handle = unsafe { (*buffer).handle(in_use.raw, in_use.generation) }?;
-                Ok(template.to_raw_registered(handle))
-            }
-        };
-        Ok(AsyncTensors {
-            inputs: (metadata.input_templates.iter())
-                .zip(&places.inputs)
-                .map(|(t, p)| tensor(t, p))
-                .collect::<Result<_>>()?,
-            outputs: (metadata.output_templates.iter())
-                .zip(&places.outputs)
-                .map(|(t, p)| tensor(t, p))
-                .collect::<Result<_>>()?,
-        })
     }
 
     /// Queues one execute of `places` in the backend's asynchronous queue
@@ -451,22 +420,22 @@ impl Turn<'_> {
             Ok(state) => state,
             Err(error) => return done(Err(error)),
         };
-        let mut recovery_ns = None;
+        let mut retry = Retry::default();
         loop {
             let (call, in_call) = match ExecuteCall::begin(graph, Arc::clone(&state)) {
                 Ok(begun) => begun,
-                Err(error) => return done(Err(answer(error, graph))),
+                Err(error) => return done(Err(recovery::answer(error, graph.name()))),
             };
             // SAFETY: the caller's contract; the call's use keeps its context handle.
             let tensors = match unsafe { self.tensors(&places, &call.in_use) } {
                 Ok(tensors) => tensors,
-                Err(error) => return done(Err(answer(error, graph))),
+                Err(error) => return done(Err(recovery::answer(error, graph.name()))),
             };
             let (handle, generation) = (call.handle, call.in_use.generation);
             let call = Box::into_raw(Box::new(AsyncCall {
                 tensors,
                 call,
-                recovery_ns,
+                recovery_ns: retry.recovery_ns,
                 done,
             }));
             // SAFETY: the graph handle is live (the call's owned use keeps its context);
@@ -504,14 +473,8 @@ impl Turn<'_> {
             // Refused at the submission, so QNN has none of the buffers: the execute can be
             // submitted again once the context is created again (this is the graph's worker
             // thread, which may wait).
-            match error {
-                error if error.is_device_reset() => {
-                    match recover(&state, generation, recovery_ns, error) {
-                        Ok(ns) => recovery_ns = Some(ns),
-                        Err(error) => return done(Err(answer(error, graph))),
-                    }
-                }
-                error => return done(Err(error)),
+            if let Err(error) = retry.after(&state.context, generation, error) {
+                return done(Err(recovery::answer(error, graph.name())));
             }
         }
     }
@@ -520,105 +483,6 @@ impl Turn<'_> {
     pub fn graph(&self) -> &Graph {
         self.graph
     }
-}
-
-/// Where one tensor's bytes are for an execute.
-#[derive(Clone, Copy)]
-pub(crate) enum Place {
-    /// A client buffer: `len` bytes at `data` (only read, for an input).
-    Client { data: *mut u8, len: usize },
-    /// A shared buffer of the graph's pool, given to QNN by its registration's handle.
-    Shared(*const SharedBuffer),
-}
-
-impl Place {
-    /// An input's client buffer (QNN takes `const` inputs; the pointer in a client buffer is
-    /// declared mutable but only read for inputs).
-    pub(crate) fn client(bytes: &[u8]) -> Place {
-        Place::Client {
-            data: bytes.as_ptr().cast_mut(),
-            len: bytes.len(),
-        }
-    }
-
-    /// An output's client buffer.
-    pub(crate) fn client_mut(bytes: &mut [u8]) -> Place {
-        Place::Client {
-            data: bytes.as_mut_ptr(),
-            len: bytes.len(),
-        }
-    }
-}
-
-/// The buffers of one execute: one place per input and per output, in the graph's order.
-/// Valid while every client buffer is exactly its tensor's `byte_size` long and stays live
-/// (outputs borrowed exclusively), and every shared buffer is one of this graph's pool and
-/// stays live: QNN reads and writes that many bytes.
-pub(crate) struct Places {
-    pub inputs: Vec<Place>,
-    pub outputs: Vec<Place>,
-}
-
-// SAFETY: plain addresses of buffers the execute's owner keeps (see `Places`); nothing here
-// is tied to a thread.
-unsafe impl Send for Places {}
-
-/// The tensors of one execute, as QNN is given them.
-pub(crate) struct AsyncTensors {
-    inputs: Vec<sys::Qnn_Tensor_t>,
-    outputs: Vec<sys::Qnn_Tensor_t>,
-}
-
-// SAFETY: plain C descriptions whose data pointers point into buffers the execute's owner keeps
-// (see `Turn::execute_async_unchecked`); nothing here is tied to a thread.
-unsafe impl Send for AsyncTensors {}
-
-impl AsyncTensors {
-    /// The arrays QNN is given (pointers into `self`, valid while it is neither moved nor
-    /// dropped).
-    fn arrays(&mut self) -> TensorArrays {
-        TensorArrays {
-            inputs: self.inputs.as_ptr(),
-            num_inputs: self.inputs.len() as u32,
-            outputs: self.outputs.as_mut_ptr(),
-            num_outputs: self.outputs.len() as u32,
-        }
-    }
-}
-
-/// An execute's error as its caller gets it: a device reset names the graph, and is counted.
-fn answer(error: Error, graph: &Graph) -> Error {
-    if let Error::DeviceReset { .. } = error {
-        counters::record_device_reset();
-    }
-    error.in_graph(graph.name())
-}
-
-/// A device reset (`error`) met an execute on the context handle of `generation`: waits for
-/// the context to be created again and returns how long that took, so that the execute is
-/// retried once; or the execute's [`Error::DeviceReset`] (`retried`: the retry met another).
-fn recover(state: &GraphState, generation: u64, retried: Option<u64>, error: Error) -> Result<u64> {
-    let reset = |detail: &str| Error::DeviceReset {
-        graph: String::new(),
-        code: error
-            .qnn_code()
-            .unwrap_or(sys::QNN_COMMON_ERROR_SYSTEM_COMMUNICATION),
-        detail: detail.to_string(),
-    };
-    if retried.is_some() {
-        return Err(reset(
-            "the context was created again and the execute retried on it, which met another \
-             reset",
-        ));
-    }
-    if !state.context.recovers() {
-        return Err(reset(
-            "recovery is off (recover: false); load the model again",
-        ));
-    }
-    let waited = Instant::now();
-    blocking(|done| state.context.recover_from(generation, done))?;
-    Ok(u64::try_from(waited.elapsed().as_nanos()).unwrap_or(u64::MAX))
 }
 
 /// One execute in QNN, synchronous (`graphExecute`) or in the backend's queue
@@ -719,23 +583,9 @@ unsafe extern "C" fn notify(param: *mut std::ffi::c_void, status: sys::Qnn_Notif
                 recovery_ns,
                 ..report
             }),
-            // The execute cannot be submitted again from QNN's thread, which must not wait:
-            // it is answered, and the recovery starts for the executes after it.
+            // Not retried from QNN's thread, which must not wait; the executes after it are.
             Err(error) if error.is_device_reset() => {
-                let code = error.qnn_code().unwrap_or_default();
-                let detail = if context.recovers() {
-                    context.recover_from(generation, Box::new(|_| {}));
-                    "an execute in the backend's queue is not retried; the context is being \
-                     created again for the next"
-                } else {
-                    "recovery is off (recover: false); load the model again"
-                };
-                counters::record_device_reset();
-                Err(Error::DeviceReset {
-                    graph,
-                    code,
-                    detail: detail.to_string(),
-                })
+                Err(recovery::not_retried(&context, generation, graph, &error))
             }
             Err(error) => Err(error),
         };

@@ -21,7 +21,7 @@
 //! emulator crashed on any other).
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
 
 use crate::base::error::{Error, Result};
@@ -40,9 +40,10 @@ pub const DEFAULT_RPCMEM_LIB: &str = "libcdsprpc.so";
 /// outputs a caller typically holds; more are freed as they come back.
 pub const KEEP_FREE: usize = 4;
 
-/// Whether a context's executes use shared buffers (`LoadOptions::shared_buffers`).
+/// Whether a context's executes are to use shared buffers: the choice made at the load
+/// (`LoadOptions::shared_buffers`); what it got is its [`BufferPath`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SharedBuffers {
+pub enum BufferChoice {
     /// Shared buffers where rpcmem and the backend's QnnMem work; client buffers otherwise,
     /// with the reason logged once and counted (`shared_buffer_fallbacks`).
     #[default]
@@ -54,12 +55,12 @@ pub enum SharedBuffers {
     Off,
 }
 
-/// Which buffers a context's executes use, and why.
+/// Which buffers a context's executes use, and why: what its [`BufferChoice`] got.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BufferPath {
     /// Registered rpcmem buffers, one pool per graph.
     Shared,
-    /// Client buffers, as asked (`SharedBuffers::Off`).
+    /// Client buffers, as asked ([`BufferChoice::Off`]).
     Client,
     /// Client buffers, because shared ones were not available: why.
     Fallback(String),
@@ -148,25 +149,34 @@ impl SharedPool {
         };
         let buffer = match kept {
             Some(buffer) => buffer,
-            None => {
-                let buffer =
-                    self.rpcmem
-                        .alloc(self.slots[slot].bytes)
-                        .map_err(|why| Error::Internal {
-                            message: format!(
-                                "shared buffer for `{}`: {why}",
-                                self.slots[slot].name
-                            ),
-                        })?;
-                counters::record_shared_buffer(true);
-                buffer
-            }
+            None => self.alloc(slot).map_err(|why| Error::Internal {
+                message: why.to_string(),
+            })?,
         };
-        Ok(SharedBuffer {
+        Ok(self.lend(slot, buffer))
+    }
+
+    /// A new buffer of `slot`'s size, from rpcmem.
+    fn alloc(&self, slot: usize) -> Result<RpcBuffer, Unavailable> {
+        let slot_of = &self.slots[slot];
+        let buffer = self
+            .rpcmem
+            .alloc(slot_of.bytes)
+            .map_err(|why| Unavailable::Alloc {
+                tensor: slot_of.name.clone(),
+                why,
+            })?;
+        counters::record_shared_buffer(true);
+        Ok(buffer)
+    }
+
+    /// `buffer`, of `slot`'s size, lent out.
+    fn lend(self: &Arc<Self>, slot: usize, buffer: RpcBuffer) -> SharedBuffer {
+        SharedBuffer {
             buffer: Some(buffer),
             slot,
             pool: Arc::clone(self),
-        })
+        }
     }
 
     /// The memory handle of `buffer` in the context handle `context` of `generation`,
@@ -310,50 +320,115 @@ impl std::fmt::Debug for SharedBuffer {
     }
 }
 
-/// The pools of a context's graphs, made on the runtime's thread right after the context
-/// handle `context`: rpcmem opened from `rpcmem_lib`, and one buffer per tensor allocated and
-/// registered, so that a context that cannot have shared buffers knows at its load. The error
-/// says why (what [`BufferPath::Fallback`] and [`Error::SharedBuffersUnavailable`] carry).
+/// The shared buffers `choice` asks for, set up in the new context handle `context` (of
+/// `lib`; its name `name`, for the log): the pools and [`BufferPath::Shared`], or none and
+/// the reason ([`BufferPath::Client`], [`BufferPath::Fallback`], logged and counted), or
+/// [`Error::SharedBuffersUnavailable`] when they were required.
 ///
 /// # Safety
-/// `context` is a live context handle of `lib`, made on this thread, with no execute yet.
-pub(crate) unsafe fn set_up(
+/// As for [`set_up`].
+pub(crate) unsafe fn choose(
+    choice: BufferChoice,
     rpcmem_lib: &Path,
     lib: &Arc<BackendLibrary>,
     graphs: &[Arc<GraphMetadata>],
     context: sys::Qnn_ContextHandle_t,
-) -> Result<Vec<Arc<SharedPool>>, String> {
-    let rpcmem = rpcmem::open(rpcmem_lib)?;
+    name: &str,
+) -> Result<(Vec<Arc<SharedPool>>, BufferPath)> {
+    if choice == BufferChoice::Off {
+        return Ok((Vec::new(), BufferPath::Client));
+    }
+    // SAFETY: the caller's contract.
+    match unsafe { set_up(rpcmem_lib, lib, graphs, context) } {
+        Ok(pools) => {
+            counters::record_shared_buffer_context();
+            Ok((pools, BufferPath::Shared))
+        }
+        Err(why) if choice == BufferChoice::On => Err(Error::SharedBuffersUnavailable {
+            why: why.to_string(),
+        }),
+        Err(why) => {
+            let why = why.to_string();
+            log_fallback(lib, name, &why);
+            Ok((Vec::new(), BufferPath::Fallback(why)))
+        }
+    }
+}
+
+/// Why a context cannot have shared buffers: what [`set_up`] met. Its text is what
+/// [`BufferPath::Fallback`] and [`Error::SharedBuffersUnavailable`] say.
+#[derive(Debug)]
+pub(crate) enum Unavailable {
+    /// rpcmem's library could not be opened, or lacks a function of rpcmem.h.
+    Rpcmem(String),
+    /// The backend has no `QnnMem_register`.
+    NoQnnMem { backend: PathBuf },
+    /// rpcmem could not allocate the buffer of `tensor`.
+    Alloc { tensor: String, why: String },
+    /// A buffer could not be registered with the context (QNN's error).
+    Register(Error),
+}
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unavailable::Rpcmem(why) => f.write_str(why),
+            Unavailable::NoQnnMem { backend } => {
+                write!(
+                    f,
+                    "the backend {} has no QnnMem_register",
+                    backend.display()
+                )
+            }
+            Unavailable::Alloc { tensor, why } => write!(f, "shared buffer for `{tensor}`: {why}"),
+            // Our own refusals (a NULL handle, no memRegister) say just what happened.
+            Unavailable::Register(Error::Internal { message }) => f.write_str(message),
+            Unavailable::Register(error) => write!(f, "{error}"),
+        }
+    }
+}
+
+/// The pools of a context's graphs, made on the runtime's thread right after the context
+/// handle `context`: rpcmem opened from `rpcmem_lib`, and one buffer per tensor allocated and
+/// registered, so that a context that cannot have shared buffers knows at its load.
+///
+/// # Safety
+/// `context` is a live context handle of `lib`, made on this thread, with no execute yet.
+unsafe fn set_up(
+    rpcmem_lib: &Path,
+    lib: &Arc<BackendLibrary>,
+    graphs: &[Arc<GraphMetadata>],
+    context: sys::Qnn_ContextHandle_t,
+) -> Result<Vec<Arc<SharedPool>>, Unavailable> {
+    let rpcmem = rpcmem::open(rpcmem_lib).map_err(Unavailable::Rpcmem)?;
     if !lib.has_mem() {
-        return Err(format!(
-            "the backend {} has no QnnMem_register",
-            lib.path.display()
-        ));
+        return Err(Unavailable::NoQnnMem {
+            backend: lib.path.clone(),
+        });
     }
     let mut pools = Vec::with_capacity(graphs.len());
     for graph in graphs {
         let pool = SharedPool::new(Arc::clone(&rpcmem), Arc::clone(lib), graph);
         pools.push(Arc::clone(&pool));
         let warmed = (0..pool.slots.len()).try_for_each(|slot| {
-            let buffer = pool.take(slot)?;
+            let buffer = pool.lend(slot, pool.alloc(slot)?);
             // SAFETY: the caller's contract.
-            unsafe { pool.handle(&buffer, context, 0) }.map(drop)
+            unsafe { pool.handle(&buffer, context, 0) }
+                .map(drop)
+                .map_err(Unavailable::Register)
         });
-        if let Err(error) = warmed {
+        if let Err(why) = warmed {
             for pool in &pools {
                 pool.close();
             }
-            return Err(match error {
-                Error::Internal { message } => message,
-                error => error.to_string(),
-            });
+            return Err(why);
         }
     }
     Ok(pools)
 }
 
 /// Logs once per process and reason that a context's executes fall back to client buffers.
-pub(crate) fn log_fallback(lib: &BackendLibrary, context: &str, why: &str) {
+fn log_fallback(lib: &BackendLibrary, context: &str, why: &str) {
     static LOGGED: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Default::default);
     counters::record_shared_buffer_fallback();
     let mut logged = lock(&LOGGED);
