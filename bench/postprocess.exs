@@ -231,32 +231,13 @@ for thr <- [0.25, 0.5] do
   row_cv.("nms, the same, no limit (#{length(kept)} kept)", ours, nil, opencv)
 end
 
-# BlazeFace's front head: 896 anchors x 16 values, logits
-blaze = [
-  input_size_width: 128,
-  input_size_height: 128,
-  min_scale: 0.1484375,
-  max_scale: 0.75,
-  strides: [8, 16, 16, 16],
-  fixed_anchor_size: true
-]
+# BlazeFace's front head: 896 anchors x 16 values, logits, decoded as MediaPipe's graph does
+ssd_opts = Keyword.merge(Postprocess.ssd_options(:face_detection_short_range), score_threshold: 0.75)
+blaze = ssd_opts[:anchors]
 
 raw_boxes = for _ <- 1..(896 * 16), do: :rand.normal() * 20
 raw_scores = for _ <- 1..896, do: :rand.normal() * 3
 {rb, rs} = {{f32.(raw_boxes), {1, 896, 16}}, {f32.(raw_scores), {1, 896, 1}}}
-
-ssd_opts = [
-  anchors: blaze,
-  x_scale: 128,
-  y_scale: 128,
-  w_scale: 128,
-  h_scale: 128,
-  reverse_output_order: true,
-  sigmoid_score: true,
-  score_clipping_thresh: 100,
-  score_threshold: 0.75,
-  iou_threshold: 0.3
-]
 
 ours = time_ms.(fn -> Postprocess.ssd!(rb, rs, ssd_opts) end)
 anchor_json = "{" <> Enum.map_join(blaze, ", ", fn {k, v} -> ~s("#{k}": #{inspect(v)}) end) <> "}"
@@ -271,15 +252,15 @@ numpy =
       coords: 16,
       classes: 1,
       anchor_options: anchor_json,
-      x_scale: 128,
-      y_scale: 128,
-      w_scale: 128,
-      h_scale: 128,
-      reverse_output_order: "true",
+      x_scale: ssd_opts[:x_scale],
+      y_scale: ssd_opts[:y_scale],
+      w_scale: ssd_opts[:w_scale],
+      h_scale: ssd_opts[:h_scale],
+      reverse_output_order: to_string(ssd_opts[:reverse_output_order]),
       apply_exponential_on_box_size: "false",
-      sigmoid_score: "true",
-      score_clipping_thresh: 100
-    ] ++ Keyword.merge(nms_json.(0.75), iou_threshold: 0.3)
+      sigmoid_score: to_string(ssd_opts[:sigmoid_score]),
+      score_clipping_thresh: ssd_opts[:score_clipping_thresh]
+    ] ++ Keyword.merge(nms_json.(0.75), iou_threshold: ssd_opts[:iou_threshold])
   )
 
 row.("ssd BlazeFace front, 896 anchors made each call", ours, numpy)

@@ -44,26 +44,8 @@ defmodule HexagonTpu.Examples.FaceBoxes do
     byte_size: 3 * 128 * 128 * 4
   }
   @preprocess [mean: 0.5, std: 0.5]
-  @anchors [
-    num_layers: 4,
-    input_size_width: 128,
-    input_size_height: 128,
-    min_scale: 0.1484375,
-    max_scale: 0.75,
-    strides: [8, 16, 16, 16],
-    fixed_anchor_size: true
-  ]
-  @decode [
-    anchors: @anchors,
-    x_scale: 128,
-    y_scale: 128,
-    w_scale: 128,
-    h_scale: 128,
-    reverse_output_order: true,
-    sigmoid_score: true,
-    score_clipping_thresh: 100,
-    iou_threshold: 0.3
-  ]
+  # MediaPipe's face_detection_short_range graph: anchors, box decoding, NMS
+  @decode HexagonTpu.Postprocess.ssd_options(:face_detection_short_range)
 
   def main(argv) do
     {opts, rest} =
@@ -149,12 +131,12 @@ defmodule HexagonTpu.Examples.FaceBoxes do
       Postprocess.ssd!(
         {raw_boxes, {1, 896, 16}},
         {raw_scores, {1, 896, 1}},
-        @decode ++ [score_threshold: opts[:threshold] || 0.5]
+        Keyword.merge(@decode, score_threshold: opts[:threshold] || 0.5)
       )
 
     # the boxes are in the input's units (0..1): to its pixels, then back to the image's
     {:ok, t} = Preprocess.transform(model, frame)
-    {:ok, {anchors, _}} = Postprocess.ssd_anchors(@anchors)
+    {:ok, {anchors, _}} = Postprocess.ssd_anchors(@decode[:anchors])
 
     faces =
       for f <- faces do

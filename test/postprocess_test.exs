@@ -146,17 +146,7 @@ defmodule HexagonTpu.PostprocessTest do
 
       scores = for i <- 0..(n - 1), do: if(i == 2, do: 3.0, else: -5.0)
 
-      opts = [
-        anchors: BlazeFace.anchors(),
-        x_scale: 128,
-        y_scale: 128,
-        w_scale: 128,
-        h_scale: 128,
-        reverse_output_order: true,
-        sigmoid_score: true,
-        score_clipping_thresh: 100,
-        score_threshold: 0.5
-      ]
+      opts = Postprocess.ssd_options(:face_detection_short_range)
 
       assert [%Detection{index: 2, class: 0, score: score, box: {x1, y1, x2, y2}}] =
                Postprocess.ssd!({f32(boxes), {1, n, 16}}, {f32(scores), {1, n, 1}}, opts)

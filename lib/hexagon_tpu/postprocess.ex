@@ -239,6 +239,48 @@ defmodule HexagonTpu.Postprocess do
   def yolov5!(output, opts \\ []), do: output |> yolov5(opts) |> Error.unwrap!()
 
   @doc """
+  The `ssd/3` options of a MediaPipe graph, as MediaPipe states them: `:face_detection_short_range`
+  (BlazeFace, a `{1, 3, 128, 128}` input; its `SsdAnchorsCalculator` options, its
+  `TensorsToDetectionsCalculator`'s box scales, logit scores clipped at 100, and the
+  `NonMaxSuppression`'s 0.3, with a score threshold of 0.5); `Keyword.merge/2` changes any:
+
+      opts = Keyword.merge(Postprocess.ssd_options(:face_detection_short_range), score_threshold: 0.75)
+      {:ok, faces} = Postprocess.ssd(boxes, scores, opts)
+  """
+  @spec ssd_options(:face_detection_short_range) :: keyword()
+  def ssd_options(:face_detection_short_range) do
+    [
+      anchors: [
+        num_layers: 4,
+        input_size_width: 128,
+        input_size_height: 128,
+        min_scale: 0.1484375,
+        max_scale: 0.75,
+        strides: [8, 16, 16, 16],
+        fixed_anchor_size: true
+      ],
+      x_scale: 128,
+      y_scale: 128,
+      w_scale: 128,
+      h_scale: 128,
+      reverse_output_order: true,
+      sigmoid_score: true,
+      score_clipping_thresh: 100,
+      score_threshold: 0.5,
+      iou_threshold: 0.3
+    ]
+  end
+
+  def ssd_options(other),
+    do:
+      Args.type_error!(
+        "HexagonTpu.Postprocess.ssd_options/1",
+        "`graph`",
+        ":face_detection_short_range",
+        other
+      )
+
+  @doc """
   MediaPipe's `SsdAnchorsCalculator`: `{:ok, {f32_bytes, {n, 4}}}`, each anchor
   `x_center, y_center, width, height`, normalized to the input (see "SSD").
   """
