@@ -102,9 +102,10 @@ defmodule HexagonTpu.PipelineTest do
   end
 
   test "pre of N+1 and post of N-1 run while N executes", ctx do
-    # 60 ms executes; post takes 10 ms. Events go to an ordered table keyed by a monotonic
-    # integer, each with the executes entered and answered at that moment.
-    graph = load(ctx, sleep_ms: 60)
+    # 150 ms executes; post takes 20 ms (margins for a loaded machine). Events go to an
+    # ordered table keyed by a monotonic integer, each with the executes entered and answered
+    # at that moment.
+    graph = load(ctx, sleep_ms: 150)
     events = :ets.new(:events, [:ordered_set, :public])
     record = fn event -> :ets.insert(events, {System.unique_integer([:monotonic]), event}) end
     base = answered()
@@ -116,7 +117,7 @@ defmodule HexagonTpu.PipelineTest do
     end
 
     post = fn outputs ->
-      Process.sleep(10)
+      Process.sleep(20)
       k = trunc(first(outputs))
       record.({:post_end, k, entered(ctx.lib), answered() - base})
       k
@@ -144,7 +145,8 @@ defmodule HexagonTpu.PipelineTest do
     # when post of frame k ended, another frame's execute was inside QNN: entered, not
     # answered (serially, none would have been entered yet). The first frames' pres race, so
     # their executes may run in another order than the frames': the count, not which frame.
-    for k <- 0..(n - 2) do
+    # Not for frame n-2, whose post a loaded machine may delay past the last execute.
+    for k <- 0..(n - 3) do
       {_seq, in_qnn, done} = post_end[k]
       assert in_qnn == done + 1, "post of frame #{k}: #{in_qnn} entered, #{done} answered"
     end
