@@ -203,6 +203,25 @@ defmodule HexagonTpu.PipelineTest do
              |> Enum.to_list()
   end
 
+  test "the execute options apply to each frame's execute", ctx do
+    # :profile hands post {outputs, profile}; :timeout bounds each frame's wait
+    graph = load(ctx, [])
+
+    assert [{:ok, 0.0}, {:ok, 1.0}] =
+             Pipeline.stream(graph, 0..1,
+               pre: &inputs/1,
+               post: fn {outputs, %HexagonTpu.Profile{}} -> first(outputs) end,
+               profile: :basic,
+               output: :binary
+             )
+             |> Enum.to_list()
+
+    slow = load(ctx, sleep_ms: 300)
+
+    assert [{:error, %Error{reason: :timeout}}, {:error, %Error{reason: :timeout}}] =
+             Pipeline.stream(slow, 0..1, pre: &inputs/1, timeout: 20) |> Enum.to_list()
+  end
+
   test "a raise in post reaches the consumer; nothing is left behind", ctx do
     graph = load(ctx, sleep_ms: 20)
     before = snapshot(ctx.lib)
