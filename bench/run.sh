@@ -7,12 +7,16 @@
 #   bench/preprocess.exs        HexagonTpu.Preprocess against the same steps in numpy (and Nx), and OpenCV
 #   bench/postprocess.exs       HexagonTpu.Postprocess (YOLOv8n, NMS, SSD, mask, top k) against numpy, NMS against OpenCV
 #   bench/throughput.exs        synchronous against asynchronous pipelined throughput, 1 ms executes
+#   bench/pipeline.exs          HexagonTpu.Pipeline on camera frames (NV12 preprocessing, a 6 ms
+#                               execute, YOLOv8n's post-processing): frames/s against
+#                               1 / max(pre, execute, post) and the serial loop
 #   bench/shared_buffers.exs    shared against client buffers: bytes copied per predict, the
 #                               time of a 640x640x3 predict (qnn_sim over the fake rpcmem)
 #
 #   bash bench/run.sh                 all of the above, and the kernels' table below first when
 #                                     a Python with onnxruntime is found (offline: no Nx)
 #   bash bench/run.sh throughput      the throughput comparison only
+#   bash bench/run.sh pipeline [FRAMES [SLEEP_MS]]  the camera pipeline only
 #   bash bench/run.sh shared-buffers  shared against client buffers only
 #   bash bench/run.sh versus-ort [N]  predict/3 against ONNX Runtime's QNN EP on one binary on
 #                                     Qualcomm's emulator, interleaved (bench/versus_ort.exs;
@@ -83,6 +87,11 @@ if [ "$what" = throughput ]; then
   HEXAGON_TPU_OFFLINE=1 mix run bench/throughput.exs "${sim[@]}"
   exit 0
 fi
+if [ "$what" = pipeline ]; then
+  shift
+  HEXAGON_TPU_OFFLINE=1 mix run bench/pipeline.exs "${sim[@]}" "$@"
+  exit 0
+fi
 if [ "$what" = shared-buffers ]; then
   HEXAGON_TPU_OFFLINE=1 mix run bench/shared_buffers.exs "${sim[@]}" "$root/priv/native/libqnn_fake_rpcmem.so"
   exit 0
@@ -97,6 +106,8 @@ echo "==> scheduling, and predict/3 above graphExecute"
 HEXAGON_TPU_OFFLINE=1 mix run bench/scheduling.exs "${sim[@]}"
 echo "==> throughput: synchronous against asynchronous, 1 ms executes"
 HEXAGON_TPU_OFFLINE=1 mix run bench/throughput.exs "${sim[@]}"
+echo "==> a camera pipeline: pre, execute and post overlapped (HexagonTpu.Pipeline)"
+HEXAGON_TPU_OFFLINE=1 mix run bench/pipeline.exs "${sim[@]}"
 echo "==> shared buffers against client buffers, a 640x640x3 predict"
 HEXAGON_TPU_OFFLINE=1 mix run bench/shared_buffers.exs "${sim[@]}" "$root/priv/native/libqnn_fake_rpcmem.so"
 echo "==> profiling: off, profile_every: 100, every execute"

@@ -18,19 +18,7 @@ defmodule HexagonTpu.Graph.Options do
   @doc false
   @spec check!(term(), String.t()) :: t()
   def check!(opts, fun) do
-    opts =
-      Args.keyword!(
-        opts,
-        [
-          quantize: :auto,
-          dequantize: :auto,
-          output: default_output(),
-          timeout: :infinity,
-          performance: nil,
-          profile: nil
-        ],
-        fun
-      )
+    opts = Args.keyword!(opts, defaults(), fun)
 
     %{
       quantize: option!(opts, :quantize, [:auto, :none], fun),
@@ -41,6 +29,21 @@ defmodule HexagonTpu.Graph.Options do
       profile: Profile.level!(opts[:profile], fun)
     }
   end
+
+  @doc false
+  # The options' names, for a function that takes them beside its own (HexagonTpu.Pipeline).
+  @spec names() :: [atom()]
+  def names, do: Keyword.keys(defaults())
+
+  defp defaults,
+    do: [
+      quantize: :auto,
+      dequantize: :auto,
+      output: default_output(),
+      timeout: :infinity,
+      performance: nil,
+      profile: nil
+    ]
 
   @doc false
   # A timeout: :infinity or milliseconds.
