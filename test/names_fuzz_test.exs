@@ -6,7 +6,7 @@ defmodule HexagonTpu.NamesFuzzTest do
   # A fixed seed and a short budget here; HEXAGON_TPU_NAMES_FUZZ_RUNS=N runs longer (by hand).
   #
   # Property: a parse succeeds with names that round-trip (written back the way the compile task
-  # writes them, `priv/compile/hexagon_tpu_compile.py`'s write_names, they parse to the same), or
+  # writes them, `priv/compile/hexagon_tpu_names.py`'s write_names, they parse to the same), or
   # fails with a %HexagonTpu.Error{} naming a line of the input; never a crash of another kind.
   use ExUnit.Case, async: false
 

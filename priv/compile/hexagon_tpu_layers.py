@@ -42,13 +42,10 @@ import math
 import os
 
 from hexagon_tpu_answer import cosine_of
+from hexagon_tpu_common import Failure, one_line
 from hexagon_tpu_quality import Sums
 
 TOP = 10
-
-
-class LayersError(Exception):
-    """A failure to report as one line."""
 
 
 def _consts(graph):
@@ -182,7 +179,7 @@ class Acc(Sums):
         r = ref.astype(np.float64).ravel()
         s = np.asarray(q, np.float64).ravel()
         if r.size != s.size:
-            raise LayersError(f"the QDQ model's tensor has {s.size} values, the float model's {r.size}")
+            raise Failure(f"the QDQ model's tensor has {s.size} values, the float model's {r.size}")
         super().add(r, s)
         self.cosine = min(self.cosine, cosine_of(r, s))
 
@@ -254,7 +251,7 @@ def alone_model(model, params, path):
     del graph.node[:]
     graph.node.extend(nodes)
     if not any(o.domain in ("", "ai.onnx") and o.version >= 11 for o in model.opset_import):
-        raise LayersError("the float model's opset is older than 11 (Round): cannot quantize its tensors one at a time")
+        raise Failure("the float model's opset is older than 11 (Round): cannot quantize its tensors one at a time")
     onnx.save(model, path)
     return switches
 
@@ -274,7 +271,7 @@ def debug(float_path, qdq_path, inputs, samples, work):
     mapping, params = qdq_map(qmodel, {t[0] for t in tensors})
     tensors = [t for t in tensors if t[0] in mapping]
     if not tensors:
-        raise LayersError(f"{qdq_path} holds none of {float_path}'s tensors by name: nothing to compare")
+        raise Failure(f"{qdq_path} holds none of {float_path}'s tensors by name: nothing to compare")
     fnames = [t[0] for t in tensors]
     qnames = [mapping[n][0] for n in fnames]
     outputs = [o.name for o in fmodel.graph.output]
@@ -284,10 +281,10 @@ def debug(float_path, qdq_path, inputs, samples, work):
         fsession = cpu_session(exposed(fmodel, fnames, os.path.join(work, "layers_float.onnx")))
         qsession = cpu_session(exposed(qmodel, qnames, os.path.join(work, "layers_qdq.onnx")))
         asession = cpu_session(os.path.join(work, "layers_alone.onnx"))
-    except LayersError:
+    except Failure:
         raise
     except Exception as error:  # noqa: BLE001 - ORT's reason, on one line
-        raise LayersError(f"ONNX Runtime cannot run the models rewritten for the layer figures: {' '.join(str(error).split())}") from None
+        raise Failure(f"ONNX Runtime cannot run the models rewritten for the layer figures: {one_line(error, None)}") from None
     accs = {n: Acc() for n in fnames}
     alone = {n: [Acc() for _ in outputs] for n, _s in switches}
     off = {s: np.array(0.0, np.float32) for _n, s in switches}
@@ -298,8 +295,8 @@ def debug(float_path, qdq_path, inputs, samples, work):
         for name, ref, q in zip(fnames, refs, quants):
             try:
                 accs[name].add(ref, q)
-            except LayersError as error:
-                raise LayersError(f"tensor '{name}': {error}") from None
+            except Failure as error:
+                raise Failure(f"tensor '{name}': {error}") from None
         floats = dict(zip(fnames, refs))
         for name, switch in switches:
             got = asession.run(outputs, {**feeds, **off, switch: np.array(1.0, np.float32)})

@@ -39,17 +39,11 @@ A float model (quantized here), besides:
 
 import re
 
+from hexagon_tpu_common import Failure, one_line
+
 # Per-channel QDQ (DequantizeLinear's axis) needs this opset of the default domain.
 QDQ_OPSET = 13
 SHAPE = re.compile(r"([^=]+)=(\d+(?:x\d+)*)")
-
-
-class PrepareError(Exception):
-    """A model (or an --input-shape) that cannot be prepared: one line to report."""
-
-
-def one_line(text, limit=300):
-    return " ".join(str(text).split())[:limit]
 
 
 def parse_input_shapes(specs):
@@ -58,12 +52,12 @@ def parse_input_shapes(specs):
     for spec in specs or []:
         match = SHAPE.fullmatch(spec)
         if not match:
-            raise PrepareError(f"invalid --input-shape {spec!r}: expected NAME=DxDx... (e.g. image=1x3x640x640)")
+            raise Failure(f"invalid --input-shape {spec!r}: expected NAME=DxDx... (e.g. image=1x3x640x640)")
         name, dims = match.group(1), [int(d) for d in match.group(2).split("x")]
         if any(d <= 0 for d in dims):
-            raise PrepareError(f"invalid --input-shape {spec!r}: every dimension must be positive")
+            raise Failure(f"invalid --input-shape {spec!r}: every dimension must be positive")
         if name in shapes:
-            raise PrepareError(f"--input-shape gives input '{name}' twice")
+            raise Failure(f"--input-shape gives input '{name}' twice")
         shapes[name] = dims
     return shapes
 
@@ -90,7 +84,7 @@ def custom_ops(graph):
     if custom:
         listed = "; ".join(f"{n.op_type} '{n.name}' (domain '{n.domain}', makes '{n.output[0] if n.output else ''}')" for n in custom[:8])
         more = f" and {len(custom) - 8} more" if len(custom) > 8 else ""
-        raise PrepareError(
+        raise Failure(
             f"the model has {len(custom)} custom op node(s) that neither ONNX Runtime nor the HTP implements: {listed}{more}; "
             "convert or export the model so that these are standard ONNX ops (a converter that left them in "
             "could not map them), or remove them from the graph and do their work on the host"
@@ -138,11 +132,11 @@ def fix_input_shapes(model, shapes):
     done = []
     for name, shape in shapes.items():
         if name not in inputs:
-            raise PrepareError(f"--input-shape: the model has no input '{name}' (its inputs: {', '.join(inputs)})")
+            raise Failure(f"--input-shape: the model has no input '{name}' (its inputs: {', '.join(inputs)})")
         dims = dims_of(inputs[name])
         given = f"--input-shape {name}={'x'.join(map(str, shape))}"
         if len(dims) != len(shape):
-            raise PrepareError(f"{given}: input '{name}' has rank {len(dims)} ({shown(dims)})")
+            raise Failure(f"{given}: input '{name}' has rank {len(dims)} ({shown(dims)})")
         if dims == shape:
             continue
         overridden = [f"dimension {i} declared {have}" for i, (have, want) in enumerate(zip(dims, shape)) if isinstance(have, int) and have > 0 and have != want]
@@ -170,7 +164,7 @@ def forget_shapes(model):
     try:
         inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
     except Exception as error:  # noqa: BLE001 - onnx raises several types
-        raise PrepareError(f"the model does not take the shape given (ONNX shape inference: {one_line(error)})") from None
+        raise Failure(f"the model does not take the shape given (ONNX shape inference: {one_line(error, 300)})") from None
     model.CopyFrom(inferred)
 
 
@@ -235,7 +229,7 @@ def convert_opset(model):
     try:
         return version_converter.convert_version(model, QDQ_OPSET), have
     except Exception as error:  # noqa: BLE001 - the converter raises several types
-        raise PrepareError(f"converting the model from opset {have} to {QDQ_OPSET} (needed for per-channel quantization) failed: {one_line(error)}") from None
+        raise Failure(f"converting the model from opset {have} to {QDQ_OPSET} (needed for per-channel quantization) failed: {one_line(error, 300)}") from None
 
 
 def fold_constants(model, work_path):
@@ -251,7 +245,7 @@ def fold_constants(model, work_path):
     try:
         ort.InferenceSession(work_path + ".in.onnx", so, providers=["CPUExecutionProvider"])
     except Exception as error:  # noqa: BLE001 - ORT raises several types
-        raise PrepareError(f"ONNX Runtime cannot load the model to fold its constants: {one_line(error)}") from None
+        raise Failure(f"ONNX Runtime cannot load the model to fold its constants: {one_line(error, 300)}") from None
     return onnx.load(work_path)
 
 
@@ -377,7 +371,7 @@ def prepare(source, out_path, shapes, quantizing, say, split=True, label=None):
     try:
         model = onnx.load(source)
     except Exception as error:  # noqa: BLE001 - any parse failure
-        raise PrepareError(f"{path} is not an ONNX model: {one_line(error)}") from None
+        raise Failure(f"{path} is not an ONNX model: {one_line(error, 300)}") from None
     named = name_nodes(model.graph)
     if named:
         say("info", f"{path}: {named} unnamed node(s) named <OpType>_<first output> (how messages name them)")
@@ -425,7 +419,7 @@ def ort_pre_process(path, out_path, warn):
         quant_pre_process(path, out_path, skip_symbolic_shape=True)
         return out_path
     except Exception as error:  # noqa: BLE001 - report and go on without it
-        warn(f"ORT's quantization pre-processing failed, quantizing without it: {' '.join(str(error).split())[:300]}")
+        warn(f"ORT's quantization pre-processing failed, quantizing without it: {one_line(error, 300)}")
         return path
 
 

@@ -23,6 +23,7 @@ import math
 import os
 
 import hexagon_tpu_answer as answer
+from hexagon_tpu_common import Failure
 
 # What --min-sqnr is suggested with: at 20 dB the error's RMS is a tenth of the signal's.
 SUGGESTED_SQNR_DB = 20.0
@@ -30,10 +31,6 @@ SUGGESTED_SQNR_DB = 20.0
 HOLD_OUT = 5
 ACTIVATIONS = ["u8", "u16"]
 VERSION = 2
-
-
-class QualityError(Exception):
-    """A failure to report as one line (hexagon_tpu_compile turns it into its CompileError)."""
 
 
 def split(samples):
@@ -263,7 +260,7 @@ def choose(model_path, qdq_path, inputs, evaluation, source, args, quantize, say
         if auto:
             return record(model_path, activations, outputs, tried, evaluation, source, args, task, min_sqnr, say)
         figures_seen = ", ".join(f"{t['activations']} activations {shown_db(t['min_sqnr_db'])}" for t in tried)
-        raise QualityError(
+        raise Failure(
             f"{model_path}: no precision meets --min-sqnr {min_sqnr:g} dB on every output (lowest SQNR: "
             f"{figures_seen}); lower the bar, check the calibration data, or quantize it yourself with "
             "per-tensor overrides (onnxruntime's get_qnn_qdq_config init_overrides) and compile that QDQ model"
@@ -285,7 +282,7 @@ def mixed_precision(model_path, quantized_float, qdq_path, inputs, evaluation, a
 
     try:
         rows = layers.debug(quantized_float, qdq_path, inputs, evaluation, work)
-    except layers.LayersError as error:
+    except Failure as error:
         say("warning", f"{model_path}: --activations auto: no mixed precision tried: the layer figures failed: {error}")
         return None
     ranked = layers.raisable(rows, quantized_float)

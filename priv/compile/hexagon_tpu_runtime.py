@@ -36,6 +36,8 @@ import sys
 import tempfile
 import zipfile
 
+from hexagon_tpu_common import Failure, entry, say
+
 PREFIX = "hexagon_tpu_runtime"
 REQUIREMENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "requirements.txt")
 # "v2.51.0.260929181845": QAIRT major.minor.patch, then the build's date and time.
@@ -44,14 +46,6 @@ BUILD_ID = re.compile(rb"v([1-9][0-9]?)\.([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{6,14
 # the C++ runtime the x86-64 wheels bundle, and the license.
 LIBS = re.compile(r"onnxruntime_qnn/(libQnnHtp\S*\.so|libHtpPrepare\.so|libQnnSystem\.so|Qualcomm_LICENSE\.pdf)|onnxruntime_qnn\.libs/[^/]+")
 PIN = re.compile(r"^# device-runtime: (onnxruntime_qnn-(\S+?)-(cp\d+)-cp\d+-(\S+)\.whl) sha256=([0-9a-f]{64})\s*$", re.M)
-
-
-class Failure(Exception):
-    """A failure to report as one line."""
-
-
-def say(kind, message):
-    print(f"{PREFIX}: {kind}: {message}", file=sys.stderr, flush=True)
 
 
 # ------------------------------------------------------------------------------- build ids
@@ -295,6 +289,7 @@ def parse(argv):
 
 
 def main(argv=None):
+    entry(PREFIX)
     args = parse(sys.argv[1:] if argv is None else argv)
     try:
         if args.command == "overlay":

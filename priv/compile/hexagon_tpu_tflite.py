@@ -15,6 +15,8 @@ weights; `HARD_SWISH`). After converting, the ONNX model and the TFLite interpre
 more than float rounding.
 """
 
+from hexagon_tpu_common import Failure, one_line
+
 # Below this cosine similarity (or above this share of the output's range in its largest
 # difference) the converted model does not compute what the TFLite one does: float rounding of
 # the same graph stays near 1e-6.
@@ -22,10 +24,6 @@ COSINE_WARN = 0.9999
 RANGE_WARN = 1e-3
 # A TFLite flatbuffer's file identifier, at bytes 4..8.
 IDENTIFIER = b"TFL3"
-
-
-class TfliteError(Exception):
-    """A TFLite model that cannot be converted: one line to report."""
 
 
 def ops_of(path):
@@ -61,11 +59,11 @@ def parsed(path):
     with open(path, "rb") as f:
         data = f.read()
     if data[4:8] != IDENTIFIER:
-        raise TfliteError(f"{path} is not a TFLite model (no {IDENTIFIER.decode()} identifier)")
+        raise Failure(f"{path} is not a TFLite model (no {IDENTIFIER.decode()} identifier)")
     try:
         return tflite.Model.GetRootAsModel(data, 0)
     except Exception as error:  # noqa: BLE001 - any parse failure
-        raise TfliteError(f"{path} is not a TFLite model: {' '.join(str(error).split())[:200]}") from None
+        raise Failure(f"{path} is not a TFLite model: {one_line(error, 200)}") from None
 
 
 def check_ops(path):
@@ -85,7 +83,7 @@ def check_ops(path):
         for op, outs in sorted(found.items())
     )
     if custom:
-        raise TfliteError(
+        raise Failure(
             f"{path} holds custom ops that no converter maps to ONNX: {shown(custom)}; they are its authors' own "
             "code (MediaPipe's run in MediaPipe's calculators): export the model without them, or run that part on the host"
             + (f"; it also holds ops tflite2onnx does not convert: {shown(missing)}" if missing else "")
@@ -93,7 +91,7 @@ def check_ops(path):
     if missing:
         hints = {"DENSIFY": "sparse weights: export the model dense", "HARD_SWISH": "x * relu6(x + 3) / 6"}
         said = "; ".join(f"{op}: {hints[op]}" for op in sorted(missing) if op in hints)
-        raise TfliteError(
+        raise Failure(
             f"{path} holds ops that tflite2onnx {version('tflite2onnx')} does not convert: {shown(missing)}"
             + (f" ({said})" if said else "")
             + "; convert it with tf2onnx (python -m tf2onnx.convert --tflite MODEL.tflite --output MODEL.onnx, which "
@@ -121,9 +119,9 @@ def convert(path, out_path):
     try:
         tflite2onnx.convert(path, out_path)
     except Exception as error:  # noqa: BLE001 - the converter raises several types
-        raise TfliteError(
+        raise Failure(
             f"tflite2onnx {version('tflite2onnx')} failed to convert {path}: {type(error).__name__}: "
-            f"{' '.join(str(error).split())[:200]}; convert it with tf2onnx (--tflite, needs TensorFlow) and "
+            f"{one_line(error, 200)}; convert it with tf2onnx (--tflite, needs TensorFlow) and "
             "compile the ONNX model"
         ) from None
     return f"tflite2onnx {version('tflite2onnx')}"
