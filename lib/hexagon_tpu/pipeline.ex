@@ -5,15 +5,14 @@ defmodule HexagonTpu.Pipeline do
   frames between the start of their preprocessing and the end of their decoding. Throughput
   then tends to `1 / max(pre, execute, post)` instead of `1 / (pre + execute + post)`.
 
-      [input] = HexagonTpu.Graph.inputs(model)
       [output] = HexagonTpu.Graph.outputs(model)
       opts = [width: 1280, height: 720, pixel_format: :nv12, fit: :letterbox]
       {:ok, transform} = HexagonTpu.Preprocess.transform(model, opts)
 
       HexagonTpu.Pipeline.stream(model, camera_frames,
+        # the pass runs in the frame's execute, straight into the input's buffer
         pre: fn frame ->
-          with {:ok, bytes} <- HexagonTpu.Preprocess.image(frame, model, opts),
-               do: [{input.type, bytes}]
+          with {:ok, input} <- HexagonTpu.Preprocess.frame(frame, model, opts), do: [input]
         end,
         post: fn [raw] ->
           HexagonTpu.Postprocess.yolov8({raw, output.shape},
