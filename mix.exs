@@ -62,10 +62,17 @@ defmodule HexagonTpu.MixProject do
   # nx: complex), which a path dependency's own Hex requirements would otherwise fetch.
   @nested [:castore, :jason, :complex]
 
+  # What ex_doc needs in turn, for `mix docs` (MIX_ENV=dev) only.
+  @nested_docs [:earmark_parser, :makeup, :makeup_elixir, :makeup_erlang, :nimble_parsec]
+
   # Each dependency whose sources are in `dir` as a path one (its version requirement kept and
-  # checked), the others (ex_doc) left out.
+  # checked), the others left out.
   defp from_sources(deps, dir) do
-    for dep <- deps ++ Enum.map(@nested, &{&1, ">= 0.0.0"}),
+    nested =
+      Enum.map(@nested, &{&1, ">= 0.0.0"}) ++
+        Enum.map(@nested_docs, &{&1, ">= 0.0.0", only: :dev, runtime: false})
+
+    for dep <- deps ++ nested,
         {name, requirement, opts} = with({name, req} <- dep, do: {name, req, []}),
         path = Path.join(dir, Atom.to_string(name)),
         File.dir?(path),
@@ -107,23 +114,92 @@ defmodule HexagonTpu.MixProject do
     ]
   end
 
+  # Every page of the docs: the guides in reading order, then the modules by what they are for.
+  # `mix docs --warnings-as-errors` builds them in CI (.ci/elixir-1.18.sh), and
+  # test/docs_code_test.exs keeps the guides' Elixir blocks parsing.
   defp docs do
     [
       main: "readme",
       source_ref: "v#{@version}",
-      extras: ["README.md", "ARCHITECTURE.md", "CHANGELOG.md", "docs/models.md"],
+      extras: [
+        "README.md",
+        "guides/getting-started.md",
+        "guides/inference.md",
+        "docs/models.md",
+        "docs/preflight.md",
+        "guides/camera-frames.md",
+        "guides/nerves.md",
+        "guides/observability.md",
+        "docs/bench.md",
+        "guides/developing.md",
+        "docs/firmware.md",
+        "docs/fuzzing.md",
+        "ARCHITECTURE.md",
+        "CHANGELOG.md"
+      ],
+      groups_for_extras: [
+        "Start here": ["README.md", "guides/getting-started.md"],
+        Guides: [
+          "guides/inference.md",
+          "docs/models.md",
+          "docs/preflight.md",
+          "guides/camera-frames.md",
+          "guides/nerves.md",
+          "guides/observability.md",
+          "docs/bench.md"
+        ],
+        "Developing hexagon_tpu": [
+          "guides/developing.md",
+          "docs/firmware.md",
+          "docs/fuzzing.md",
+          "ARCHITECTURE.md"
+        ],
+        "Release notes": ["CHANGELOG.md"]
+      ],
       groups_for_modules: [
         Core: [
           HexagonTpu,
           HexagonTpu.Runtime,
           HexagonTpu.Context,
           HexagonTpu.Graph,
+          HexagonTpu.Pending,
           HexagonTpu.TensorInfo,
           HexagonTpu.Tensor,
+          HexagonTpu.Performance,
           HexagonTpu.Serving
         ],
-        Observability: [HexagonTpu.Stats, HexagonTpu.Monitor, HexagonTpu.Telemetry],
-        Errors: [HexagonTpu.Error]
+        "Camera frames": [
+          HexagonTpu.Preprocess,
+          HexagonTpu.Preprocess.Frame,
+          HexagonTpu.Preprocess.Transform,
+          HexagonTpu.Postprocess,
+          HexagonTpu.Postprocess.Detection,
+          HexagonTpu.Pipeline
+        ],
+        Models: [HexagonTpu.Compiler, HexagonTpu.ModelInfo, HexagonTpu.Quality],
+        Devices: [
+          HexagonTpu.Diagnosis,
+          HexagonTpu.Diagnosis.Check,
+          HexagonTpu.DeviceRuntime,
+          HexagonTpu.Elf
+        ],
+        "Measuring and observability": [
+          HexagonTpu.Bench,
+          HexagonTpu.Stats,
+          HexagonTpu.Monitor,
+          HexagonTpu.Telemetry,
+          HexagonTpu.Profile,
+          HexagonTpu.Trace,
+          HexagonTpu.QnnLog
+        ],
+        Errors: [HexagonTpu.Error],
+        "Mix tasks": [
+          Mix.Tasks.HexagonTpu.Compile,
+          Mix.Tasks.HexagonTpu.Inspect,
+          Mix.Tasks.HexagonTpu.Runtime,
+          Mix.Tasks.HexagonTpu.Doctor,
+          Mix.Tasks.HexagonTpu.Bench
+        ]
       ]
     ]
   end
