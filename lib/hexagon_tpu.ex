@@ -87,7 +87,7 @@ defmodule HexagonTpu do
       for the defaults) and shared by every model loaded with the same ones; with it, those
       options are refused (`ArgumentError`): the runtime has its libraries already
     * `:preflight` - the pre-flight verdict (`true`, `:strict` or `false`; see
-      `HexagonTpu.Context.from_file/3` and `docs/preflight.md`). A binary that the verdict
+      `HexagonTpu.Context.from_file/3` and [`docs/preflight.md`](preflight.md)). A binary that the verdict
       refuses is answered with that error (`:binary_newer_than_runtime`, ...) before QNN is
       asked
     * `:priority` - the context's priority on the accelerator (`:low`, `:normal`,

@@ -10,7 +10,7 @@ defmodule HexagonTpu.Bench do
       iex> IO.puts(HexagonTpu.Bench.format(result, :table))
 
   and on a host as `mix hexagon_tpu.bench MODEL.bin`, which calls `run/2` and prints
-  `format/2`. `docs/bench.md` shows a table and documents the JSON (`format(result, :json)`)
+  `format/2`. [`docs/bench.md`](bench.md) shows a table and documents the JSON (`format(result, :json)`)
   key by key.
 
   ## What is measured
@@ -139,7 +139,7 @@ defmodule HexagonTpu.Bench do
   @type us :: float()
 
   @typedoc """
-  A run's figures; `docs/bench.md` documents each (the JSON has the same keys). A section
+  A run's figures; [`docs/bench.md`](bench.md) documents each (the JSON has the same keys). A section
   not run (`:only`, `modes: []`, `profile: false`) is `nil`.
   """
   @type t :: %__MODULE__{
@@ -245,7 +245,7 @@ defmodule HexagonTpu.Bench do
 
   @doc """
   A run's figures as text: `:table` (sections of aligned lines, for people) or `:json` (one
-  JSON object, the schema in `docs/bench.md`).
+  JSON object, the schema in [`docs/bench.md`](bench.md)).
   """
   @spec format(t(), :table | :json) :: String.t()
   def format(%__MODULE__{} = result, :table), do: Format.table(result)

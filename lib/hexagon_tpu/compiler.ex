@@ -17,7 +17,7 @@ defmodule HexagonTpu.Compiler do
   built in a temporary directory and renamed into place when complete: a crash during the
   installation never leaves a half-made venv behind. `$HEXAGON_TPU_COMPILE_REQUIREMENTS` may
   name a requirements file of your own instead (another `onnxruntime-qnn`, to match the QAIRT
-  version of a device's runtime: see docs/models.md, "The version rule"); it gets its own venv. Only the venv's `bin/python` is used
+  version of a device's runtime: see [docs/models.md](models.md), "The version rule"); it gets its own venv. Only the venv's `bin/python` is used
   (a renamed venv's own scripts, such as `bin/pip`, point at the temporary path).
 
   The Python interpreter that creates the venv is `$HEXAGON_TPU_PYTHON`, or `python3` on the
@@ -133,7 +133,7 @@ defmodule HexagonTpu.Compiler do
   (overwrite `output`), `:save_qdq` / `:save_ctx` [false] (keep the quantized models and ORT's
   EP-context models beside `output`, as `<model>_qdq.onnx` and `<model>_ctx.onnx`),
   `:debug_layers` [false] (rank the QDQ model's tensors by the error each adds, against the
-  float model on ORT's CPU: info lines, and `<output>.layers.json`; see docs/models.md, "The
+  float model on ORT's CPU: info lines, and `<output>.layers.json`; see [docs/models.md](models.md), "The
   layer that hurts"),
   `:verbose` [false] (also return ORT's and QNN's own output in `:messages`), `:progress`
   (a function given each progress message), `:log` (a function given, as they come and whether
@@ -141,7 +141,7 @@ defmodule HexagonTpu.Compiler do
   line of ORT's and QNN's own output), `:calibration_method` [`:minmax`], `:entropy`,
   `:percentile` or `:distribution` (ONNX Runtime's calibrators).
 
-  Models as exporters write them are rewritten before they are quantized (see docs/models.md,
+  Models as exporters write them are rewritten before they are quantized (see [docs/models.md](models.md),
   "Models as exporters write them"): unnamed nodes are named, initializers listed as inputs
   are taken out of them, weights as `Constant` nodes become initializers, an opset older than
   13 is converted to 13, constants are folded (a constant `If` with them), a `Clip` with a

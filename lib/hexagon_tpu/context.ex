@@ -3,7 +3,7 @@ defmodule HexagonTpu.Context do
   A pre-compiled QNN context binary, loaded into a `HexagonTpu.Runtime`.
 
   Context binaries are produced ahead of time, from ONNX with `mix hexagon_tpu.compile` or
-  with the QAIRT SDK tools (see the guide in `docs/models.md`); loading one only deserializes it (`QnnContext_createFromBinary`), it
+  with the QAIRT SDK tools (see the guide in [`docs/models.md`](models.md)); loading one only deserializes it (`QnnContext_createFromBinary`), it
   never prepares a graph on the device. Each graph's tensor metadata is read from the binary
   through QnnSystem at load time and cached here: `graphs/1`, `HexagonTpu.Graph.inputs/1`
   and `HexagonTpu.Graph.outputs/1` never call into QNN.
@@ -47,7 +47,7 @@ defmodule HexagonTpu.Context do
         }
 
   @typedoc """
-  A pre-flight finding: a rule the binary does not meet (`docs/preflight.md`). Refusals are
+  A pre-flight finding: a rule the binary does not meet ([`docs/preflight.md`](preflight.md)). Refusals are
   `HexagonTpu.Error`s with the same reason; warnings are kept in `:warnings` and logged.
   """
   @type finding :: %{reason: atom(), evidence: :measured | :read | :own, message: String.t()}
@@ -76,7 +76,7 @@ defmodule HexagonTpu.Context do
   runtime: a binary made by a newer QAIRT than the runtime's is refused with
   `{:error, %HexagonTpu.Error{reason: :binary_newer_than_runtime}}`, naming both versions and the
   remedy; rules that are only documented, not measured (backend, SoC, HTP arch), are logged as
-  warnings and kept in the context's `:warnings`. See `docs/preflight.md` for every rule.
+  warnings and kept in the context's `:warnings`. See [`docs/preflight.md`](preflight.md) for every rule.
 
   Options:
 

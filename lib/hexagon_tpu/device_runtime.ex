@@ -5,7 +5,7 @@ defmodule HexagonTpu.DeviceRuntime do
   laid out for a Nerves `rootfs_overlay`. The engine of `mix hexagon_tpu.runtime`.
 
   A context binary loads only on a runtime of the same QAIRT version or a newer one (see
-  docs/models.md, "The version rule"). With this overlay in the firmware, the binaries the
+  [docs/models.md](models.md), "The version rule"). With this overlay in the firmware, the binaries the
   compile task makes match the device's runtime by construction.
 
       {:ok, info} = HexagonTpu.DeviceRuntime.install("rootfs_overlay")

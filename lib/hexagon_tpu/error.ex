@@ -36,7 +36,7 @@ defmodule HexagonTpu.Error do
       the object stays usable); please report it
     * `:binary_newer_than_runtime`, `:wrong_backend`, `:wrong_soc`, `:wrong_htp_arch`,
       `:insufficient_vtcm` - the pre-flight verdict refused the binary before QNN was asked: the message names both sides
-      and the remedy (see `docs/preflight.md`)
+      and the remedy (see [`docs/preflight.md`](preflight.md))
     * `:unsupported_tensor_format`, `:unsupported_encoding` - a graph input or output has a
       layout (not dense) or a quantization encoding this package cannot size or does not know
     * `:overloaded` - the graph is busy and its queue of waiting executes is at its limit
@@ -50,7 +50,7 @@ defmodule HexagonTpu.Error do
       allocation, a registration); see "Shared buffers" in `HexagonTpu.Context.from_file/3`
     * `:timeout` - no answer within the execute's `timeout:`; the answer never arrives later
     * `:exiting` - the VM is stopping: QNN is not called any more (see "Stopping the VM" in
-      the README)
+      [Models, graphs and tensors](inference.md))
     * `:diagnosis` - from `HexagonTpu.availability/1`: a check of the doctor
       (`HexagonTpu.diagnose/1`) failed; the message is `"check: what was found; remedy"`
   """

@@ -13,7 +13,7 @@ defmodule HexagonTpu.ModelInfo do
       ask for, in bytes; `nil` when the binary does not say
     * `:graphs` - each graph's name, inputs and outputs (`HexagonTpu.TensorInfo`)
     * `:loads_on` - what a runtime needs for it to load, from the pre-flight rules
-      (`docs/preflight.md`): `["QAIRT >= 2.51.0", "HTP (6) backend", "SoC model 35", "HTP v68",
+      ([`docs/preflight.md`](preflight.md)): `["QAIRT >= 2.51.0", "HTP (6) backend", "SoC model 35", "HTP v68",
       "VTCM >= 4194304 bytes"]`
   """
 

@@ -47,7 +47,7 @@ defmodule HexagonTpu.Native.Loader do
         otp_app: :hexagon_tpu,
         crate: "hexagon_tpu_nif",
         # A mirror of the release's artifacts (air-gapped and Nerves builds, CI): the folder
-        # holding the .tar.gz files. Read when hexagon_tpu compiles (README, "A mirror of the
+        # holding the .tar.gz files. Read when hexagon_tpu compiles (guides/nerves.md, "A mirror of the
         # precompiled NIFs"); the checksums stay the package's checksum-*.exs.
         base_url:
           HexagonTpu.Native.Loader.base_url(

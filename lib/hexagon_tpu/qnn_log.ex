@@ -29,7 +29,7 @@ defmodule HexagonTpu.QnnLog do
 
   Started by the `:hexagon_tpu` application. The QNN emulator in `onnxruntime-qnn` prints one
   line of its own when it is loaded (`# LIBNATIVE: ...`) with `printf`, before any log handle
-  exists: no setting silences it (see the README). The device's libraries do not print it.
+  exists: no setting silences it (see [Measuring and observing](observability.md)). The device's libraries do not print it.
   """
 
   use GenServer

@@ -1,7 +1,7 @@
 defmodule HexagonTpu.Quality do
   @moduledoc """
   The quantization quality `mix hexagon_tpu.compile` measured for a binary, kept beside it as
-  `<binary>.quality.json` (schema in docs/models.md, "Quantization quality"), which
+  `<binary>.quality.json` (schema in [docs/models.md](models.md), "Quantization quality"), which
   `mix hexagon_tpu.inspect` shows.
 
   For each graph quantized from a float model, and each of its outputs: the answer the user
@@ -17,7 +17,7 @@ defmodule HexagonTpu.Quality do
   and no such file. Files of version 1 (CPU figures, before the answer measures) are read too.
   """
 
-  @typedoc "The decoded file: string keys, as written (see docs/models.md)."
+  @typedoc "The decoded file: string keys, as written (see [docs/models.md](models.md))."
   @type t :: %{optional(String.t()) => term()}
 
   @doc "The sidecar's path for `binary`."

@@ -27,7 +27,7 @@ defmodule HexagonTpu.Serving do
   `Nx.Serving.client_preprocessing/2` and `client_postprocessing/2` replace that: a
   preprocessing function returns `{Nx.Batch.concatenate([input]), info}` for an input of the
   form above; a postprocessing function receives `{outputs, metadata}` with the outputs as a
-  tuple (see the README's image classifier).
+  tuple (see the image classifier in [Models, graphs and tensors](inference.md)).
 
   ## Batch size and partitions
 
