@@ -38,7 +38,7 @@ defmodule HexagonTpu.MixProject do
   # out and telemetry calls are no-ops. HEXAGON_TPU_HEX_SOURCES=DIR keeps Hex mode but takes
   # each Hex package from its sources in DIR/<name> (../shared/hex in CI: .ci/elixir-1.18.sh), as
   # a path dependency with override: true, with the packages they need in turn; Hex must be
-  # installed and HEX_OFFLINE=1 set. See README, "Developing on a host".
+  # installed and HEX_OFFLINE=1 set. See guides/developing.md, "Build modes".
   defp deps do
     cond do
       offline?() -> []

@@ -199,7 +199,7 @@ defmodule MyApp.MixProject do
 $check_nif
 end
 MIX
-  # The mirror setting a user writes (README, "A mirror of the precompiled NIFs"); config/target.exs
+  # The mirror setting a user writes (guides/nerves.md, "A mirror of the precompiled NIFs"); config/target.exs
   # as Nerves projects import it; qnn_sim in the root filesystem standing in for the NPU.
   cat >"$app/config/config.exs" <<CONFIG
 import Config

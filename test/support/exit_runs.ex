@@ -97,7 +97,7 @@ defmodule HexagonTpu.Test.ExitRuns do
   @doc """
   What QNN (or the C library under it) printed itself: QNN's `<E>`/`<W>`/`<I>`/`<V>`/`<D>`
   lines, glibc's heap-corruption reports, Rust panics; not the emulator's LIBNATIVE line,
-  printed at every dlopen (see the README).
+  printed at every dlopen (see guides/observability.md).
   """
   def qnn_lines(output) do
     output
