@@ -114,6 +114,8 @@ defmodule HexagonTpu.MixProject do
     ]
   end
 
+  @internal_modules ~r/^HexagonTpu\.(Application|Args|Batch|Bench\.(Format|Inputs|Progress)|Diagnosis\.Dsp|Graph\.(Call|Inputs|Options)|JSON|Native|Optional|Postprocess\.(Input|Ssd)|Python|Site|Stats\.(LeakCheck|Ledger|Schedulers)|Text)(\.|$)/
+
   # Every page of the docs: the guides in reading order, then the modules by what they are for.
   # `mix docs --warnings-as-errors` builds them in CI (.ci/elixir-1.18.sh), and
   # test/docs_code_test.exs keeps the guides' Elixir blocks parsing.
@@ -121,6 +123,8 @@ defmodule HexagonTpu.MixProject do
     [
       main: "readme",
       source_ref: "v#{@version}",
+      # ARCHITECTURE.md names the internal modules (`@moduledoc false`): code, not links.
+      skip_code_autolink_to: &(&1 =~ @internal_modules),
       extras: [
         "README.md",
         "guides/getting-started.md",
