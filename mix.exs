@@ -115,6 +115,7 @@ defmodule HexagonTpu.MixProject do
   end
 
   @internal_modules ~r/^HexagonTpu\.(Application|Args|Batch|Bench\.(Format|Inputs|Progress)|Diagnosis\.Dsp|Graph\.(Call|Inputs|Options)|JSON|Native|Optional|Postprocess\.(Input|Ssd)|Python|Site|Stats\.(LeakCheck|Ledger|Schedulers)|Text)(\.|$)/
+  @internal_functions ["HexagonTpu.Context.parse_names/2"]
 
   # Every page of the docs: the guides in reading order, then the modules by what they are for.
   # `mix docs --warnings-as-errors` builds them in CI (.ci/elixir-1.18.sh), and
@@ -123,8 +124,9 @@ defmodule HexagonTpu.MixProject do
     [
       main: "readme",
       source_ref: "v#{@version}",
-      # ARCHITECTURE.md names the internal modules (`@moduledoc false`): code, not links.
-      skip_code_autolink_to: &(&1 =~ @internal_modules),
+      # ARCHITECTURE.md and docs/fuzzing.md name internal modules and functions (`@moduledoc
+      # false`, `@doc false`): code, not links.
+      skip_code_autolink_to: &(&1 =~ @internal_modules or &1 in @internal_functions),
       extras: [
         "README.md",
         "guides/getting-started.md",

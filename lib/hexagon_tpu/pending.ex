@@ -13,7 +13,8 @@ defmodule HexagonTpu.Pending do
           ref: reference(),
           ticket: reference(),
           owner: pid(),
-          call: HexagonTpu.Graph.Call.t(),
+          # the execute: an internal struct holding its graph, options and output modes
+          call: struct(),
           span: term()
         }
 

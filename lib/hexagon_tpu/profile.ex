@@ -32,10 +32,10 @@ defmodule HexagonTpu.Profile do
     * `:vtcm_acquire_us` - waiting for VTCM
     * `:ops` - for `:detailed` and `:optrace`, one map per op in the order the backend
       reported them: `%{name: op_name, cycles: cycles | nil, us: microseconds | nil}`
-    * `:events` - every event as reported, nested: `%{kind: qnn_event_type, name: atom | nil,
-      unit: unit, value: integer, identifier: string, timestamp_us: integer | nil,
-      sub_events: [event]}`, where `unit` is one of `:us`, `:bytes`, `:cycles`, `:count`,
-      `:object`, `:none`, `:other`
+    * `:events` - every event as reported, nested: a map with the keys `:kind`
+      (`qnn_event_type`), `:name` (`atom | nil`), `:unit`, `:value` (`integer`), `:identifier`
+      (`string`), `:timestamp_us` (`integer | nil`) and `:sub_events` (`[event]`), where `unit`
+      is one of `:us`, `:bytes`, `:cycles`, `:count`, `:object`, `:none`, `:other`
     * `:level` and `:sampled` (`true` for a profile taken because of `profile_every:`)
 
   ## Example
