@@ -62,11 +62,12 @@ defmodule HexagonTpu.MixProject do
   # nx: complex), which a path dependency's own Hex requirements would otherwise fetch.
   @nested [:castore, :jason, :complex]
 
-  # What ex_doc needs in turn, for `mix docs` (MIX_ENV=dev) only.
+  # What ex_doc needs in turn, for `mix docs`.
   @nested_docs [:earmark_parser, :makeup, :makeup_elixir, :makeup_erlang, :nimble_parsec]
 
   # Each dependency whose sources are in `dir` as a path one (its version requirement kept and
-  # checked), the others left out.
+  # checked), the others left out. From sources (CI), the docs' :dev dependencies are :test ones
+  # too, so that the test environment builds the docs with its own NIF build.
   defp from_sources(deps, dir) do
     nested =
       Enum.map(@nested, &{&1, ">= 0.0.0"}) ++
@@ -75,8 +76,10 @@ defmodule HexagonTpu.MixProject do
     for dep <- deps ++ nested,
         {name, requirement, opts} = with({name, req} <- dep, do: {name, req, []}),
         path = Path.join(dir, Atom.to_string(name)),
-        File.dir?(path),
-        do: {name, requirement, Keyword.merge(opts, path: path, override: true)}
+        File.dir?(path) do
+      opts = if opts[:only] == :dev, do: Keyword.put(opts, :only, [:dev, :test]), else: opts
+      {name, requirement, Keyword.merge(opts, path: path, override: true)}
+    end
   end
 
   defp hex_sources do
@@ -114,9 +117,6 @@ defmodule HexagonTpu.MixProject do
     ]
   end
 
-  @internal_modules ~r/^HexagonTpu\.(Application|Args|Batch|Bench\.(Format|Inputs|Progress)|Diagnosis\.Dsp|Graph\.(Call|Inputs|Options)|JSON|Native|Optional|Postprocess\.(Input|Ssd)|Python|Site|Stats\.(LeakCheck|Ledger|Schedulers)|Text)(\.|$)/
-  @internal_functions ["HexagonTpu.Context.parse_names/2"]
-
   # Every page of the docs: the guides in reading order, then the modules by what they are for.
   # `mix docs --warnings-as-errors` builds them in CI (.ci/elixir-1.18.sh), and
   # test/docs_code_test.exs keeps the guides' Elixir blocks parsing.
@@ -126,7 +126,7 @@ defmodule HexagonTpu.MixProject do
       source_ref: "v#{@version}",
       # ARCHITECTURE.md and docs/fuzzing.md name internal modules and functions (`@moduledoc
       # false`, `@doc false`): code, not links.
-      skip_code_autolink_to: &(&1 =~ @internal_modules or &1 in @internal_functions),
+      skip_code_autolink_to: &hidden_reference?/1,
       extras: [
         "README.md",
         "guides/getting-started.md",
@@ -208,5 +208,30 @@ defmodule HexagonTpu.MixProject do
         ]
       ]
     ]
+  end
+
+  # Code the docs name but do not link: a module with `@moduledoc false` (the tests' support
+  # modules too, compiled where the docs are built in CI) or a function with `@doc false`.
+  defp hidden_reference?(ref) do
+    case Regex.run(~r{^((?:[A-Z]\w*\.)*[A-Z]\w*)(?:\.([a-z_]\w*[!?]?)/(\d+))?$}, ref) do
+      [_, module] -> hidden_doc?(Module.concat([module]), nil)
+      [_, module, function, arity] -> hidden_doc?(Module.concat([module]), {function, arity})
+      nil -> false
+    end
+  end
+
+  defp hidden_doc?(module, function) do
+    case {Code.fetch_docs(module), function} do
+      {{:docs_v1, _, _, _, :hidden, _, _}, _} ->
+        true
+
+      {{:docs_v1, _, _, _, _, _, docs}, {name, arity}} ->
+        Enum.any?(docs, fn {{_kind, f, a}, _, _, doc, _} ->
+          {Atom.to_string(f), Integer.to_string(a), doc} == {name, arity, :hidden}
+        end)
+
+      _ ->
+        false
+    end
   end
 end

@@ -14,7 +14,7 @@
 #     `mix hexagon_tpu.compile --setup` (the host's venv is Python 3.11's, which trixie lacks),
 #     so the :qnn_host suite runs too. The wheel cache ($cache/wheels) is the host's, mounted;
 #   * `mix compile --force --warnings-as-errors`, `mix format --check-formatted`, `mix docs
-#     --warnings-as-errors` (MIX_ENV=dev: ex_doc is a :dev dependency; its page list printed) and
+#     --warnings-as-errors` (ex_doc from the sources; its page list printed) and
 #     `mix test --warnings-as-errors` against qnn_sim and its model builder that the host built
 #     into priv/native/ (bash scripts/test.sh, or this script builds them).
 #
@@ -65,13 +65,9 @@ trixie_run MIX_ENV=test HEXAGON_TPU_BUILD=1 MIX_BUILD_ROOT="$root/_build/elixir-
   mix compile --force --warnings-as-errors
   echo "==> mix format --check-formatted (Elixir 1.18)"
   mix format --check-formatted
-  echo "==> mix docs --warnings-as-errors (Elixir 1.18, ex_doc and its dependencies from $HEXAGON_TPU_HEX_SOURCES, MIX_ENV=dev)"
-  # ex_doc is a :dev dependency. Rustler builds the NIF for dev too (without test-support),
-  # into the same priv/native: the test build is kept aside and put back.
-  nif=priv/native/libhexagon_tpu_nif.so
-  cp "$nif" "$MIX_BUILD_ROOT/nif-test.so"
-  MIX_ENV=dev mix docs --warnings-as-errors --formatter html --output "$MIX_BUILD_ROOT/doc"
-  mv "$MIX_BUILD_ROOT/nif-test.so" "$nif"
+  echo "==> mix docs --warnings-as-errors (Elixir 1.18, ex_doc and its dependencies from $HEXAGON_TPU_HEX_SOURCES)"
+  # From sources ex_doc is a :test dependency too (mix.exs), so the docs need no second NIF build.
+  mix docs --warnings-as-errors --formatter html --output "$MIX_BUILD_ROOT/doc"
   echo "the docs'"'"' pages ($MIX_BUILD_ROOT/doc):"
   (cd "$MIX_BUILD_ROOT/doc" && ls -- *.html | grep -vx -e 404.html -e search.html | paste -sd " " | fold -s -w 100)
   echo "==> Qualcomm'"'"'s QNN stack: mix hexagon_tpu.compile --setup (a venv of Python 3.13, once per root filesystem)"
