@@ -537,6 +537,47 @@ fn the_vector_conversion_is_the_formula() {
     }
 }
 
+/// The vector conversion of 4:2:0 rows (NV12 and NV21: pixel pairs sharing their chroma)
+/// against the formula, for every chroma pair, the luma values around the edges of each range
+/// on the even pixels and others on the odd ones, with each matrix and range; NV12 or NV21
+/// and an even or odd first column by turns.
+#[test]
+fn the_vector_pair_conversion_is_the_formula() {
+    let ys = [0u8, 1, 15, 16, 17, 100, 128, 200, 234, 235, 236, 254, 255];
+    for matrix in [ColorMatrix::Bt601, ColorMatrix::Bt709] {
+        for range in [ColorRange::Limited, ColorRange::Full] {
+            let k = yuv::Coefficients::of(matrix, range);
+            for (i, &y) in ys.iter().enumerate() {
+                // even pixels y, odd pixels another value of the list
+                let odd = ys[(i * 5 + 3) % ys.len()];
+                let row: Vec<u8> = (0..512).map(|j| if j % 2 == 0 { y } else { odd }).collect();
+                for u in 0..=255u8 {
+                    let (iu, first) = ((u % 2) as usize, (u / 2 % 2) as usize);
+                    // the pairs from that of `first` on: (u, v) for v = 0..=255 (NV12), or
+                    // (v, u) (NV21, iu = 1)
+                    let uv: Vec<u8> = (0..=255u8)
+                        .flat_map(|v| if iu == 0 { [u, v] } else { [v, u] })
+                        .collect();
+                    let ys = &row[first..];
+                    let n = ys.len();
+                    for kernels in linear::Kernels::available() {
+                        let mut out = vec![0u8; 3 * n];
+                        let (r, gb) = out.split_at_mut(n);
+                        let (g, b) = gb.split_at_mut(n);
+                        k.nv_planes(ys, &uv, first, iu, [r, g, b], kernels);
+                        for j in 0..n {
+                            let v = ((j + first) / 2) as u8;
+                            let got = [out[j], out[n + j], out[2 * n + j]];
+                            let want = k.rgb(ys[j], u, v);
+                            assert_eq!(got, want, "{matrix:?} {range:?} {kernels:?} {j}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The vector kernels (AVX2 on x86-64 where the CPU has it, NEON on aarch64) against the
 /// portable ones, byte for byte: random sizes (odd widths, upscale and downscale, some far
 /// enough that NEON's blocks reach past their 64 bytes and columns are converted sparsely),

@@ -230,7 +230,7 @@ impl Coefficients {
 
     /// The pixels of `ys` (a 4:2:0 row's Y samples from frame column `first`, NV12/NV21) into
     /// three planes; `uv` holds the chroma pairs from that of `first` on, U at `iu` in each.
-    fn nv_planes(
+    pub(super) fn nv_planes(
         &self,
         ys: &[u8],
         uv: &[u8],
