@@ -209,6 +209,10 @@ impl Plan {
             .then(|| [0, 1, 2].map(|c| luts[c].as_slice().try_into().ok()))
             .and_then(|[a, b, c]| Some([a?, b?, c?]));
         let chans = [0, 1, 2].map(|c| self.source_channel(c));
+        // u8 tables that map every value to itself (a 0..1 input quantized with scale 1/255):
+        // the blended values are the output bytes, no lookup
+        let identity =
+            bytes.map(|t| t.map(|t| t.iter().enumerate().all(|(i, &v)| v as usize == i)));
         let w = r.width;
         // the ring: two source rows resampled horizontally (a plane per channel), tagged with
         // their crop row
@@ -222,6 +226,13 @@ impl Plan {
         };
         for dy in 0..r.height {
             let (r0, r1, b) = linear::row(dy, crop.height, r.height);
+            // a row of weight 0 adds nothing: the other row is read in its place (integer
+            // ratios read one row per output row)
+            let (r0, r1) = match b {
+                [_, 0] => (r0, r0),
+                [0, _] => (r1, r1),
+                _ => (r0, r1),
+            };
             // rows only move down: r0 is in the ring or is the next one to resample
             for y in [r0, r1] {
                 if !tags.contains(&y) {
@@ -233,28 +244,51 @@ impl Plan {
             }
             let k0 = if tags[0] == r0 { 0 } else { 1 };
             let k1 = if tags[0] == r1 { 0 } else { 1 };
-            kernels.vertical(&ring[k0], &ring[k1], b, &mut pixels);
+            let (h0, h1) = (&ring[k0], &ring[k1]);
             let y = r.y + dy;
-            // `pixels` holds one plane per source channel
-            let plane = |c: usize| &pixels[chans[c] * w..(chans[c] + 1) * w];
-            match (s.layout, bytes) {
-                (Layout::Nhwc, Some(bytes)) => {
-                    for (c, table) in bytes.into_iter().enumerate() {
-                        kernels.lookup(table, plane(c), &mut looked[c * w..(c + 1) * w]);
+            // source channel `c`'s blended values into `out`
+            let blend = |c: usize, out: &mut [u8]| {
+                let at = c * w..(c + 1) * w;
+                kernels.vertical(&h0[at.clone()], &h1[at], b, out);
+            };
+            match (s.layout, bytes, identity) {
+                (Layout::Nhwc, Some(bytes), Some(identity)) => {
+                    blend(0, &mut pixels[..w]);
+                    blend(1, &mut pixels[w..2 * w]);
+                    blend(2, &mut pixels[2 * w..]);
+                    for c in (0..3).filter(|&c| !identity[c]) {
+                        let plane = &pixels[chans[c] * w..(chans[c] + 1) * w];
+                        kernels.lookup(bytes[c], plane, &mut looked[c * w..(c + 1) * w]);
                     }
+                    let planes: [&[u8]; 3] = std::array::from_fn(|c| {
+                        let (from, k) = if identity[c] {
+                            (&pixels, chans[c])
+                        } else {
+                            (&looked, c)
+                        };
+                        &from[k * w..(k + 1) * w]
+                    });
                     let start = (y * s.dst_width + r.x) * 3;
-                    let out = &mut dst[start..start + w * 3];
-                    let (l0, rest) = looked.split_at(w);
-                    let (l1, l2) = rest.split_at(w);
-                    kernels.interleave([l0, l1, l2], out);
+                    kernels.interleave(planes, &mut dst[start..start + w * 3]);
                 }
-                (Layout::Nchw, Some(bytes)) => {
+                (Layout::Nchw, Some(bytes), Some(identity)) => {
                     for (c, table) in bytes.into_iter().enumerate() {
                         let start = (c * s.dst_height + y) * s.dst_width + r.x;
-                        kernels.lookup(table, plane(c), &mut dst[start..start + w]);
+                        let out = &mut dst[start..start + w];
+                        if identity[c] {
+                            blend(chans[c], out);
+                        } else {
+                            let plane = &mut pixels[..w];
+                            blend(chans[c], plane);
+                            kernels.lookup(table, plane, out);
+                        }
                     }
                 }
-                (Layout::Nhwc, None) => {
+                (Layout::Nhwc, _, _) => {
+                    blend(0, &mut pixels[..w]);
+                    blend(1, &mut pixels[w..2 * w]);
+                    blend(2, &mut pixels[2 * w..]);
+                    let plane = |c: usize| &pixels[chans[c] * w..(chans[c] + 1) * w];
                     let dst = dst.as_chunks_mut::<N>().0;
                     let start = (y * s.dst_width + r.x) * 3;
                     let out = &mut dst[start..start + w * 3];
@@ -265,12 +299,14 @@ impl Plan {
                         o[2] = tables[2][p2[j] as usize];
                     }
                 }
-                (Layout::Nchw, None) => {
+                (Layout::Nchw, _, _) => {
                     let dst = dst.as_chunks_mut::<N>().0;
                     for (c, table) in tables.iter().enumerate() {
+                        let plane = &mut pixels[..w];
+                        blend(chans[c], plane);
                         let start = (c * s.dst_height + y) * s.dst_width + r.x;
                         let out = &mut dst[start..start + w];
-                        for (o, &p) in out.iter_mut().zip(plane(c)) {
+                        for (o, &p) in out.iter_mut().zip(plane.iter()) {
                             *o = table[p as usize];
                         }
                     }
