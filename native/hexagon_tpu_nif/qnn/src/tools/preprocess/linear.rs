@@ -189,6 +189,9 @@ impl Kernels {
         let done = match self {
             #[cfg(target_arch = "aarch64")]
             Kernels::Neon => neon::lookup(table, src, out),
+            // SAFETY: `best` chose Avx2 after `is_x86_feature_detected!("avx2")`.
+            #[cfg(target_arch = "x86_64")]
+            Kernels::Avx2 => unsafe { x86::lookup(table, src, out) },
             _ => 0,
         };
         for (o, &x) in out[done..].iter_mut().zip(&src[done..]) {
@@ -416,6 +419,49 @@ mod x86 {
             }
         }
         16 * taps.blocks.len()
+    }
+
+    /// `out[k] = table[src[k]]`, 32 at a time: the table's 16 rows of 16 entries each looked
+    /// up by the low nibble (`pshufb`), then one chosen by the high nibble, a `blendv` level
+    /// per bit (bit 4 first); returns how many it did (all of them if there are 32 or more).
+    ///
+    /// # Safety
+    ///
+    /// The CPU must have AVX2 (lengths are checked here).
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn lookup(table: &[u8; 256], src: &[u8], out: &mut [u8]) -> usize {
+        let n = out.len().min(src.len());
+        if n < 32 {
+            return 0;
+        }
+        // SAFETY: row `r` is the table's bytes 16 r..16 r + 16 (r < 16), in both lanes.
+        let rows: [__m256i; 16] = std::array::from_fn(|r| unsafe {
+            _mm256_broadcastsi128_si256(_mm_loadu_si128(table.as_ptr().add(16 * r).cast()))
+        });
+        let nibble = _mm256_set1_epi8(0x0f);
+        for at in super::block_starts(n, 32, false) {
+            // SAFETY: `at + 32 <= n`, within both slices.
+            let x = unsafe { _mm256_loadu_si256(src.as_ptr().add(at).cast()) };
+            let low = _mm256_and_si256(x, nibble);
+            let mut v: [__m256i; 16] = std::array::from_fn(|r| _mm256_shuffle_epi8(rows[r], low));
+            // bit 4 + b of each byte moved to its bit 7, which `blendv` reads
+            let bits = [
+                _mm256_slli_epi16::<3>(x),
+                _mm256_slli_epi16::<2>(x),
+                _mm256_slli_epi16::<1>(x),
+                x,
+            ];
+            let mut len = 16;
+            for bit in bits {
+                len /= 2;
+                for r in 0..len {
+                    v[r] = _mm256_blendv_epi8(v[2 * r], v[2 * r + 1], bit);
+                }
+            }
+            // SAFETY: as the load.
+            unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(at).cast(), v[0]) };
+        }
+        n
     }
 
     /// `out[3 k + c] = planes[c][k]` over whole blocks of 16 pixels; returns how many it did.
