@@ -580,7 +580,8 @@ fn the_vector_pair_conversion_is_the_formula() {
 
 /// The vector kernels (AVX2 on x86-64 where the CPU has it, NEON on aarch64) against the
 /// portable ones, byte for byte: random sizes (odd widths, upscale and downscale, some far
-/// enough that NEON's blocks reach past their 64 bytes and columns are converted sparsely),
+/// enough that NEON's blocks reach past their 64 bytes and columns are converted sparsely,
+/// some downscaled by 2 to 5, AVX2's sparse gathers of 1 to 4 windows),
 /// strides, crops (odd offsets), letterboxes, formats, matrices, ranges, layouts and outputs
 /// (u8 ones with tables that map some channels' values to themselves, which skip the lookup).
 #[test]
@@ -601,11 +602,17 @@ fn vector_kernels_equal_the_portable_ones() {
         PixelFormat::I420,
         PixelFormat::Yuyv,
     ];
-    for case in 0..450 {
+    for case in 0..600 {
         let fmt = formats[case % formats.len()];
         let even = |v: usize| if fmt == PixelFormat::Rgb { v } else { v & !1 };
-        // every third case wide: up to 400 pixels, into at most 120
-        let w = even(2 + pick(if case % 3 == 2 { 400 } else { 90 })).max(2);
+        // every third case wide: up to 400 pixels, into at most 120; every seventh wider
+        // still, downscaled by 2 to 5 (the ratios whose columns AVX2 gathers sparsely)
+        let gathered = case % 7 == 6;
+        let w = if gathered {
+            even(300 + pick(500))
+        } else {
+            even(2 + pick(if case % 3 == 2 { 400 } else { 90 })).max(2)
+        };
         let h = if matches!(fmt, PixelFormat::Rgb | PixelFormat::Yuyv) {
             1 + pick(60)
         } else {
@@ -632,14 +639,26 @@ fn vector_kernels_equal_the_portable_ones() {
         } else {
             yuv_frame(&f, w, h, case as u64)
         };
-        let (cw, ch) = (1 + pick(w), 1 + pick(h));
+        let (cw, ch) = (
+            if gathered {
+                w / 2 + pick(w / 2)
+            } else {
+                1 + pick(w)
+            },
+            1 + pick(h),
+        );
         let crop = Rect {
             x: pick(w - cw + 1),
             y: pick(h - ch + 1),
             width: cw,
             height: ch,
         };
-        let (dw, dh) = (1 + pick(120), 1 + pick(90));
+        let (dw, dh) = if gathered {
+            // ratios 2..5 in steps of 1/16, integers among them (odd ones read one column)
+            ((cw * 16 / (32 + pick(49))).max(1), 1 + pick(90))
+        } else {
+            (1 + pick(120), 1 + pick(90))
+        };
         let content = if pick(2) == 0 {
             let (tw, th) = (1 + pick(dw), 1 + pick(dh));
             Some(Rect {

@@ -3,7 +3,7 @@
 //! converted column by column for YUV), and the letterbox padding around it.
 
 use super::linear::{self, HTaps, Kernels};
-use super::yuv::{Planes, RowLayout};
+use super::yuv::{Planes, RowLayout, Sparse};
 use super::{Layout, Plan, Rect};
 
 /// Frame rows as RGB: the frame itself from the crop's first pixel on (packed RGB, 3 bytes a
@@ -20,6 +20,8 @@ struct Rows<'a> {
     buf: Vec<u8>,
     /// YUV: the Y, U, V samples of a row's columns, before their conversion.
     samples: [Vec<u8>; 3],
+    /// Columns far apart, which the kernels gather from the frame themselves.
+    sparse: Option<Sparse>,
     kernels: Kernels,
 }
 
@@ -36,6 +38,11 @@ impl<'a> Rows<'a> {
             RowLayout::Packed(px) => cols.len() * px,
             RowLayout::Planar(stride) => 3 * stride,
         };
+        let contiguous = cols.windows(2).all(|w| w[1] == w[0] + 1);
+        let sparse = match layout {
+            RowLayout::Planar(_) if !contiguous => planes.sparse(kernels, crop.x, &cols),
+            _ => None,
+        };
         Rows {
             src,
             planes,
@@ -44,6 +51,7 @@ impl<'a> Rows<'a> {
             layout,
             buf: vec![0; len],
             samples: Default::default(),
+            sparse,
             kernels,
         }
     }
@@ -53,6 +61,11 @@ impl<'a> Rows<'a> {
         let (crop, src) = (self.crop, self.src);
         if self.planes.direct() && matches!(self.layout, RowLayout::Packed(_)) {
             return &src[(crop.y + y) * self.planes.stride + crop.x * 3..];
+        }
+        if let (Some(sparse), RowLayout::Planar(stride)) = (&self.sparse, self.layout) {
+            let out = (&mut self.buf[..], stride);
+            self.planes.gather_sparse(src, crop.y + y, sparse, out);
+            return &self.buf;
         }
         self.planes.gather(
             src,
@@ -156,8 +169,14 @@ impl Plan {
     ) {
         let s = &self.spec;
         let (crop, r) = (self.crop, self.content);
+        // a column of weight 0 adds nothing: the other column is read in its place (a
+        // downscale by an odd integer reads one column per output column)
         let xs: Vec<(usize, usize, [i16; 2])> = (0..r.width)
-            .map(|d| linear::column(d, crop.width, r.width))
+            .map(|d| match linear::column(d, crop.width, r.width) {
+                (i0, _, a @ [_, 0]) => (i0, i0, a),
+                (_, i1, a @ [0, _]) => (i1, i1, a),
+                tap => tap,
+            })
             .collect();
         let planar = kernels.planar();
         let direct = self.planes.direct() && !planar;
@@ -178,8 +197,11 @@ impl Plan {
                 }
             }
             // a quarter of a range or more used: converting all of it, as slices, is cheaper
+            // than one column at a time; but kernels that gather sparse columns themselves
+            // (AVX2's) take them from a half down
             let (first, last) = (cols[0], cols[cols.len() - 1]);
-            if last - first < 4 * cols.len() {
+            let sparse = planar && self.planes.sparse(kernels, 0, &[]).is_some();
+            if last - first < if sparse { 2 } else { 4 } * cols.len() {
                 cols = (first..=last).collect();
                 for (i, p) in slot.iter_mut().enumerate().skip(first) {
                     *p = (i - first) as u32;
