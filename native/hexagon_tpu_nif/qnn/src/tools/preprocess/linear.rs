@@ -1,10 +1,12 @@
 //! Bilinear resizing in OpenCV's fixed point (what `cv2.resize(INTER_LINEAR)` computes on u8
 //! images, OpenCV 4.12 on x86-64, checked byte for byte against it): the taps, the horizontal
 //! pass over one source row, and the vertical blend of two resampled rows, each in a portable
-//! loop (the definition) and in vector loops that equal it: both passes in AVX2 (chosen at run
-//! time) and in NEON (aarch64 has no gather: its horizontal pass looks a block of 8 output
-//! pixels' source values up in the 64 bytes from the block's first one, with `tbl`), and the
-//! u8 table lookup of the blended values in NEON.
+//! loop (the definition) and in vector loops that equal it, over rows in three planes: AVX2
+//! (chosen at run time: its horizontal pass shuffles a block of 16 output pixels' source
+//! values out of 1 to 4 windows of 16 bytes per 128-bit lane with `pshufb`, and multiplies
+//! them with `maddubs`) and NEON (a block of 8 pixels looked up in the 64 bytes from its first
+//! one with `tbl`); and in both the u8 table lookup of the blended values and the NHWC
+//! interleave.
 //!
 //! Per axis, with `scale = 1 / (dst / src)` in f64, destination index `d`:
 //!
@@ -33,7 +35,7 @@ use std::ops::Range;
 /// The horizontal taps of a row, one per output pixel: byte offsets of its two source pixels
 /// in the row that [`horizontal`] reads (the pixel's channel `c` is `c * channel` bytes
 /// further: packed pixels have `channel` 1, planar rows their plane's stride), and their
-/// weights packed as `a0 | a1 << 16` (what AVX2's `madd` takes). Private fields: only `push`
+/// weights packed as `a0 | a1 << 16` (the vector blocks split them). Private fields: only `push`
 /// makes them, keeping the invariants the vector passes rely on.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct HTaps {

@@ -9,7 +9,7 @@ use super::{Layout, Plan, Rect};
 /// Frame rows as RGB: the frame itself from the crop's first pixel on (packed RGB, 3 bytes a
 /// pixel), or the needed columns of the row converted into a buffer (YUV, or RGB in planes),
 /// laid out as `layout` says: packed, `px` bytes a pixel (3, or 4 with a zero fourth byte,
-/// which the AVX2 bilinear pass reads 4 bytes at a time), or in three planes (NEON's).
+/// which the conversion writes as one u32), or in three planes (the vector kernels').
 struct Rows<'a> {
     src: &'a [u8],
     planes: &'a Planes,
@@ -209,8 +209,8 @@ impl Plan {
             }
             (cols, slot)
         };
-        // packed YUV rows are converted to 4 bytes a pixel (the AVX2 pass reads 4 at a time);
-        // planes are 64 bytes longer than the row (NEON reads 64 bytes from a block's first)
+        // packed YUV rows are converted to 4 bytes a pixel (one u32 store each); planes are 64
+        // bytes longer than the row (the vector passes read up to 64 bytes from a block's first)
         let (layout, px, channel) = if planar {
             let stride = cols.len() + 64;
             (RowLayout::Planar(stride), 1, stride)
