@@ -300,7 +300,7 @@ impl Plan {
         };
         let crop = spec.crop.unwrap_or(whole(spec.src_width, spec.src_height));
         check_rect("the crop", crop, spec.src_width, spec.src_height)?;
-        // bilinear's row offsets are i32 (AVX2 gathers): 4 bytes a pixel at most
+        // bilinear's row offsets are i32 (`linear::HTaps`): 4 bytes a pixel at most
         if spec.resize == Resize::Bilinear && crop.width > (i32::MAX as usize - 8) / 4 {
             return Err(PreprocessError::TooLarge {
                 width: spec.src_width,

@@ -537,10 +537,53 @@ fn the_vector_conversion_is_the_formula() {
     }
 }
 
+/// The vector conversion of 4:2:0 rows (NV12 and NV21: pixel pairs sharing their chroma)
+/// against the formula, for every chroma pair, the luma values around the edges of each range
+/// on the even pixels and others on the odd ones, with each matrix and range; NV12 or NV21
+/// and an even or odd first column by turns.
+#[test]
+fn the_vector_pair_conversion_is_the_formula() {
+    let ys = [0u8, 1, 15, 16, 17, 100, 128, 200, 234, 235, 236, 254, 255];
+    for matrix in [ColorMatrix::Bt601, ColorMatrix::Bt709] {
+        for range in [ColorRange::Limited, ColorRange::Full] {
+            let k = yuv::Coefficients::of(matrix, range);
+            for (i, &y) in ys.iter().enumerate() {
+                // even pixels y, odd pixels another value of the list
+                let odd = ys[(i * 5 + 3) % ys.len()];
+                let row: Vec<u8> = (0..512).map(|j| if j % 2 == 0 { y } else { odd }).collect();
+                for u in 0..=255u8 {
+                    let (iu, first) = ((u % 2) as usize, (u / 2 % 2) as usize);
+                    // the pairs from that of `first` on: (u, v) for v = 0..=255 (NV12), or
+                    // (v, u) (NV21, iu = 1)
+                    let uv: Vec<u8> = (0..=255u8)
+                        .flat_map(|v| if iu == 0 { [u, v] } else { [v, u] })
+                        .collect();
+                    let ys = &row[first..];
+                    let n = ys.len();
+                    for kernels in linear::Kernels::available() {
+                        let mut out = vec![0u8; 3 * n];
+                        let (r, gb) = out.split_at_mut(n);
+                        let (g, b) = gb.split_at_mut(n);
+                        k.nv_planes(ys, &uv, first, iu, [r, g, b], kernels);
+                        for j in 0..n {
+                            let v = ((j + first) / 2) as u8;
+                            let got = [out[j], out[n + j], out[2 * n + j]];
+                            let want = k.rgb(ys[j], u, v);
+                            assert_eq!(got, want, "{matrix:?} {range:?} {kernels:?} {j}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The vector kernels (AVX2 on x86-64 where the CPU has it, NEON on aarch64) against the
 /// portable ones, byte for byte: random sizes (odd widths, upscale and downscale, some far
-/// enough that NEON's blocks reach past their 64 bytes and columns are converted sparsely),
-/// strides, crops (odd offsets), letterboxes, formats, matrices, ranges, layouts and outputs.
+/// enough that NEON's blocks reach past their 64 bytes and columns are converted sparsely,
+/// some downscaled by 2 to 5, AVX2's sparse gathers of 1 to 4 windows),
+/// strides, crops (odd offsets), letterboxes, formats, matrices, ranges, layouts and outputs
+/// (u8 ones with tables that map some channels' values to themselves, which skip the lookup).
 #[test]
 fn vector_kernels_equal_the_portable_ones() {
     let kernels = linear::Kernels::available();
@@ -559,11 +602,17 @@ fn vector_kernels_equal_the_portable_ones() {
         PixelFormat::I420,
         PixelFormat::Yuyv,
     ];
-    for case in 0..450 {
+    for case in 0..600 {
         let fmt = formats[case % formats.len()];
         let even = |v: usize| if fmt == PixelFormat::Rgb { v } else { v & !1 };
-        // every third case wide: up to 400 pixels, into at most 120
-        let w = even(2 + pick(if case % 3 == 2 { 400 } else { 90 })).max(2);
+        // every third case wide: up to 400 pixels, into at most 120; every seventh wider
+        // still, downscaled by 2 to 5 (the ratios whose columns AVX2 gathers sparsely)
+        let gathered = case % 7 == 6;
+        let w = if gathered {
+            even(300 + pick(500))
+        } else {
+            even(2 + pick(if case % 3 == 2 { 400 } else { 90 })).max(2)
+        };
         let h = if matches!(fmt, PixelFormat::Rgb | PixelFormat::Yuyv) {
             1 + pick(60)
         } else {
@@ -590,14 +639,26 @@ fn vector_kernels_equal_the_portable_ones() {
         } else {
             yuv_frame(&f, w, h, case as u64)
         };
-        let (cw, ch) = (1 + pick(w), 1 + pick(h));
+        let (cw, ch) = (
+            if gathered {
+                w / 2 + pick(w / 2)
+            } else {
+                1 + pick(w)
+            },
+            1 + pick(h),
+        );
         let crop = Rect {
             x: pick(w - cw + 1),
             y: pick(h - ch + 1),
             width: cw,
             height: ch,
         };
-        let (dw, dh) = (1 + pick(120), 1 + pick(90));
+        let (dw, dh) = if gathered {
+            // ratios 2..5 in steps of 1/16, integers among them (odd ones read one column)
+            ((cw * 16 / (32 + pick(49))).max(1), 1 + pick(90))
+        } else {
+            (1 + pick(120), 1 + pick(90))
+        };
         let content = if pick(2) == 0 {
             let (tw, th) = (1 + pick(dw), 1 + pick(dh));
             Some(Rect {
@@ -609,8 +670,28 @@ fn vector_kernels_equal_the_portable_ones() {
         } else {
             None
         };
-        let output = [u8_out(), Output::F32, Output::F16][pick(3)];
+        // u8 outputs half the time with the tables that map values to themselves (0..1
+        // inputs, scale 1/255: no lookup), on some channels only when a mean is not 0
+        let identity = Output::Quantized {
+            ty: QuantType::U8,
+            scale: 1.0 / 255.0,
+            offset: 0,
+            range: (0, 255),
+        };
+        let output = [u8_out(), identity, identity, Output::F32, Output::F16][pick(5)];
+        let mean = if output == identity {
+            [0, 1, 2].map(|_| [0.0, 0.0, 0.1][pick(3)])
+        } else {
+            base(w, h, dw, dh, output).mean
+        };
+        let std = if output == identity {
+            [1.0; 3]
+        } else {
+            base(w, h, dw, dh, output).std
+        };
         let s = Spec {
+            mean,
+            std,
             layout: [Layout::Nhwc, Layout::Nchw][pick(2)],
             swap_rb: pick(2) == 0,
             frame: f,

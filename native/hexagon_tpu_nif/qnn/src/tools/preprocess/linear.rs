@@ -1,10 +1,12 @@
 //! Bilinear resizing in OpenCV's fixed point (what `cv2.resize(INTER_LINEAR)` computes on u8
 //! images, OpenCV 4.12 on x86-64, checked byte for byte against it): the taps, the horizontal
 //! pass over one source row, and the vertical blend of two resampled rows, each in a portable
-//! loop (the definition) and in vector loops that equal it: both passes in AVX2 (chosen at run
-//! time) and in NEON (aarch64 has no gather: its horizontal pass looks a block of 8 output
-//! pixels' source values up in the 64 bytes from the block's first one, with `tbl`), and the
-//! u8 table lookup of the blended values in NEON.
+//! loop (the definition) and in vector loops that equal it, over rows in three planes: AVX2
+//! (chosen at run time: its horizontal pass shuffles a block of 16 output pixels' source
+//! values out of 1 to 4 windows of 16 bytes per 128-bit lane with `pshufb`, and multiplies
+//! them with `maddubs`) and NEON (a block of 8 pixels looked up in the 64 bytes from its first
+//! one with `tbl`); and in both the u8 table lookup of the blended values and the NHWC
+//! interleave.
 //!
 //! Per axis, with `scale = 1 / (dst / src)` in f64, destination index `d`:
 //!
@@ -33,20 +35,24 @@ use std::ops::Range;
 /// The horizontal taps of a row, one per output pixel: byte offsets of its two source pixels
 /// in the row that [`horizontal`] reads (the pixel's channel `c` is `c * channel` bytes
 /// further: packed pixels have `channel` 1, planar rows their plane's stride), and their
-/// weights packed as `a0 | a1 << 16` (what AVX2's `madd` takes). Private fields: only `push`
+/// weights packed as `a0 | a1 << 16` (the vector blocks split them). Private fields: only `push`
 /// makes them, keeping the invariants the vector passes rely on.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct HTaps {
     o0: Vec<i32>,
     o1: Vec<i32>,
     a: Vec<i32>,
-    /// Per pixel, the largest offset up to it (non-decreasing, so searchable).
-    reach: Vec<i32>,
     /// Bytes from a channel's value to the next channel's of the same pixel (0 taken as 1).
     channel: usize,
     /// NEON: per whole block of 8 pixels, its lookup (`neon::Block`).
     #[cfg(target_arch = "aarch64")]
     blocks: Vec<neon::Block>,
+    /// AVX2: per whole block of 16 pixels, its shuffles (`x86::Block`).
+    #[cfg(target_arch = "x86_64")]
+    blocks: Vec<x86::Block>,
+    /// AVX2: the 16-byte windows every block reads (the most any block needs, 1 to 4).
+    #[cfg(target_arch = "x86_64")]
+    windows: usize,
 }
 
 impl HTaps {
@@ -64,28 +70,27 @@ impl HTaps {
         let max = i32::try_from(o0.max(o1))
             .ok()
             .filter(|&m| m <= i32::MAX - 4);
-        let max = max.expect("a row offset beyond i32");
-        let reach = self.reach.last().map_or(max, |&r| r.max(max));
+        max.expect("a row offset beyond i32");
         self.o0.push(o0 as i32);
         self.o1.push(o1 as i32);
         self.a.push(a[0] as i32 | (a[1] as i32) << 16);
-        self.reach.push(reach);
         #[cfg(target_arch = "aarch64")]
         if self.len().is_multiple_of(8) {
             let j = self.len() - 8;
             let block = neon::Block::new(&self.o0[j..], &self.o1[j..], &self.a[j..]);
             self.blocks.push(block);
         }
+        #[cfg(target_arch = "x86_64")]
+        if self.len().is_multiple_of(16) {
+            let j = self.len() - 16;
+            let block = x86::Block::new(&self.o0[j..], &self.o1[j..], &self.a[j..]);
+            self.windows = self.windows.max(block.windows());
+            self.blocks.push(block);
+        }
     }
 
     pub(super) fn len(&self) -> usize {
         self.a.len()
-    }
-
-    /// How many leading pixels can be read 4 bytes at a time inside a row of `len` bytes.
-    #[cfg(target_arch = "x86_64")]
-    fn fitting(&self, len: usize) -> usize {
-        self.reach.partition_point(|&r| r as usize + 4 <= len)
     }
 }
 
@@ -173,14 +178,10 @@ impl Kernels {
         horizontal(row, taps, out, done..taps.len())
     }
 
-    /// Whether the bilinear pass reads rows as three planes (NEON's horizontal pass) rather
-    /// than packed pixels (the portable loop and AVX2's gathers).
+    /// Whether the bilinear pass reads rows as three planes (the vector horizontal passes)
+    /// rather than packed pixels (the portable loop).
     pub(super) fn planar(self) -> bool {
-        #[cfg(target_arch = "aarch64")]
-        if self == Kernels::Neon {
-            return true;
-        }
-        false
+        self != Kernels::Scalar
     }
 
     /// `out[k] = table[src[k]]`, as many as both hold.
@@ -190,6 +191,9 @@ impl Kernels {
         let done = match self {
             #[cfg(target_arch = "aarch64")]
             Kernels::Neon => neon::lookup(table, src, out),
+            // SAFETY: `best` chose Avx2 after `is_x86_feature_detected!("avx2")`.
+            #[cfg(target_arch = "x86_64")]
+            Kernels::Avx2 => unsafe { x86::lookup(table, src, out) },
             _ => 0,
         };
         for (o, &x) in out[done..].iter_mut().zip(&src[done..]) {
@@ -202,6 +206,9 @@ impl Kernels {
         let done = match self {
             #[cfg(target_arch = "aarch64")]
             Kernels::Neon => neon::interleave(planes, out),
+            // SAFETY: `best` chose Avx2 after `is_x86_feature_detected!("avx2")`.
+            #[cfg(target_arch = "x86_64")]
+            Kernels::Avx2 => unsafe { x86::interleave(planes, out) },
             _ => 0,
         };
         let [p0, p1, p2] = planes.map(|p| p.get(done..).unwrap_or_default());
@@ -284,63 +291,218 @@ mod x86 {
         n
     }
 
-    /// The horizontal pass over whole blocks of 16 output pixels whose source pixels can be
-    /// read 4 bytes at a time inside `row`; returns how many pixels it did.
+    /// A block of 16 output pixels as `pshufb` reads them, 8 in each 128-bit lane: lane `l`'s
+    /// source values (per channel) are the bytes `base[l] + 16 w + i` of its windows
+    /// (`w < windows`), byte `2 k` / `2 k + 1` of the lane being `p0` / `p1` of its pixel `k`
+    /// (`idx[w]`: 0x80 for a byte another window gives). Weights split as `a = 32 wh + wl`
+    /// (`wl < 32`, `wh <= 64`: signed bytes for `maddubs`), so that
+    /// `(p0 a0 + p1 a1) >> 4 = 2 (p0 wh0 + p1 wh1) + ((p0 wl0 + p1 wl1) >> 4)`, exact modulo
+    /// 2^16 as the portable `as i16` (neither `maddubs` saturates: 255 * 128 < 2^15).
+    /// `base[0] == usize::MAX`: the block reaches wider than 4 windows (or has weights outside
+    /// 0..=2048), the portable loop does it.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub(super) struct Block {
+        base: [usize; 2],
+        idx: [[u8; 32]; 4],
+        wh: [u8; 32],
+        wl: [u8; 32],
+        windows: usize,
+    }
+
+    impl Block {
+        /// The block of the 16 pixels whose offsets and packed weights these are.
+        pub(super) fn new(o0: &[i32], o1: &[i32], a: &[i32]) -> Block {
+            let mut b = Block {
+                base: [usize::MAX; 2],
+                idx: [[0x80; 32]; 4],
+                wh: [0; 32],
+                wl: [0; 32],
+                windows: 0,
+            };
+            let (o0, o1, a) = (&o0[..16], &o1[..16], &a[..16]);
+            let mut weights = a.iter().flat_map(|&a| [a & 0xffff, a >> 16]);
+            if weights.any(|w| !(0..=2048).contains(&w)) {
+                return b;
+            }
+            let mut base = [0; 2];
+            for (l, base) in base.iter_mut().enumerate() {
+                let k = 8 * l..8 * l + 8;
+                let all = || o0[k.clone()].iter().chain(&o1[k.clone()]);
+                let (Some(&lo), Some(&hi)) = (all().min(), all().max()) else {
+                    return b;
+                };
+                if lo < 0 || hi - lo >= 64 {
+                    return b;
+                }
+                *base = lo as usize;
+                b.windows = b.windows.max((hi - lo) as usize / 16 + 1);
+            }
+            for (i, ((&o0, &o1), &a)) in o0.iter().zip(o1).zip(a).enumerate() {
+                let (l, at) = (i / 8, 16 * (i / 8) + 2 * (i % 8));
+                for (d, o, a) in [(0, o0, a & 0xffff), (1, o1, a >> 16)] {
+                    let off = o as usize - base[l];
+                    b.idx[off / 16][at + d] = (off % 16) as u8;
+                    (b.wh[at + d], b.wl[at + d]) = ((a >> 5) as u8, (a & 31) as u8);
+                }
+            }
+            b.base = base;
+            b
+        }
+
+        /// The windows this block reads (0 if the portable loop does it).
+        pub(super) fn windows(&self) -> usize {
+            self.windows
+        }
+    }
+
+    /// The horizontal pass over the whole blocks of 16 pixels of planar rows (the portable loop
+    /// for those [`Block`] leaves to it, or whose windows of a channel overrun `row`); returns
+    /// how many pixels it did (a prefix).
     ///
     /// # Safety
     ///
-    /// The CPU must have AVX2 (offsets are checked here, through [`super::HTaps::fitting`]).
+    /// The CPU must have AVX2 (offsets and lengths are checked here).
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn horizontal(row: &[u8], taps: &super::HTaps, out: &mut [i16]) -> usize {
-        let w = taps.len();
-        if out.len() < 3 * w || taps.channel != 1 {
+        match taps.windows {
+            1 => blocks::<1>(row, taps, out),
+            2 => blocks::<2>(row, taps, out),
+            3 => blocks::<3>(row, taps, out),
+            4 => blocks::<4>(row, taps, out),
+            _ => 0,
+        }
+    }
+
+    /// [`horizontal`] reading `K` windows of every block.
+    #[target_feature(enable = "avx2")]
+    fn blocks<const K: usize>(row: &[u8], taps: &super::HTaps, out: &mut [i16]) -> usize {
+        let (w, cs) = (taps.len(), taps.channel.max(1));
+        if out.len() < 3 * w || K > 4 {
             return 0;
         }
-        let safe = taps.fitting(row.len());
-        let n = safe / 16 * 16;
-        let base = row.as_ptr().cast::<i32>();
-        for j in (0..n).step_by(16) {
-            let mut h = [[_mm256_setzero_si256(); 2]; 3];
-            for (half, at) in [j, j + 8].into_iter().enumerate() {
-                // SAFETY: `at + 8 <= n <= w`, the length of the three vectors.
-                let (i0, i1, a) = unsafe {
-                    (
-                        _mm256_loadu_si256(taps.o0.as_ptr().add(at).cast()),
-                        _mm256_loadu_si256(taps.o1.as_ptr().add(at).cast()),
-                        _mm256_loadu_si256(taps.a.as_ptr().add(at).cast()),
-                    )
-                };
-                // SAFETY: `at + 8 <= safe`: every offset of these pixels is >= 0 (from a
-                // usize) and at most `reach <= row.len() - 4`: 4-byte reads inside `row`.
-                let (g0, g1) = unsafe {
-                    (
-                        _mm256_i32gather_epi32::<1>(base, i0),
-                        _mm256_i32gather_epi32::<1>(base, i1),
-                    )
-                };
-                h[0][half] = channel::<0>(g0, g1, a);
-                h[1][half] = channel::<8>(g0, g1, a);
-                h[2][half] = channel::<16>(g0, g1, a);
+        // the last channel's K windows from `base` inside `row`
+        let fits = |base: usize| {
+            (row.len().checked_sub(16 * K))
+                .is_some_and(|m| cs.checked_mul(2).is_some_and(|c| c <= m && base <= m - c))
+        };
+        for (n, b) in taps.blocks.iter().enumerate() {
+            let j = 16 * n;
+            if b.base[0] == usize::MAX || !fits(b.base[0]) || !fits(b.base[1]) {
+                super::horizontal(row, taps, out, j..j + 16);
+                continue;
             }
-            for (c, [lo, hi]) in h.into_iter().enumerate() {
-                // packs interleaves 128-bit lanes; the permute puts them back in order
-                let v = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packs_epi32(lo, hi));
-                // SAFETY: `c * w + j + 16 <= 3 * w <= out.len()`.
-                unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(c * w + j).cast(), v) };
+            // SAFETY: the block's arrays are 32 bytes each (K <= 4 windows of `idx`).
+            let (idx, wh, wl) = unsafe {
+                (
+                    std::array::from_fn::<_, K, _>(|w| {
+                        _mm256_loadu_si256(b.idx[w].as_ptr().cast())
+                    }),
+                    _mm256_loadu_si256(b.wh.as_ptr().cast()),
+                    _mm256_loadu_si256(b.wl.as_ptr().cast()),
+                )
+            };
+            for c in 0..3 {
+                let mut p = _mm256_setzero_si256();
+                for (w, &idx) in idx.iter().enumerate() {
+                    let at = |l: usize| b.base[l] + c * cs + 16 * w;
+                    // SAFETY: `at(l) + 16 <= base[l] + 2 cs + 16 K <= row.len()` (`fits`).
+                    let v = unsafe {
+                        let lo = _mm_loadu_si128(row.as_ptr().add(at(0)).cast());
+                        let hi = _mm_loadu_si128(row.as_ptr().add(at(1)).cast());
+                        _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(lo), hi)
+                    };
+                    p = _mm256_or_si256(p, _mm256_shuffle_epi8(v, idx));
+                }
+                let high = _mm256_maddubs_epi16(p, wh);
+                let low = _mm256_maddubs_epi16(p, wl);
+                let h = _mm256_add_epi16(_mm256_add_epi16(high, high), _mm256_srli_epi16::<4>(low));
+                // SAFETY: `j + 16 <= w` (a whole block) and `out.len() >= 3 w`.
+                unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(c * w + j).cast(), h) };
             }
+        }
+        16 * taps.blocks.len()
+    }
+
+    /// `out[k] = table[src[k]]`, 32 at a time: the table's 16 rows of 16 entries each looked
+    /// up by the low nibble (`pshufb`), then one chosen by the high nibble, a `blendv` level
+    /// per bit (bit 4 first); returns how many it did (all of them if there are 32 or more).
+    ///
+    /// # Safety
+    ///
+    /// The CPU must have AVX2 (lengths are checked here).
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn lookup(table: &[u8; 256], src: &[u8], out: &mut [u8]) -> usize {
+        let n = out.len().min(src.len());
+        if n < 32 {
+            return 0;
+        }
+        // SAFETY: row `r` is the table's bytes 16 r..16 r + 16 (r < 16), in both lanes.
+        let rows: [__m256i; 16] = std::array::from_fn(|r| unsafe {
+            _mm256_broadcastsi128_si256(_mm_loadu_si128(table.as_ptr().add(16 * r).cast()))
+        });
+        let nibble = _mm256_set1_epi8(0x0f);
+        for at in super::block_starts(n, 32, false) {
+            // SAFETY: `at + 32 <= n`, within both slices.
+            let x = unsafe { _mm256_loadu_si256(src.as_ptr().add(at).cast()) };
+            let low = _mm256_and_si256(x, nibble);
+            let mut v: [__m256i; 16] = std::array::from_fn(|r| _mm256_shuffle_epi8(rows[r], low));
+            // bit 4 + b of each byte moved to its bit 7, which `blendv` reads
+            let bits = [
+                _mm256_slli_epi16::<3>(x),
+                _mm256_slli_epi16::<2>(x),
+                _mm256_slli_epi16::<1>(x),
+                x,
+            ];
+            let mut len = 16;
+            for bit in bits {
+                len /= 2;
+                for r in 0..len {
+                    v[r] = _mm256_blendv_epi8(v[2 * r], v[2 * r + 1], bit);
+                }
+            }
+            // SAFETY: as the load.
+            unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(at).cast(), v[0]) };
         }
         n
     }
 
-    /// `h` of the channel at bit `S` of 8 gathered pixel pairs: `(p0 | p1 << 16)` against
-    /// `(a0 | a1 << 16)` in one `madd`, then `>> 4`.
+    /// `out[3 k + c] = planes[c][k]` over whole blocks of 16 pixels; returns how many it did.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must have AVX2 (lengths are checked here).
     #[target_feature(enable = "avx2")]
-    fn channel<const S: i32>(g0: __m256i, g1: __m256i, a: __m256i) -> __m256i {
-        let byte = _mm256_set1_epi32(0xff);
-        let p0 = _mm256_and_si256(_mm256_srli_epi32::<S>(g0), byte);
-        let p1 = _mm256_and_si256(_mm256_srli_epi32::<S>(g1), byte);
-        let pairs = _mm256_or_si256(p0, _mm256_slli_epi32::<16>(p1));
-        _mm256_srai_epi32::<4>(_mm256_madd_epi16(pairs, a))
+    pub(super) unsafe fn interleave(planes: [&[u8]; 3], out: &mut [u8]) -> usize {
+        let n = (out.len() / 3)
+            .min(planes[0].len())
+            .min(planes[1].len())
+            .min(planes[2].len());
+        let n = n / 16 * 16;
+        // byte k of each 16-byte output comes from plane k % 3 (one shuffle each, 0x80 elsewhere)
+        let mask = |part: usize, c: usize| -> __m128i {
+            let bytes: [u8; 16] = std::array::from_fn(|k| {
+                let at = 16 * part + k;
+                if at % 3 == c { (at / 3) as u8 } else { 0x80 }
+            });
+            // SAFETY: 16 bytes.
+            unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) }
+        };
+        let masks: [[__m128i; 3]; 3] =
+            std::array::from_fn(|part| std::array::from_fn(|c| mask(part, c)));
+        for at in (0..n).step_by(16) {
+            // SAFETY: `at + 16 <= n`: 16 bytes of each plane, 48 of `out` from `3 at`.
+            unsafe {
+                let p = planes.map(|p| _mm_loadu_si128(p.as_ptr().add(at).cast()));
+                for (part, m) in masks.iter().enumerate() {
+                    let v = _mm_or_si128(
+                        _mm_or_si128(_mm_shuffle_epi8(p[0], m[0]), _mm_shuffle_epi8(p[1], m[1])),
+                        _mm_shuffle_epi8(p[2], m[2]),
+                    );
+                    _mm_storeu_si128(out.as_mut_ptr().add(3 * at + 16 * part).cast(), v);
+                }
+            }
+        }
+        n
     }
 
     /// `blend` of 16 elements.
@@ -355,7 +517,7 @@ mod x86 {
 /// blocks, then one ending at `n` (doing some items again: each is written the same), its
 /// start rounded down to even if `even` (then it ends at `(n - step) / 2 * 2 + step`, one
 /// short of an odd `n`).
-#[cfg(target_arch = "aarch64")]
+#[cfg(any(target_arch = "aarch64", target_arch = "x86_64"))]
 pub(super) fn block_starts(n: usize, step: usize, even: bool) -> BlockStarts {
     let last = (n - step) & if even { !1 } else { !0 };
     BlockStarts {
@@ -366,14 +528,14 @@ pub(super) fn block_starts(n: usize, step: usize, even: bool) -> BlockStarts {
 }
 
 /// [`block_starts`]' iterator (a `chain` of two costs the loops more than they do).
-#[cfg(target_arch = "aarch64")]
+#[cfg(any(target_arch = "aarch64", target_arch = "x86_64"))]
 pub(super) struct BlockStarts {
     at: Option<usize>,
     step: usize,
     last: usize,
 }
 
-#[cfg(target_arch = "aarch64")]
+#[cfg(any(target_arch = "aarch64", target_arch = "x86_64"))]
 impl Iterator for BlockStarts {
     type Item = usize;
 

@@ -3,13 +3,13 @@
 //! converted column by column for YUV), and the letterbox padding around it.
 
 use super::linear::{self, HTaps, Kernels};
-use super::yuv::{Planes, RowLayout};
+use super::yuv::{Planes, RowLayout, Sparse};
 use super::{Layout, Plan, Rect};
 
 /// Frame rows as RGB: the frame itself from the crop's first pixel on (packed RGB, 3 bytes a
 /// pixel), or the needed columns of the row converted into a buffer (YUV, or RGB in planes),
 /// laid out as `layout` says: packed, `px` bytes a pixel (3, or 4 with a zero fourth byte,
-/// which the AVX2 bilinear pass reads 4 bytes at a time), or in three planes (NEON's).
+/// which the conversion writes as one u32), or in three planes (the vector kernels').
 struct Rows<'a> {
     src: &'a [u8],
     planes: &'a Planes,
@@ -20,6 +20,8 @@ struct Rows<'a> {
     buf: Vec<u8>,
     /// YUV: the Y, U, V samples of a row's columns, before their conversion.
     samples: [Vec<u8>; 3],
+    /// Columns far apart, which the kernels gather from the frame themselves.
+    sparse: Option<Sparse>,
     kernels: Kernels,
 }
 
@@ -36,6 +38,11 @@ impl<'a> Rows<'a> {
             RowLayout::Packed(px) => cols.len() * px,
             RowLayout::Planar(stride) => 3 * stride,
         };
+        let contiguous = cols.windows(2).all(|w| w[1] == w[0] + 1);
+        let sparse = match layout {
+            RowLayout::Planar(_) if !contiguous => planes.sparse(kernels, crop.x, &cols),
+            _ => None,
+        };
         Rows {
             src,
             planes,
@@ -44,6 +51,7 @@ impl<'a> Rows<'a> {
             layout,
             buf: vec![0; len],
             samples: Default::default(),
+            sparse,
             kernels,
         }
     }
@@ -53,6 +61,11 @@ impl<'a> Rows<'a> {
         let (crop, src) = (self.crop, self.src);
         if self.planes.direct() && matches!(self.layout, RowLayout::Packed(_)) {
             return &src[(crop.y + y) * self.planes.stride + crop.x * 3..];
+        }
+        if let (Some(sparse), RowLayout::Planar(stride)) = (&self.sparse, self.layout) {
+            let out = (&mut self.buf[..], stride);
+            self.planes.gather_sparse(src, crop.y + y, sparse, out);
+            return &self.buf;
         }
         self.planes.gather(
             src,
@@ -156,8 +169,14 @@ impl Plan {
     ) {
         let s = &self.spec;
         let (crop, r) = (self.crop, self.content);
+        // a column of weight 0 adds nothing: the other column is read in its place (a
+        // downscale by an odd integer reads one column per output column)
         let xs: Vec<(usize, usize, [i16; 2])> = (0..r.width)
-            .map(|d| linear::column(d, crop.width, r.width))
+            .map(|d| match linear::column(d, crop.width, r.width) {
+                (i0, _, a @ [_, 0]) => (i0, i0, a),
+                (_, i1, a @ [0, _]) => (i1, i1, a),
+                tap => tap,
+            })
             .collect();
         let planar = kernels.planar();
         let direct = self.planes.direct() && !planar;
@@ -178,8 +197,11 @@ impl Plan {
                 }
             }
             // a quarter of a range or more used: converting all of it, as slices, is cheaper
+            // than one column at a time; but kernels that gather sparse columns themselves
+            // (AVX2's) take them from a half down
             let (first, last) = (cols[0], cols[cols.len() - 1]);
-            if last - first < 4 * cols.len() {
+            let sparse = planar && self.planes.sparse(kernels, 0, &[]).is_some();
+            if last - first < if sparse { 2 } else { 4 } * cols.len() {
                 cols = (first..=last).collect();
                 for (i, p) in slot.iter_mut().enumerate().skip(first) {
                     *p = (i - first) as u32;
@@ -187,8 +209,8 @@ impl Plan {
             }
             (cols, slot)
         };
-        // packed YUV rows are converted to 4 bytes a pixel (the AVX2 pass reads 4 at a time);
-        // planes are 64 bytes longer than the row (NEON reads 64 bytes from a block's first)
+        // packed YUV rows are converted to 4 bytes a pixel (one u32 store each); planes are 64
+        // bytes longer than the row (the vector passes read up to 64 bytes from a block's first)
         let (layout, px, channel) = if planar {
             let stride = cols.len() + 64;
             (RowLayout::Planar(stride), 1, stride)
@@ -209,6 +231,10 @@ impl Plan {
             .then(|| [0, 1, 2].map(|c| luts[c].as_slice().try_into().ok()))
             .and_then(|[a, b, c]| Some([a?, b?, c?]));
         let chans = [0, 1, 2].map(|c| self.source_channel(c));
+        // u8 tables that map every value to itself (a 0..1 input quantized with scale 1/255):
+        // the blended values are the output bytes, no lookup
+        let identity =
+            bytes.map(|t| t.map(|t| t.iter().enumerate().all(|(i, &v)| v as usize == i)));
         let w = r.width;
         // the ring: two source rows resampled horizontally (a plane per channel), tagged with
         // their crop row
@@ -222,6 +248,13 @@ impl Plan {
         };
         for dy in 0..r.height {
             let (r0, r1, b) = linear::row(dy, crop.height, r.height);
+            // a row of weight 0 adds nothing: the other row is read in its place (integer
+            // ratios read one row per output row)
+            let (r0, r1) = match b {
+                [_, 0] => (r0, r0),
+                [0, _] => (r1, r1),
+                _ => (r0, r1),
+            };
             // rows only move down: r0 is in the ring or is the next one to resample
             for y in [r0, r1] {
                 if !tags.contains(&y) {
@@ -233,28 +266,51 @@ impl Plan {
             }
             let k0 = if tags[0] == r0 { 0 } else { 1 };
             let k1 = if tags[0] == r1 { 0 } else { 1 };
-            kernels.vertical(&ring[k0], &ring[k1], b, &mut pixels);
+            let (h0, h1) = (&ring[k0], &ring[k1]);
             let y = r.y + dy;
-            // `pixels` holds one plane per source channel
-            let plane = |c: usize| &pixels[chans[c] * w..(chans[c] + 1) * w];
-            match (s.layout, bytes) {
-                (Layout::Nhwc, Some(bytes)) => {
-                    for (c, table) in bytes.into_iter().enumerate() {
-                        kernels.lookup(table, plane(c), &mut looked[c * w..(c + 1) * w]);
+            // source channel `c`'s blended values into `out`
+            let blend = |c: usize, out: &mut [u8]| {
+                let at = c * w..(c + 1) * w;
+                kernels.vertical(&h0[at.clone()], &h1[at], b, out);
+            };
+            match (s.layout, bytes, identity) {
+                (Layout::Nhwc, Some(bytes), Some(identity)) => {
+                    blend(0, &mut pixels[..w]);
+                    blend(1, &mut pixels[w..2 * w]);
+                    blend(2, &mut pixels[2 * w..]);
+                    for c in (0..3).filter(|&c| !identity[c]) {
+                        let plane = &pixels[chans[c] * w..(chans[c] + 1) * w];
+                        kernels.lookup(bytes[c], plane, &mut looked[c * w..(c + 1) * w]);
                     }
+                    let planes: [&[u8]; 3] = std::array::from_fn(|c| {
+                        let (from, k) = if identity[c] {
+                            (&pixels, chans[c])
+                        } else {
+                            (&looked, c)
+                        };
+                        &from[k * w..(k + 1) * w]
+                    });
                     let start = (y * s.dst_width + r.x) * 3;
-                    let out = &mut dst[start..start + w * 3];
-                    let (l0, rest) = looked.split_at(w);
-                    let (l1, l2) = rest.split_at(w);
-                    kernels.interleave([l0, l1, l2], out);
+                    kernels.interleave(planes, &mut dst[start..start + w * 3]);
                 }
-                (Layout::Nchw, Some(bytes)) => {
+                (Layout::Nchw, Some(bytes), Some(identity)) => {
                     for (c, table) in bytes.into_iter().enumerate() {
                         let start = (c * s.dst_height + y) * s.dst_width + r.x;
-                        kernels.lookup(table, plane(c), &mut dst[start..start + w]);
+                        let out = &mut dst[start..start + w];
+                        if identity[c] {
+                            blend(chans[c], out);
+                        } else {
+                            let plane = &mut pixels[..w];
+                            blend(chans[c], plane);
+                            kernels.lookup(table, plane, out);
+                        }
                     }
                 }
-                (Layout::Nhwc, None) => {
+                (Layout::Nhwc, _, _) => {
+                    blend(0, &mut pixels[..w]);
+                    blend(1, &mut pixels[w..2 * w]);
+                    blend(2, &mut pixels[2 * w..]);
+                    let plane = |c: usize| &pixels[chans[c] * w..(chans[c] + 1) * w];
                     let dst = dst.as_chunks_mut::<N>().0;
                     let start = (y * s.dst_width + r.x) * 3;
                     let out = &mut dst[start..start + w * 3];
@@ -265,12 +321,14 @@ impl Plan {
                         o[2] = tables[2][p2[j] as usize];
                     }
                 }
-                (Layout::Nchw, None) => {
+                (Layout::Nchw, _, _) => {
                     let dst = dst.as_chunks_mut::<N>().0;
                     for (c, table) in tables.iter().enumerate() {
+                        let plane = &mut pixels[..w];
+                        blend(chans[c], plane);
                         let start = (c * s.dst_height + y) * s.dst_width + r.x;
                         let out = &mut dst[start..start + w];
-                        for (o, &p) in out.iter_mut().zip(plane(c)) {
+                        for (o, &p) in out.iter_mut().zip(plane.iter()) {
                             *o = table[p as usize];
                         }
                     }

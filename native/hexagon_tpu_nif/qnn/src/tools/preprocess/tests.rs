@@ -170,20 +170,35 @@ fn every_combination_matches_the_definition_bit_for_bit() {
     ];
     for (sw, sh, dw, dh) in sizes {
         let src = frame(sw, sh);
-        for output in outputs() {
-            for resize in [Resize::Nearest, Resize::Bilinear] {
-                for layout in [Layout::Nhwc, Layout::Nchw] {
-                    for swap_rb in [false, true] {
-                        for divisor in [255.0, 1.0] {
-                            let s = Spec {
-                                resize,
-                                layout,
-                                swap_rb,
-                                divisor,
-                                ..spec(sw, sh, dw, dh, output)
-                            };
-                            let got = Plan::new(s).unwrap().run_to_vec(&src).unwrap();
-                            assert_eq!(got, reference(&s, &src), "{s:?}");
+        let imagenet = spec(sw, sh, dw, dh, outputs()[0]);
+        // u8 with scale 1/255 and no mean: tables that map values to themselves (the pass
+        // skips their lookup), on every channel or on two
+        let identity = u8_out(1.0 / 255.0, 0);
+        let norms = |output| {
+            let mut norms = vec![(imagenet.mean, imagenet.std)];
+            if output == identity {
+                norms.extend([([0.0; 3], [1.0; 3]), ([0.0, 0.1, 0.0], [1.0; 3])]);
+            }
+            norms
+        };
+        for output in outputs().into_iter().chain([identity]) {
+            for (mean, std) in norms(output) {
+                for resize in [Resize::Nearest, Resize::Bilinear] {
+                    for layout in [Layout::Nhwc, Layout::Nchw] {
+                        for swap_rb in [false, true] {
+                            for divisor in [255.0, 1.0] {
+                                let s = Spec {
+                                    resize,
+                                    layout,
+                                    swap_rb,
+                                    divisor,
+                                    mean,
+                                    std,
+                                    ..spec(sw, sh, dw, dh, output)
+                                };
+                                let got = Plan::new(s).unwrap().run_to_vec(&src).unwrap();
+                                assert_eq!(got, reference(&s, &src), "{s:?}");
+                            }
                         }
                     }
                 }
