@@ -802,3 +802,25 @@ fn quantized_values_refuse_a_scale_that_is_not_positive() {
         "output: expected [1, 6] = 6 u16 values, got 3"
     );
 }
+
+/// Found by the `postprocess` fuzz target (its hour in issue 31): a YOLOv5 row whose objectness
+/// dequantizes to 0 and whose best class to infinity (a scale so large that levels overflow
+/// f32) has a NaN best product; the row's other products (0 for a finite class) may still pass
+/// a negative threshold, as they do on the f32 path.
+#[test]
+fn yolov5_quantized_row_with_a_nan_best_product_is_judged_whole() {
+    // levels 0 and 255 at offset -1 and scale 1e37: values 0 (level 1), -1e37 (0), inf (255)
+    let levels = [10u8, 10, 2, 2, 1, 2, 255];
+    let q = Quantized {
+        levels: &levels[..],
+        scale: 1e37,
+        offset: -1,
+    };
+    let f32s: Vec<f32> = levels.iter().map(|&l| q.value(l)).collect();
+    assert!(f32s[6].is_infinite() && f32s[4] == 0.0);
+    let mut spec = yolo_spec(1, 2);
+    spec.nms.score_threshold = -0.5;
+    let want = yolov5(&f32s, &spec);
+    assert_eq!(format!("{:?}", yolov5(Values::U8(q), &spec)), format!("{want:?}"));
+    assert_eq!(want.unwrap().len(), 1);
+}

@@ -191,7 +191,8 @@ fn v5_f32(output: &[f32], spec: &YoloSpec, candidates: &mut Vec<Candidate>) -> R
 }
 
 /// Quantized rows: a row is judged only when its best product can be above the threshold
-/// (`obj * value` never decreases with the value for `obj >= 0`, never increases below).
+/// (`obj * value` never decreases with the value for `obj >= 0`, never increases below), or
+/// when that product is NaN.
 fn v5_quantized<T: Level>(
     q: &Quantized<T>,
     spec: &YoloSpec,
@@ -208,7 +209,9 @@ fn v5_quantized<T: Level>(
             classes.min()
         };
         let best = extreme.map_or(f32::NEG_INFINITY, |l| obj * q.value(l));
-        if best > spec.nms.score_threshold {
+        // NaN: 0 times an infinite value (a scale so large that levels overflow); the other
+        // products of the row may still pass, so it is judged whole, as f32 rows are
+        if best > spec.nms.score_threshold || best.is_nan() {
             let scores = row[5..].iter().map(|&s| obj * q.value(s));
             v5_row(i, row, scores, spec, candidates, |l| q.value(l))?;
         }
