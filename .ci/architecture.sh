@@ -2,7 +2,7 @@
 # The rules ARCHITECTURE.md states, checked: each prints the offending lines and fails.
 # (numbered as in ARCHITECTURE.md's "Rules")
 #   1. unsafe code lives only in the qnn and qnn_sys crates, in qnn_sim (which implements
-#      QNN's C side) and in its test-only companion qnn_fake_rpcmem;
+#      QNN's C side) and in its test-only companions qnn_fake_rpcmem and qnn_tests;
 #   2. qnn_sim uses nothing of qnn but the ABI, so it stays an independent oracle of QNN's
 #      behaviour (a misunderstanding in qnn's runtime code cannot leak into the backend that
 #      tests it): it depends on the qnn_sys crate alone, and Cargo refuses any other path;

@@ -30,11 +30,16 @@ defmodule HexagonTpu.Graph do
   `Nx.Tensor`s where Nx is available and binaries otherwise (`output: :binary` asks for
   binaries either way).
 
-  Data in the model's own type is not copied on the host: QNN reads the input binary where
-  it is and writes each output straight into the binary that is returned. The only host-side
-  pass over the data is the (de)quantization itself, with one exception: on a context loaded
-  with `async_queue_depth:` (executes in the backend's queue), inputs in the model's type are
-  copied once, as the execute outlives the call that gave them.
+  With client buffers, data in the model's own type is not copied on the host: QNN reads the
+  input binary where it is and writes each output straight into the binary that is returned.
+  The only host-side pass over the data is the (de)quantization itself, with one exception: on
+  a context loaded with `async_queue_depth:` (executes in the backend's queue), inputs in the
+  model's type are copied once, as the execute outlives the call that gave them. With shared
+  buffers (`HexagonTpu.Context`, `shared_buffers:`), an input in the model's type is copied
+  once into its shared buffer (a `HexagonTpu.Preprocess.Frame` is written there directly, and
+  f32 is quantized there), and an output in the model's type is handed out in its shared buffer,
+  not copied. `Stats.native/0` counts both: `host_copy_bytes_total`,
+  `client_buffer_bytes_total`.
 
   ## Quantization
 
