@@ -102,10 +102,8 @@ ms_of = fn fun ->
    result}
 end
 
-median = fn samples ->
-  sorted = Enum.sort(samples)
-  Enum.at(sorted, div(length(sorted), 2))
-end
+Code.require_file("support.exs", __DIR__)
+median = &HexagonTpu.BenchSupport.median/1
 
 # Each stage alone, on this process, one after another (median ms).
 inputs = pre.(frame.(0))

@@ -23,37 +23,38 @@ f32 = fn list -> for x <- list, into: <<>>, do: <<x::float-32-little>> end
 
 boxes_cxcywh =
   for _ <- 1..n,
-      do: [:rand.uniform() * 640, :rand.uniform() * 640, 8 + :rand.uniform() * 120, 8 + :rand.uniform() * 120]
+      do: [
+        :rand.uniform() * 640,
+        :rand.uniform() * 640,
+        8 + :rand.uniform() * 120,
+        8 + :rand.uniform() * 120
+      ]
 
 class_rows =
   for _ <- 1..c,
-      do: for(_ <- 1..n, do: if(:rand.uniform() < 0.05, do: :rand.uniform(), else: :rand.uniform() * 0.1))
+      do:
+        for(
+          _ <- 1..n,
+          do: if(:rand.uniform() < 0.05, do: :rand.uniform(), else: :rand.uniform() * 0.1)
+        )
 
 # {1, 84, 8400}: rows cx, cy, w, h, then the class rows
 box_rows = boxes_cxcywh |> Enum.zip_with(& &1)
 output = f32.(List.flatten(box_rows ++ class_rows))
 
 boxes_xyxy =
-  Enum.flat_map(boxes_cxcywh, fn [cx, cy, w, h] -> [cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2] end)
+  Enum.flat_map(boxes_cxcywh, fn [cx, cy, w, h] ->
+    [cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2]
+  end)
 
 scores_nc = class_rows |> Enum.zip_with(& &1) |> List.flatten()
 logits = for _ <- 1..1000, do: :rand.normal() * 3
 
-median = fn times ->
-  sorted = Enum.sort(times)
-  Enum.at(sorted, div(length(sorted), 2))
-end
+Code.require_file("support.exs", __DIR__)
+alias HexagonTpu.BenchSupport
 
-time_ms = fn fun ->
-  _ = fun.()
-  median.(for _ <- 1..runs, do: elem(:timer.tc(fun), 0) / 1000)
-end
-
-python =
-  case HexagonTpu.Compiler.python() do
-    {:ok, python} -> python
-    {:error, _} -> nil
-  end
+time_ms = &BenchSupport.time_ms(&1, runs)
+python = BenchSupport.python()
 
 dir = Path.join(System.tmp_dir!(), "hexagon_tpu_bench_postprocess")
 File.mkdir_p!(dir)
@@ -68,7 +69,10 @@ numpy_ms = fn params ->
   if python do
     script = Path.expand("../test/support/postprocess_numpy.py", __DIR__)
     json = "{" <> Enum.map_join(params, ", ", fn {k, v} -> ~s("#{k}": #{v}) end) <> "}"
-    {out, 0} = System.cmd(python, [script, "bench", json, Integer.to_string(max(div(runs, 4), 3))])
+
+    {out, 0} =
+      System.cmd(python, [script, "bench", json, Integer.to_string(max(div(runs, 4), 3))])
+
     [_, ms] = Regex.run(~r/"median_ms": ([0-9.e+-]+)/, out)
     String.to_float(ms)
   end
@@ -95,16 +99,10 @@ logits_file = ~s("#{file.("logits", f32.(logits))}")
 # opencv-python-headless test/support/real_models.py installs into the cache
 # (test/support/opencv_reference.py, timed inside Python)
 opencv_site =
-  if python do
-    script = Path.expand("../test/support/real_models.py", __DIR__)
-
-    case System.cmd(python, [script, "setup", "--cache", HexagonTpu.Compiler.cache_dir()],
-           stderr_to_stdout: true
-         ) do
-      {out, 0} -> Path.join(List.last(Regex.run(~r/^dir: (.+)$/m, out)), "site")
-      {_, _} -> nil
-    end
-  end
+  with python when python != nil <- python,
+       {:ok, site} <- BenchSupport.opencv_site(python),
+       do: site,
+       else: (_ -> nil)
 
 opencv_nms_ms = fn boxes_path, scores_path, thr ->
   if opencv_site do
@@ -146,7 +144,10 @@ for thr <- [0.25, 0.5] do
   ours = time_ms.(fn -> Postprocess.yolov8!({output, {1, 4 + c, n}}, score_threshold: thr) end)
 
   numpy =
-    numpy_ms.([op: ~s("yolov8"), output: output_file, n: n, classes: c, letterbox: "null", clip: "null"] ++ nms_json.(thr))
+    numpy_ms.(
+      [op: ~s("yolov8"), output: output_file, n: n, classes: c, letterbox: "null", clip: "null"] ++
+        nms_json.(thr)
+    )
 
   row.("yolov8 {1, 84, 8400}, score > #{thr}, IoU 0.45 (#{length(kept)} kept)", ours, numpy)
 end
@@ -195,14 +196,23 @@ if File.exists?(real) do
   shapes = Enum.map(infos, & &1.shape)
 
   for thr <- [0.25, 0.01] do
-    decode = fn parts -> fn -> for p <- parts, do: Postprocess.yolov8!(p, score_threshold: thr) end end
+    decode = fn parts ->
+      fn -> for p <- parts, do: Postprocess.yolov8!(p, score_threshold: thr) end
+    end
+
     f32_parts = for s <- samples, do: Enum.zip(s.dequantized, shapes)
     u8_parts = for s <- samples, do: Enum.zip(s.raw, infos)
     kept = decode.(u8_parts).() |> Enum.map(&length/1) |> Enum.sum()
     per = length(samples)
     f32_ms = time_ms.(decode.(f32_parts)) / per
     u8_ms = time_ms.(decode.(u8_parts)) / per
-    row.("nudenet 320n (real), f32 (dequantized), score > #{thr} (#{kept} kept in #{per})", f32_ms, nil)
+
+    row.(
+      "nudenet 320n (real), f32 (dequantized), score > #{thr} (#{kept} kept in #{per})",
+      f32_ms,
+      nil
+    )
+
     row.("nudenet 320n (real), u8 as the model wrote it, score > #{thr}", u8_ms, nil)
   end
 else
@@ -217,7 +227,15 @@ for thr <- [0.25, 0.5] do
 
   numpy =
     numpy_ms.(
-      [op: ~s("nms"), boxes: boxes_file, scores: scores_file, n: n, classes: c, box_classes: "null", format: ~s("xyxy")] ++
+      [
+        op: ~s("nms"),
+        boxes: boxes_file,
+        scores: scores_file,
+        n: n,
+        classes: c,
+        box_classes: "null",
+        format: ~s("xyxy")
+      ] ++
         nms_json.(thr)
     )
 
@@ -232,7 +250,9 @@ for thr <- [0.25, 0.5] do
 end
 
 # BlazeFace's front head: 896 anchors x 16 values, logits, decoded as MediaPipe's graph does
-ssd_opts = Keyword.merge(Postprocess.ssd_options(:face_detection_short_range), score_threshold: 0.75)
+ssd_opts =
+  Keyword.merge(Postprocess.ssd_options(:face_detection_short_range), score_threshold: 0.75)
+
 blaze = ssd_opts[:anchors]
 
 raw_boxes = for _ <- 1..(896 * 16), do: :rand.normal() * 20
@@ -270,7 +290,14 @@ seg = for _ <- 1..(512 * 512 * 21), into: <<>>, do: <<:rand.uniform()::float-32-
 ours = time_ms.(fn -> Postprocess.mask!({seg, {512, 512, 21}}) end)
 
 numpy =
-  numpy_ms.(op: ~s("mask"), output: ~s("#{file.("seg", seg)}"), h: 512, w: 512, classes: 21, layout: ~s("hwc"))
+  numpy_ms.(
+    op: ~s("mask"),
+    output: ~s("#{file.("seg", seg)}"),
+    h: 512,
+    w: 512,
+    classes: 21,
+    layout: ~s("hwc")
+  )
 
 row.("mask {512, 512, 21} argmax", ours, numpy)
 

@@ -34,21 +34,11 @@ info = fn size ->
   }
 end
 
-median = fn times ->
-  sorted = Enum.sort(times)
-  Enum.at(sorted, div(length(sorted), 2))
-end
+Code.require_file("support.exs", __DIR__)
+alias HexagonTpu.BenchSupport
 
-time_ms = fn n, fun ->
-  _ = fun.()
-  median.(for _ <- 1..n, do: elem(:timer.tc(fun), 0) / 1000)
-end
-
-python =
-  case HexagonTpu.Compiler.python() do
-    {:ok, python} -> python
-    {:error, _} -> nil
-  end
+time_ms = fn n, fun -> BenchSupport.time_ms(fun, n) end
+python = BenchSupport.python()
 
 numpy_ms = fn size, resize ->
   if python do
@@ -177,16 +167,12 @@ end
 # test/support/real_models.py installs into the cache, timed inside Python).
 opencv_site =
   if python do
-    script = Path.expand("../test/support/real_models.py", __DIR__)
+    case BenchSupport.opencv_site(python) do
+      {:ok, site} ->
+        site
 
-    case System.cmd(python, [script, "setup", "--cache", HexagonTpu.Compiler.cache_dir()],
-           stderr_to_stdout: true
-         ) do
-      {out, 0} ->
-        Path.join(List.last(Regex.run(~r/^dir: (.+)$/m, out)), "site")
-
-      {out, _} ->
-        IO.puts("OpenCV: not set up: #{String.trim(out)}")
+      {:error, out} ->
+        IO.puts("OpenCV: not set up: #{out}")
         nil
     end
   end

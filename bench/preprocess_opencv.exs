@@ -21,15 +21,15 @@ alias HexagonTpu.{Preprocess, TensorInfo}
     [] -> [5, 60]
   end
 
-{:ok, python} = HexagonTpu.Compiler.python()
-setup = Path.expand("../test/support/real_models.py", __DIR__)
+Code.require_file("support.exs", __DIR__)
+alias HexagonTpu.BenchSupport
+
+python = BenchSupport.python() || raise "the QNN venv's Python is not set up (scripts/setup.sh)"
 
 site =
-  case System.cmd(python, [setup, "setup", "--cache", HexagonTpu.Compiler.cache_dir()],
-         stderr_to_stdout: true
-       ) do
-    {out, 0} -> Path.join(List.last(Regex.run(~r/^dir: (.+)$/m, out)), "site")
-    {out, _} -> raise "OpenCV is not set up: #{out}"
+  case BenchSupport.opencv_site(python) do
+    {:ok, site} -> site
+    {:error, out} -> raise "OpenCV is not set up: #{out}"
   end
 
 dir = Path.join(System.tmp_dir!(), "hexagon_tpu_bench_preprocess_opencv")
@@ -57,7 +57,8 @@ cases = [
   {"letterbox720", {1280, 720}, u8_input.({1, 3, 640, 640}, 1 / 255, 0), letterbox},
   {"letterbox1080", {1920, 1080}, u8_input.({1, 3, 640, 640}, 1 / 255, 0), letterbox},
   {"imagenet224", {1280, 720}, u8_input.({1, 224, 224, 3}, 0.018658, 114), imagenet},
-  {"nearest720", {1280, 720}, u8_input.({1, 3, 640, 640}, 1 / 255, 0), letterbox ++ [resize: :nearest]}
+  {"nearest720", {1280, 720}, u8_input.({1, 3, 640, 640}, 1 / 255, 0),
+   letterbox ++ [resize: :nearest]}
 ]
 
 port =
@@ -122,10 +123,7 @@ times =
 
 Port.close(port)
 
-median = fn list ->
-  sorted = Enum.sort(list)
-  Enum.at(sorted, div(length(sorted), 2))
-end
+median = &BenchSupport.median/1
 
 ms = &:erlang.float_to_binary(&1, decimals: 3)
 x = &:erlang.float_to_binary(&1, decimals: 2)

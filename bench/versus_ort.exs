@@ -59,10 +59,8 @@ samples =
 Port.close(port)
 File.rm(ort_out)
 
-median = fn xs ->
-  sorted = Enum.sort(xs)
-  Enum.at(sorted, div(length(sorted), 2)) / 1.0e6
-end
+Code.require_file("support.exs", __DIR__)
+median = &(HexagonTpu.BenchSupport.median(&1) / 1.0e6)
 
 {ours_ms, ort_ms} =
   {median.(Enum.map(samples, &elem(&1, 0))), median.(Enum.map(samples, &elem(&1, 1)))}
