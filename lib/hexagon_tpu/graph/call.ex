@@ -99,16 +99,16 @@ defmodule HexagonTpu.Graph.Call do
   defp start(%__MODULE__{graph: graph, options: options} = call, inputs, always_queue, tag) do
     with {:ok, ordered} <- Inputs.order(graph, inputs),
          {:ok, binaries, input_modes, frames} <- Inputs.prepare(graph, ordered, options.quantize) do
-      native = %{
-        input_modes: input_modes,
-        frames: frames,
-        output_modes: call.output_modes,
-        max_queued: graph.max_queued,
-        always_queue: always_queue,
-        profile: options.profile,
-        performance: options.performance,
-        runtime: graph.context.runtime.ref
-      }
+      # src/protocol.rs's ExecuteArg: every key required.
+      native =
+        Map.merge(Graph.Options.native(options), %{
+          input_modes: input_modes,
+          frames: frames,
+          output_modes: call.output_modes,
+          max_queued: graph.max_queued,
+          always_queue: always_queue,
+          runtime: graph.context.runtime.ref
+        })
 
       {:ok, Native.graph_execute(graph.ref, binaries, native, tag)}
     end
