@@ -25,8 +25,9 @@ fn encode_loaded(env: Env<'_>, result: qnn::Result<Arc<qnn::Context>>) -> Term<'
 }
 
 /// `{:ok, %{context, graphs, warnings, queue, buffers}} | {:error, %HexagonTpu.Error{}}`
-/// ([`LoadedTerm`]), directly or by message. Only a regular file of at most `max_bytes` (`nil`: `qnn`'s default, 2 GiB) is
-/// read. `path` is a binary, any bytes (Linux paths need not be UTF-8).
+/// ([`LoadedTerm`]), directly or by message. Only a regular file of at most `max_bytes` (`nil`:
+/// `qnn`'s default, 2 GiB) is read. `path` is a binary, any bytes (Linux paths need not be
+/// UTF-8).
 #[rustler::nif(schedule = "DirtyIo")]
 fn context_from_file<'a>(
     env: Env<'a>,

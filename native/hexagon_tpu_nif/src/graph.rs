@@ -43,8 +43,9 @@ fn graph_close<'a>(env: Env<'a>, graph: Handle<GraphRes>, tag: Term<'a>) -> Term
 }
 
 /// `{:ok, %{outputs, execute_ns, profile, recovery_ns}} | {:error, %HexagonTpu.Error{}}`
-/// ([`ExecutedTerm`]) when the graph was idle (the execute ran here), or `{:queued, ticket}` when it was busy (or
-/// `always_queue`): the execute then runs on the graph's own thread after the ones before it
+/// ([`ExecutedTerm`]) when the graph was idle (the execute ran here), or `{:queued, ticket}`
+/// when it was busy (or `always_queue`): the execute then runs on the graph's own thread after
+/// the ones before it
 /// (and, on a context with `async_queue_depth:`, in the backend's queue), and the result
 /// follows by message (see `crate::reply`), unless the caller gives up first with the ticket
 /// (`execute_give_up`). No scheduler ever waits for another caller's execute. With
