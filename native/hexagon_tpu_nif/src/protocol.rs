@@ -2,7 +2,7 @@
 //! place (the answers going back are `crate::terms`'s).
 //!
 //! Naming: every type decoded from a term ends in `Arg`: an atom choice (`PerfModeArg`, a
-//! `NifUnitEnum` mirroring a `qnn` enum, declared with [`mirror!`] together with its conversion)
+//! `NifUnitEnum` mirroring a `qnn` enum, declared with `mirror!` together with its conversion)
 //! and an option map (`ExecuteArg`, a `NifMap` whose keys are exactly the map's: every key
 //! required). Types encoded for Elixir end in `Term` (`crate::terms`). The Elixir side that
 //! builds each map is named on its type; `.ci/aarch64.sh`'s Erlang smoke builds `RuntimeArg`,
