@@ -415,19 +415,22 @@ predict(Mod) ->
                            R -> R
                        end
                end,
+        %% The NIF's maps, every key required: native/hexagon_tpu_nif/src/protocol.rs's
+        %% RuntimeArg, LoadArg and ExecuteArg (.ci/architecture.sh holds these keys to them);
+        %% the answers are src/terms.rs's LoadedTerm and ExecutedTerm.
         RuntimeArgs = #{log_level => error, performance => default, performance_idle => 300,
                         rpcmem_lib => <<"libcdsprpc.so">>, site => Site},
         {ok, {Runtime, _}} = Call(fun(T) -> Mod:runtime_create(Sim, Sim, RuntimeArgs, T) end),
         Load = #{preflight => on, priority => default, async_queue_depth => nil, recover => true,
                  shared_buffers => auto, site => Site},
-        {ok, {Context, _Graphs, _Warnings, worker, _Buffers}} =
+        {ok, #{context := Context, queue := worker}} =
             Call(fun(T) -> Mod:context_from_file(Runtime, Model, 1 bsl 31, Load, T) end),
         {ok, Graph} = Mod:graph_retrieve(Context, <<"smoke">>, Site),
         {A, B} = {F32([1.0, 2.0, 3.5, 4.0]), F32([0.5, 0.5, 1.0, 10.0])},
         Options = #{input_modes => [f32, f32], frames => [], output_modes => [f32], max_queued => 64,
                     always_queue => false, profile => nil, performance => nil, runtime => Runtime},
         Execute = fun(T) -> Mod:graph_execute(Graph, [A, B], Options, T) end,
-        {ok, {[Sum], Ns}} = Call(Execute),
+        {ok, #{outputs := [Sum], execute_ns := Ns, profile := nil, recovery_ns := nil}} = Call(Execute),
         Expected = F32([1.5, 2.5, 4.5, 14.0]),
         io:format("smoke: predict -> ~w (graphExecute ~b ns)~n",
                   [[X || <<X:32/float-little>> <= Sum], Ns]),

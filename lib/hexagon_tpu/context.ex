@@ -278,7 +278,7 @@ defmodule HexagonTpu.Context do
   end
 
   @doc false
-  # How the NIF loads the context (its LoadArgs, less the caller's site), from the options
+  # How the NIF loads the context (src/protocol.rs's LoadArg, less the caller's site), from the options
   # (from_file/3, from_binary/3, HexagonTpu.load_model/2).
   @spec load_args!(keyword(), String.t()) :: %{
           preflight: :on | :strict | :off,
@@ -319,7 +319,8 @@ defmodule HexagonTpu.Context do
       [:hexagon_tpu, :context, :load],
       %{source: source, backend: runtime.backend_lib},
       fn ->
-        with {:ok, {ref, graphs, warnings, queue, buffers}} <- load_fun.(),
+        # src/terms.rs's LoadedTerm
+        with {:ok, %{context: ref, graphs: graphs, warnings: warnings} = loaded} <- load_fun.(),
              {:ok, graphs} <- name_graphs(ref, graphs, names, source) do
           for %{reason: reason, message: message} <- warnings,
               do: Logger.warning("hexagon_tpu pre-flight (#{reason}): #{message}")
@@ -330,8 +331,8 @@ defmodule HexagonTpu.Context do
             source: source,
             graphs: graphs,
             warnings: warnings,
-            execute_queue: queue,
-            buffers: buffers
+            execute_queue: loaded.queue,
+            buffers: loaded.buffers
           }
 
           {{:ok, context}, %{}, %{status: :ok, graphs: Enum.map(graphs, & &1.name)}}

@@ -304,7 +304,7 @@ defmodule HexagonTpu.Native do
     end
   end
 
-  # runtime.rs; `options`: the map HexagonTpu.Runtime builds (src/runtime.rs's RuntimeArgs)
+  # runtime.rs; `options`: the map HexagonTpu.Runtime builds (src/protocol.rs's RuntimeArg)
   def runtime_create(_backend_lib, _system_lib, _options, _tag), do: not_loaded()
 
   def runtime_info(_runtime), do: not_loaded()
@@ -327,7 +327,7 @@ defmodule HexagonTpu.Native do
   # graph.rs
   def graph_retrieve(_context, _name, _site), do: not_loaded()
 
-  # `options`: the map HexagonTpu.Graph.Call builds (src/graph.rs's ExecuteOptions)
+  # `options`: the map HexagonTpu.Graph.Call builds (src/protocol.rs's ExecuteArg)
   def graph_execute(_graph, _inputs, _options, _tag), do: not_loaded()
 
   def execute_give_up(_ticket), do: opaque(:given_up)

@@ -183,13 +183,7 @@ defmodule HexagonTpu.Profile do
   end
 
   @doc false
-  # An execute's answer from the NIF: {binaries, execute_ns} or, profiled, with the map third.
-  @spec split(tuple()) :: {list(), non_neg_integer(), t() | nil}
-  def split({binaries, execute_ns}), do: {binaries, execute_ns, nil}
-  def split({binaries, execute_ns, map}), do: {binaries, execute_ns, from_native(map)}
-
-  @doc false
-  # The NIF's map as a struct.
+  # The NIF's map (src/profile.rs's ProfileTerm, an execute answer's `:profile`) as a struct.
   @spec from_native(map()) :: t()
   def from_native(map) do
     %__MODULE__{

@@ -230,7 +230,7 @@ defmodule HexagonTpu.Runtime do
          :ok <- Args.check_path(system_lib, system_what),
          :ok <- Args.check_path(rpcmem_lib, rpcmem_what),
          :ok <- check_utf8(rpcmem_lib, rpcmem_what) do
-      # The NIF's RuntimeArgs (src/runtime.rs).
+      # The NIF's RuntimeArg (src/protocol.rs).
       args = %{
         log_level: nif_log_level(opts[:log_level]),
         performance: opts[:performance] || :default,

@@ -99,16 +99,16 @@ defmodule HexagonTpu.Graph.Call do
   defp start(%__MODULE__{graph: graph, options: options} = call, inputs, always_queue, tag) do
     with {:ok, ordered} <- Inputs.order(graph, inputs),
          {:ok, binaries, input_modes, frames} <- Inputs.prepare(graph, ordered, options.quantize) do
-      native = %{
-        input_modes: input_modes,
-        frames: frames,
-        output_modes: call.output_modes,
-        max_queued: graph.max_queued,
-        always_queue: always_queue,
-        profile: options.profile,
-        performance: options.performance,
-        runtime: graph.context.runtime.ref
-      }
+      # src/protocol.rs's ExecuteArg: every key required.
+      native =
+        Map.merge(Graph.Options.native(options), %{
+          input_modes: input_modes,
+          frames: frames,
+          output_modes: call.output_modes,
+          max_queued: graph.max_queued,
+          always_queue: always_queue,
+          runtime: graph.context.runtime.ref
+        })
 
       {:ok, Native.graph_execute(graph.ref, binaries, native, tag)}
     end
@@ -116,12 +116,13 @@ defmodule HexagonTpu.Graph.Call do
 
   @doc false
   # The reply to the caller and the telemetry stop's measurements and metadata, from the
-  # execute's answer.
-  @spec finish(t(), {:ok, tuple()} | {:error, Error.t()}) :: {term(), map(), map()}
-  def finish(call, {:ok, answer}) do
-    {binaries, execute_ns, reported} = split(call, answer)
-    outputs = outputs(binaries, call)
-    {measurements, metadata} = stop_of(call, execute_ns, %{status: :ok}, reported)
+  # execute's answer (src/terms.rs's ExecutedTerm: %{outputs, execute_ns, profile,
+  # recovery_ns}).
+  @spec finish(t(), {:ok, map()} | {:error, Error.t()}) :: {term(), map(), map()}
+  def finish(call, {:ok, executed}) do
+    reported = reported(call, executed)
+    outputs = outputs(executed.outputs, call)
+    {measurements, metadata} = stop_of(call, executed.execute_ns, %{status: :ok}, reported)
     {Profile.reply(call.graph, outputs, reported, call.options.profile), measurements, metadata}
   end
 
@@ -132,29 +133,31 @@ defmodule HexagonTpu.Graph.Call do
 
   @doc false
   # The telemetry stop of an execute that answered `result` (or was `:cancelled`).
-  @spec stop(t(), {:ok, tuple()} | {:error, Error.t()} | :cancelled) :: {map(), map()}
-  def stop(call, {:ok, answer}) do
-    {_binaries, execute_ns, reported} = split(call, answer)
-    stop_of(call, execute_ns, %{status: :ok}, reported)
-  end
+  @spec stop(t(), {:ok, map()} | {:error, Error.t()} | :cancelled) :: {map(), map()}
+  def stop(call, {:ok, executed}),
+    do: stop_of(call, executed.execute_ns, %{status: :ok}, reported(call, executed))
 
   def stop(call, {:error, %Error{reason: reason}}),
     do: stop_of(call, 0, %{status: :error, error: reason}, nil)
 
   def stop(call, :cancelled), do: stop_of(call, 0, %{status: :cancelled}, nil)
 
-  # An execute's answer without its recovery (reported here, once, as its own event).
-  defp split(call, {binaries, execute_ns, profile, recovery_ns}) do
+  # The profile an answer reports (nil when none), once its recovery, if it waited for one,
+  # is reported as its own event.
+  defp reported(call, executed) do
+    recovered(call, executed.recovery_ns)
+    if executed.profile, do: Profile.from_native(executed.profile)
+  end
+
+  defp recovered(_call, nil), do: :ok
+
+  defp recovered(call, recovery_ns) do
     Telemetry.execute(
       [:hexagon_tpu, :context, :recover],
       %{duration: System.convert_time_unit(recovery_ns, :nanosecond, :native)},
       start_metadata(call.graph)
     )
-
-    Profile.split(if profile, do: {binaries, execute_ns, profile}, else: {binaries, execute_ns})
   end
-
-  defp split(_call, answer), do: Profile.split(answer)
 
   defp stop_of(call, execute_ns, status, profile) do
     metadata =

@@ -2,7 +2,8 @@ defmodule HexagonTpu.Graph.Options do
   @moduledoc false
   # The options of an execute (HexagonTpu.Graph.execute/3, documented there), checked once per
   # call (once per batch for HexagonTpu.predict/3): an ArgumentError naming the public function
-  # for a wrong one. An option that reaches the NIF goes into the map HexagonTpu.Graph.Call builds (start/4).
+  # for a wrong one. An option the NIF takes as it is is named in @native: it goes into the map
+  # HexagonTpu.Graph.Call builds (start/4), src/protocol.rs's ExecuteArg, under its own name.
 
   alias HexagonTpu.{Args, Optional, Performance, Profile}
 
@@ -14,6 +15,13 @@ defmodule HexagonTpu.Graph.Options do
           performance: Performance.mode() | nil,
           profile: Profile.level() | nil
         }
+
+  @native [:performance, :profile]
+
+  @doc false
+  # The checked options the execute NIF takes as they are.
+  @spec native(t()) :: map()
+  def native(options), do: Map.take(options, @native)
 
   @doc false
   @spec check!(term(), String.t()) :: t()

@@ -1,7 +1,7 @@
 defmodule HexagonTpu.Postprocess.Ssd do
   @moduledoc false
   # The options of `HexagonTpu.Postprocess.ssd/3` and `ssd_anchors/1`, checked and put in the
-  # NIF's maps (src/postprocess.rs's AnchorsTerm and SsdArgs).
+  # NIF's maps (src/protocol.rs's AnchorsArg and SsdArg).
 
   alias HexagonTpu.{Args, Error, Native}
   alias HexagonTpu.Postprocess.Input
@@ -141,7 +141,7 @@ defmodule HexagonTpu.Postprocess.Ssd do
     })
   end
 
-  @doc "The NIF's SsdArgs map."
+  @doc "The NIF's SsdArg map."
   @spec args(map(), non_neg_integer(), non_neg_integer(), map()) :: map()
   def args(ssd, coords, classes, nms) do
     %{

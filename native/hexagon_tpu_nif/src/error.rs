@@ -1,4 +1,8 @@
 //! `%HexagonTpu.Error{}`: the one error term every NIF returns.
+//!
+//! A NIF returns `Result<T, Failure>`, which rustler encodes as `{:ok, T}` or `{:error,
+//! %HexagonTpu.Error{}}`; a NIF whose success carries nothing returns [`Done`] (`:ok` or
+//! `{:error, _}`). No NIF builds either tuple itself.
 
 use rustler::{Atom, Encoder, Env, NifException, Term};
 
@@ -8,54 +12,79 @@ use crate::atoms;
 #[derive(Debug, NifException)]
 #[module = "HexagonTpu.Error"]
 #[rustler(encode)]
-pub struct NifError {
-    pub reason: Atom,
-    pub message: String,
-    pub qnn_code: Option<u32>,
+struct NifError {
+    reason: Atom,
+    message: String,
+    qnn_code: Option<u32>,
 }
 
-/// An error before the reason atom has been made (atoms need an `Env`).
+/// A `qnn::Error` on its way to Elixir, where it becomes `%HexagonTpu.Error{}` (the reason atom
+/// is made at encoding, when there is an `Env`).
 #[derive(Debug)]
-pub enum Failure {
-    Qnn(qnn::Error),
-}
+pub struct Failure(qnn::Error);
 
 impl From<qnn::Error> for Failure {
     fn from(e: qnn::Error) -> Self {
-        Failure::Qnn(e)
+        Failure(e)
     }
 }
 
 impl Failure {
-    pub fn to_nif_error(&self, env: Env) -> NifError {
-        match self {
-            Failure::Qnn(e) => NifError {
-                // Reasons are a small fixed set of static names; fall back rather than fail.
-                reason: Atom::from_str(env, e.reason()).unwrap_or_else(|_| atoms::internal()),
-                message: e.to_string(),
-                qnn_code: e.qnn_code(),
-            },
+    /// `:invalid_input`, with `message`.
+    pub fn invalid_input(message: impl Into<String>) -> Self {
+        Failure(qnn::Error::InvalidInput {
+            message: message.into(),
+        })
+    }
+
+    /// `:internal`, with `message`.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Failure(qnn::Error::Internal {
+            message: message.into(),
+        })
+    }
+
+    /// `:closed`: the `what` (runtime, graph) was closed.
+    pub fn closed(what: &'static str) -> Self {
+        Failure(qnn::Error::Closed { what })
+    }
+
+    /// `{:error, %HexagonTpu.Error{}}` (rustler's encoding of `Err(self)`), for the answers
+    /// that are not one `Result`: an execute's, which may be `{:queued, ticket}`, and a reply
+    /// whose work panicked or was lost.
+    pub fn into_error(self, env: Env<'_>) -> Term<'_> {
+        Err::<(), Failure>(self).encode(env)
+    }
+}
+
+impl Encoder for Failure {
+    fn encode<'a>(&self, env: Env<'a>) -> Term<'a> {
+        let e = &self.0;
+        NifError {
+            // Reasons are a small fixed set of static names; fall back rather than fail.
+            reason: Atom::from_str(env, e.reason()).unwrap_or_else(|_| atoms::internal()),
+            message: e.to_string(),
+            qnn_code: e.qnn_code(),
         }
-    }
-
-    /// `{:error, %HexagonTpu.Error{}}`
-    pub fn encode_error<'a>(&self, env: Env<'a>) -> Term<'a> {
-        (atoms::error(), self.to_nif_error(env)).encode(env)
+        .encode(env)
     }
 }
 
-/// `{:ok, value}` or `{:error, %HexagonTpu.Error{}}`.
-pub fn ok_or_error<'a, T: Encoder>(env: Env<'a>, result: Result<T, Failure>) -> Term<'a> {
-    match result {
-        Ok(value) => (atoms::ok(), value).encode(env),
-        Err(failure) => failure.encode_error(env),
+/// `:ok` or `{:error, E}` (by default `E` is `%HexagonTpu.Error{}`): the answer of a NIF whose
+/// success carries nothing.
+pub struct Done<E = Failure>(pub Result<(), E>);
+
+impl<E, F: Into<E>> From<Result<(), F>> for Done<E> {
+    fn from(result: Result<(), F>) -> Self {
+        Done(result.map_err(Into::into))
     }
 }
 
-/// `:ok` or `{:error, %HexagonTpu.Error{}}`.
-pub fn unit_or_error<'a>(env: Env<'a>, result: Result<(), Failure>) -> Term<'a> {
-    match result {
-        Ok(()) => atoms::ok().encode(env),
-        Err(failure) => failure.encode_error(env),
+impl<E: Encoder> Encoder for Done<E> {
+    fn encode<'a>(&self, env: Env<'a>) -> Term<'a> {
+        match &self.0 {
+            Ok(()) => atoms::ok().encode(env),
+            Err(error) => Err::<(), &E>(error).encode(env),
+        }
     }
 }

@@ -9,52 +9,30 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use rustler::env::SavedTerm;
-use rustler::{Binary, Encoder, Env, NifMap, NifUnitEnum, OwnedBinary, ResourceArc, Term};
+use rustler::{Binary, Encoder, Env, OwnedBinary, ResourceArc, Term};
 
 use qnn::preprocess::{Plan, Spec};
 
 use crate::atoms;
-use crate::error::{Failure, ok_or_error};
-use crate::perf::PerfModeArg;
-use crate::preprocess::SpecTerm;
+use crate::error::Failure;
+use crate::protocol::{ExecuteArg, ModeArg, PerfModeArg, SpecArg};
 use crate::quote;
 use crate::reply::{ReplyTo, Ticket, answer, panicked};
 use crate::resources::{ContextRes, GraphRes, Handle, RuntimeRes};
 use crate::runtime::encode_unit;
-
-/// `qnn::io::Mode` as an atom: `:model` (the model's own dtype, passed through untouched),
-/// `:f32` (converted with the tensor's quantization parameters) or `:frame` (a camera frame,
-/// preprocessed straight into the input's buffer: `qnn::io::Mode::Written`).
-#[derive(NifUnitEnum, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    Model,
-    F32,
-    Frame,
-}
-
-impl From<Mode> for qnn::io::Mode {
-    fn from(mode: Mode) -> Self {
-        match mode {
-            Mode::Model => qnn::io::Mode::Model,
-            Mode::F32 => qnn::io::Mode::F32,
-            Mode::Frame => qnn::io::Mode::Written,
-        }
-    }
-}
+use crate::terms::ExecutedTerm;
 
 /// `{:ok, graph_ref} | {:error, %HexagonTpu.Error{}}` (the metadata is the context's, which
 /// Elixir holds already). `site` is the Elixir caller, for the ledger of live objects.
 #[rustler::nif(schedule = "DirtyIo")]
-fn graph_retrieve<'a>(
-    env: Env<'a>,
+fn graph_retrieve(
     context: Handle<ContextRes>,
     name: String,
     site: String,
-) -> Term<'a> {
-    let result = qnn::Graph::retrieve(&context.0, &name, &qnn::Site::named(site))
+) -> Result<ResourceArc<GraphRes>, Failure> {
+    qnn::Graph::retrieve(&context.0, &name, &qnn::Site::named(site))
         .map_err(quote::capped)
-        .map(|graph| ResourceArc::new(GraphRes(graph)));
-    ok_or_error(env, result)
+        .map(|graph| ResourceArc::new(GraphRes(graph)))
 }
 
 /// Closes the graph once the executes running or queued before it are done: `:ok` directly,
@@ -64,33 +42,10 @@ fn graph_close<'a>(env: Env<'a>, graph: Handle<GraphRes>, tag: Term<'a>) -> Term
     answer(env, tag, encode_unit, |done| graph.0.close_then(done))
 }
 
-/// The options of an execute, decoded from the map `HexagonTpu.Graph.Call` builds.
-#[derive(NifMap)]
-#[rustler(decode)]
-struct ExecuteOptions {
-    /// Per input, in model order: whether its bytes are in the model's dtype, f32, or a frame.
-    input_modes: Vec<Mode>,
-    /// The preprocessing pass of each `:frame` input, in input order.
-    frames: Vec<SpecTerm>,
-    /// Per output: whether it comes back in the model's dtype or as f32.
-    output_modes: Vec<Mode>,
-    /// Executes that may wait for the graph's turn; one more is refused as overloaded.
-    max_queued: usize,
-    /// Queued even on an idle graph (a caller with a deadline must be free to leave).
-    always_queue: bool,
-    /// A profile of this execute, asked for by the caller.
-    profile: Option<crate::profile::Level>,
-    /// The call's performance mode (`nil`: the runtime's), voted by `runtime`.
-    performance: Option<PerfModeArg>,
-    /// The graph's runtime, always: a resource decodes faster than an `Option` of one whose
-    /// `nil` is tried as a resource first (rustler's `Option` decoder).
-    runtime: Handle<RuntimeRes>,
-}
-
-/// `{:ok, {[output_binary], execute_ns}} | {:error, %HexagonTpu.Error{}}` (with a third element,
-/// the profile's map, when `profile` asked for one or the graph sampled this execute) when the
-/// graph was idle (the execute ran here), or `{:queued, ticket}` when it was busy (or
-/// `always_queue`): the execute then runs on the graph's own thread after the ones before it
+/// `{:ok, %{outputs, execute_ns, profile, recovery_ns}} | {:error, %HexagonTpu.Error{}}`
+/// ([`ExecutedTerm`]) when the graph was idle (the execute ran here), or `{:queued, ticket}`
+/// when it was busy (or `always_queue`): the execute then runs on the graph's own thread after
+/// the ones before it
 /// (and, on a context with `async_queue_depth:`, in the backend's queue), and the result
 /// follows by message (see `crate::reply`), unless the caller gives up first with the ticket
 /// (`execute_give_up`). No scheduler ever waits for another caller's execute. With
@@ -101,70 +56,71 @@ struct ExecuteOptions {
 /// a direct execute converts its outputs after passing the turn on. The call's performance
 /// mode is voted here too, before the execute (see [`CallVote`]).
 ///
-/// `inputs` in model order, as binaries; `options` as [`ExecuteOptions`].
+/// `inputs` in model order, as binaries; `options` as [`ExecuteArg`].
 #[rustler::nif(schedule = "DirtyCpu")]
 fn graph_execute<'a>(
     env: Env<'a>,
     graph: Handle<GraphRes>,
     inputs: Term<'a>,
-    options: ExecuteOptions,
+    options: ExecuteArg,
     tag: Term<'a>,
 ) -> Term<'a> {
     catch_unwind(AssertUnwindSafe(|| {
-        if graph.0.is_closed() {
-            // Refused before its inputs are converted for nothing.
-            return Failure::Qnn(qnn::Error::Closed { what: "graph" }).encode_error(env);
-        }
-        let on_backend = graph.0.execute_queue() != qnn::ExecuteQueue::Worker;
-        if on_backend && options.profile.is_some() {
-            let message = "profile: is not available on a context whose executes run in the \
-                           backend's queue (async_queue_depth:)"
-                .to_string();
-            return Failure::Qnn(qnn::Error::InvalidInput { message }).encode_error(env);
-        }
-        // The whole execute when it runs here; discarded when it is queued (where it runs
-        // opens its own), leaving this thread's quantize on its own.
-        let span = qnn::trace::span(qnn::trace::Phase::Execute, graph.0.name());
-        let input_modes: Vec<qnn::io::Mode> =
-            options.input_modes.iter().map(|&m| m.into()).collect();
-        let output_modes: Vec<qnn::io::Mode> =
-            options.output_modes.iter().map(|&m| m.into()).collect();
-        let binaries = match input_binaries(inputs) {
-            Ok(binaries) => binaries,
-            Err(failure) => return failure.encode_error(env),
-        };
-        let given = slices(&binaries);
-        let frames = match FramePasses::new(&options.input_modes, &options.frames) {
-            Ok(frames) => frames,
-            Err(failure) => return failure.encode_error(env),
-        };
-        let prepared = qnn::io::prepare_written(
-            &graph.0,
-            &given,
-            &input_modes,
-            &output_modes,
-            Some(&|index, frame, dst| frames.write(index, frame, dst)),
-            OwnedBinary::new,
-        );
-        let execution = match prepared {
-            Ok(execution) => execution,
-            Err(error) => return Failure::Qnn(error).encode_error(env),
-        };
-        let submission = Submission {
-            graph: Arc::clone(&graph.0),
-            execution,
-            profile: options.profile.map(Into::into),
-            _vote: CallVote::enter(&options.runtime, options.performance),
-        };
-        let policy = qnn::QueuePolicy {
-            max_waiting: options.max_queued,
-            // The backend's queue is reached from the graph's thread only: handing an
-            // execute over blocks while that queue is full.
-            always_queue: options.always_queue || on_backend,
-        };
-        submission.submit(env, &given, inputs, span, policy, tag)
+        execute(env, &graph, inputs, options, tag).unwrap_or_else(|failure| failure.into_error(env))
     }))
     .unwrap_or_else(|_| panicked(env, "the execute"))
+}
+
+/// [`graph_execute`]'s body: an error before the execute was submitted is its `Err`, encoded
+/// `{:error, _}` by the NIF; after, the submission answers.
+fn execute<'a>(
+    env: Env<'a>,
+    graph: &GraphRes,
+    inputs: Term<'a>,
+    options: ExecuteArg,
+    tag: Term<'a>,
+) -> Result<Term<'a>, Failure> {
+    if graph.0.is_closed() {
+        // Refused before its inputs are converted for nothing.
+        return Err(Failure::closed("graph"));
+    }
+    let on_backend = graph.0.execute_queue() != qnn::ExecuteQueue::Worker;
+    if on_backend && options.profile.is_some() {
+        return Err(Failure::invalid_input(
+            "profile: is not available on a context whose executes run in the backend's \
+             queue (async_queue_depth:)",
+        ));
+    }
+    // The whole execute when it runs here; discarded when it is queued (where it runs
+    // opens its own), leaving this thread's quantize on its own.
+    let span = qnn::trace::span(qnn::trace::Phase::Execute, graph.0.name());
+    let input_modes: Vec<qnn::io::Mode> = options.input_modes.iter().map(|&m| m.into()).collect();
+    let output_modes: Vec<qnn::io::Mode> = options.output_modes.iter().map(|&m| m.into()).collect();
+    let binaries = input_binaries(inputs)?;
+    let given = slices(&binaries);
+    let frames = FramePasses::new(&options.input_modes, &options.frames)?;
+    let prepared = qnn::io::prepare_written(
+        &graph.0,
+        &given,
+        &input_modes,
+        &output_modes,
+        Some(&|index, frame, dst| frames.write(index, frame, dst)),
+        OwnedBinary::new,
+    );
+    let execution = prepared?;
+    let submission = Submission {
+        graph: Arc::clone(&graph.0),
+        execution,
+        profile: options.profile.map(Into::into),
+        _vote: CallVote::enter(&options.runtime, options.performance),
+    };
+    let policy = qnn::QueuePolicy {
+        max_waiting: options.max_queued,
+        // The backend's queue is reached from the graph's thread only: handing an
+        // execute over blocks while that queue is full.
+        always_queue: options.always_queue || on_backend,
+    };
+    Ok(submission.submit(env, &given, inputs, span, policy, tag))
 }
 
 /// The preprocessing passes of an execute's `:frame` inputs, by input index: each writes its
@@ -172,18 +128,21 @@ fn graph_execute<'a>(
 struct FramePasses(Vec<(usize, Plan)>);
 
 impl FramePasses {
-    fn new(modes: &[Mode], specs: &[SpecTerm]) -> Result<FramePasses, Failure> {
+    fn new(modes: &[ModeArg], specs: &[SpecArg]) -> Result<FramePasses, Failure> {
         let frames: Vec<usize> = (modes.iter().enumerate())
-            .filter(|(_, m)| **m == Mode::Frame)
+            .filter(|(_, m)| **m == ModeArg::Frame)
             .map(|(i, _)| i)
             .collect();
         if frames.len() != specs.len() {
-            return Err(Failure::Qnn(qnn::Error::Internal {
-                message: format!("{} frame input(s), {} pass(es)", frames.len(), specs.len()),
-            }));
+            return Err(Failure::internal(format!(
+                "{} frame input(s), {} pass(es)",
+                frames.len(),
+                specs.len()
+            )));
         }
         let plans = frames.into_iter().zip(specs).map(|(index, spec)| {
-            let plan = Plan::new(Spec::from(spec)).map_err(|e| invalid_frame(e.to_string()))?;
+            let plan =
+                Plan::new(Spec::from(spec)).map_err(|e| Failure::invalid_input(e.to_string()))?;
             Ok((index, plan))
         });
         Ok(FramePasses(plans.collect::<Result<_, Failure>>()?))
@@ -208,10 +167,6 @@ impl FramePasses {
             message: e.to_string(),
         })
     }
-}
-
-fn invalid_frame(message: String) -> Failure {
-    Failure::Qnn(qnn::Error::InvalidInput { message })
 }
 
 /// A call's performance mode, voted for its execute: entered before it (the vote sent first,
@@ -289,7 +244,7 @@ impl Submission {
                         return reply.skip();
                     }
                     let Some(submission) = submission else {
-                        return reply.send(|env| lost("the queued execute").encode_error(env));
+                        return reply.send(|env| lost("the queued execute").into_error(env));
                     };
                     if turn.graph().execute_queue() == qnn::ExecuteQueue::Worker {
                         submission.run_queued(&turn, reply, inputs)
@@ -303,7 +258,7 @@ impl Submission {
         match (started, ticket) {
             (Ok(qnn::Started::Ran(Some(ran))), _) => {
                 // The turn is passed on already: the outputs are converted outside it.
-                let answer = ok_or_error(env, finish_and_encode(env, ran));
+                let answer = finish_and_encode(env, ran).encode(env);
                 drop(span);
                 answer
             }
@@ -313,7 +268,7 @@ impl Submission {
                 (atoms::queued(), ticket).encode(env)
             }
             (Ok(qnn::Started::Queued), None) => panicked(env, "queueing the execute"),
-            (Err(error), _) => Failure::Qnn(error).encode_error(env),
+            (Err(error), _) => Failure::from(error).into_error(env),
         }
     }
 
@@ -327,10 +282,11 @@ impl Submission {
     fn run_queued(self, turn: &qnn::Turn<'_>, reply: ReplyTo, inputs: SavedTerm) {
         reply.send(|env| {
             let _span = qnn::trace::span(qnn::trace::Phase::Execute, turn.graph().name());
-            let result = input_binaries(inputs.load(env)).and_then(|binaries| {
-                finish_and_encode(env, self.run_here(turn, &slices(&binaries)))
-            });
-            ok_or_error(env, result)
+            input_binaries(inputs.load(env))
+                .and_then(|binaries| {
+                    finish_and_encode(env, self.run_here(turn, &slices(&binaries)))
+                })
+                .encode(env)
         })
     }
 
@@ -349,7 +305,7 @@ impl Submission {
             input_binaries(inputs.load(env)).map(|b| execution.own_inputs(&slices(&b)))
         });
         if let Some(Err(failure)) = owned {
-            return reply.send(move |env| failure.encode_error(env));
+            return reply.send(move |env| failure.into_error(env));
         }
         execution.run_on_backend(turn, move |execution, result| {
             let submission = Submission {
@@ -359,7 +315,7 @@ impl Submission {
                 _vote,
             };
             let executed = result.map(|report| (report, None));
-            reply.send(|env| ok_or_error(env, finish_and_encode(env, (submission, executed))))
+            reply.send(|env| finish_and_encode(env, (submission, executed)).encode(env))
         });
     }
 }
@@ -393,14 +349,12 @@ impl rustler::Resource for SharedOutput {}
 type Execution = qnn::io::Execution<OwnedBinary>;
 
 fn lost(what: &str) -> Failure {
-    Failure::Qnn(qnn::Error::Internal {
-        message: format!("{what} lost its prepared data"),
-    })
+    Failure::internal(format!("{what} lost its prepared data"))
 }
 
 /// The input binaries of an execute, from its list of terms.
 fn input_binaries(inputs: Term<'_>) -> Result<Vec<Binary<'_>>, Failure> {
-    let invalid = |message: String| Failure::Qnn(qnn::Error::InvalidInput { message });
+    let invalid = Failure::invalid_input;
     let terms: Vec<Term<'_>> = inputs
         .decode()
         .map_err(|_| invalid("inputs must be a list".to_string()))?;
@@ -422,12 +376,13 @@ fn slices<'b>(binaries: &'b [Binary<'_>]) -> Vec<&'b [u8]> {
     binaries.iter().map(Binary::as_slice).collect()
 }
 
-/// `{[output_binary], execute_ns}` once the execute ran: its outputs converted as asked (and
-/// a third element, the profile's map, when it was profiled; when the execute was retried
-/// after a device reset, a fourth, the nanoseconds it waited for its context to be created
-/// again, with the profile's map or `nil` third). Every way to run an execute ends
+/// The execute's answer once it ran ([`ExecutedTerm`]): its outputs converted as asked, and
+/// the profile and the recovery's wait when there were any. Every way to run an execute ends
 /// here; the submission (and with it the call's vote) is dropped once it is encoded.
-fn finish_and_encode<'a>(env: Env<'a>, (submission, executed): Ran) -> Result<Term<'a>, Failure> {
+fn finish_and_encode<'a>(
+    env: Env<'a>,
+    (submission, executed): Ran,
+) -> Result<ExecutedTerm<'a>, Failure> {
     let (report, profile) = executed?;
     let outputs = (submission.execution).finish(submission.graph.info(), OwnedBinary::new)?;
     let outputs: Vec<Binary<'a>> = (outputs.into_iter())
@@ -440,10 +395,10 @@ fn finish_and_encode<'a>(env: Env<'a>, (submission, executed): Ran) -> Result<Te
             }
         })
         .collect();
-    let profile = profile.map(|p| crate::profile::encode(env, &p));
-    Ok(match (profile, report.recovery_ns) {
-        (None, None) => (outputs, report.execute_ns).encode(env),
-        (Some(p), None) => (outputs, report.execute_ns, p).encode(env),
-        (p, Some(waited)) => (outputs, report.execute_ns, p, waited).encode(env),
+    Ok(ExecutedTerm {
+        outputs,
+        execute_ns: report.execute_ns,
+        profile: profile.as_ref().map(Into::into),
+        recovery_ns: report.recovery_ns,
     })
 }

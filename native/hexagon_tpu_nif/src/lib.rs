@@ -26,6 +26,7 @@ mod perf;
 mod postprocess;
 mod preprocess;
 mod profile;
+mod protocol;
 mod quote;
 mod reply;
 mod resources;

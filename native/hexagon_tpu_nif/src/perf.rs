@@ -2,42 +2,11 @@
 //! mode is voted with its execute (`crate::graph`'s `CallVote`); the votes themselves are
 //! `qnn::perf`'s.
 
-use rustler::{Atom, Env, NifMap, NifUnitEnum, Term};
+use rustler::{Atom, Env, NifMap, Term};
 
-use crate::error::{Failure, ok_or_error, unit_or_error};
+use crate::error::{Done, Failure};
+use crate::protocol::PerfModeArg;
 use crate::resources::{Handle, RuntimeRes};
-
-/// `:burst | :sustained_high_performance | ... | :default` (Elixir has checked the atom).
-#[derive(NifUnitEnum, Clone, Copy)]
-pub enum PerfModeArg {
-    Burst,
-    SustainedHighPerformance,
-    HighPerformance,
-    Balanced,
-    LowBalanced,
-    PowerSaver,
-    LowPowerSaver,
-    HighPowerSaver,
-    ExtremePowerSaver,
-    Default,
-}
-
-impl From<PerfModeArg> for qnn::PerfMode {
-    fn from(mode: PerfModeArg) -> Self {
-        match mode {
-            PerfModeArg::Burst => qnn::PerfMode::Burst,
-            PerfModeArg::SustainedHighPerformance => qnn::PerfMode::SustainedHighPerformance,
-            PerfModeArg::HighPerformance => qnn::PerfMode::HighPerformance,
-            PerfModeArg::Balanced => qnn::PerfMode::Balanced,
-            PerfModeArg::LowBalanced => qnn::PerfMode::LowBalanced,
-            PerfModeArg::PowerSaver => qnn::PerfMode::PowerSaver,
-            PerfModeArg::LowPowerSaver => qnn::PerfMode::LowPowerSaver,
-            PerfModeArg::HighPowerSaver => qnn::PerfMode::HighPowerSaver,
-            PerfModeArg::ExtremePowerSaver => qnn::PerfMode::ExtremePowerSaver,
-            PerfModeArg::Default => qnn::PerfMode::Default,
-        }
-    }
-}
 
 /// A mode's atom.
 pub fn mode_atom(env: Env<'_>, mode: qnn::PerfMode) -> Atom {
@@ -96,38 +65,29 @@ struct PerfStateTerm<'a> {
 
 /// Changes the runtime's mode and votes it (an RPC: dirty IO). `:ok | {:error, closed}`
 #[rustler::nif(schedule = "DirtyIo")]
-fn runtime_set_performance<'a>(
-    env: Env<'a>,
-    runtime: Handle<RuntimeRes>,
-    mode: PerfModeArg,
-) -> Term<'a> {
-    unit_or_error(
-        env,
-        runtime
-            .0
-            .set_performance(mode.into())
-            .map_err(Failure::from),
-    )
+fn runtime_set_performance(runtime: Handle<RuntimeRes>, mode: PerfModeArg) -> Done {
+    Done::from(runtime.0.set_performance(mode.into()))
 }
 
 /// `{:ok, %{mode, voted, available, last_vote}} | {:error, closed}`. Never waits for a vote
 /// being sent: a normal scheduler.
 #[rustler::nif]
-fn runtime_performance<'a>(env: Env<'a>, runtime: Handle<RuntimeRes>) -> Term<'a> {
-    let result = if runtime.0.is_closed() {
-        Err(Failure::Qnn(qnn::Error::Closed { what: "runtime" }))
-    } else {
-        let state = runtime.0.performance();
-        Ok(PerfStateTerm {
-            mode: mode_atom(env, state.mode),
-            voted: mode_atom(env, state.voted),
-            available: state.available,
-            last_vote: state.last_vote.map(|vote| VoteTerm {
-                mode: mode_atom(env, vote.mode),
-                dcvs_v3: dcvs_map(env, &vote.dcvs_v3),
-                rpc_polling_time: vote.rpc_polling_time,
-            }),
-        })
-    };
-    ok_or_error(env, result)
+fn runtime_performance<'a>(
+    env: Env<'a>,
+    runtime: Handle<RuntimeRes>,
+) -> Result<PerfStateTerm<'a>, Failure> {
+    if runtime.0.is_closed() {
+        return Err(Failure::closed("runtime"));
+    }
+    let state = runtime.0.performance();
+    Ok(PerfStateTerm {
+        mode: mode_atom(env, state.mode),
+        voted: mode_atom(env, state.voted),
+        available: state.available,
+        last_vote: state.last_vote.map(|vote| VoteTerm {
+            mode: mode_atom(env, vote.mode),
+            dcvs_v3: dcvs_map(env, &vote.dcvs_v3),
+            rpc_polling_time: vote.rpc_polling_time,
+        }),
+    })
 }

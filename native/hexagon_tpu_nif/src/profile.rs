@@ -1,28 +1,10 @@
 //! Profiles as terms (`HexagonTpu.Profile` builds its struct from the map), and a graph's
 //! sampled profiling: `graph_profile_every` and `graph_profile_table`.
 
-use rustler::{Encoder, Env, NifMap, NifUnitEnum, Term};
+use rustler::NifMap;
 
-use crate::error::{Failure, ok_or_error};
+use crate::error::{Done, Failure};
 use crate::resources::{GraphRes, Handle};
-
-/// The `profile:` option of an execute.
-#[derive(NifUnitEnum, Clone, Copy)]
-pub enum Level {
-    Basic,
-    Detailed,
-    Optrace,
-}
-
-impl From<Level> for qnn::profile::Level {
-    fn from(level: Level) -> Self {
-        match level {
-            Level::Basic => qnn::profile::Level::Basic,
-            Level::Detailed => qnn::profile::Level::Detailed,
-            Level::Optrace => qnn::profile::Level::Optrace,
-        }
-    }
-}
 
 #[derive(NifMap)]
 #[rustler(encode)]
@@ -44,9 +26,11 @@ struct OpTerm {
     us: Option<u64>,
 }
 
+/// A profile as a map of `HexagonTpu.Profile`'s fields (units and names as strings, which
+/// Elixir turns into its fixed atoms).
 #[derive(NifMap)]
 #[rustler(encode)]
-struct ProfileTerm {
+pub struct ProfileTerm {
     level: &'static str,
     sampled: bool,
     execute_us: Option<u64>,
@@ -73,43 +57,38 @@ fn event(e: &qnn::profile::Event) -> EventTerm {
     }
 }
 
-/// A profile as a map of `HexagonTpu.Profile`'s fields (units and names as strings, which
-/// Elixir turns into its fixed atoms).
-pub fn encode<'a>(env: Env<'a>, p: &qnn::profile::Profile) -> Term<'a> {
-    ProfileTerm {
-        level: p.level.name(),
-        sampled: p.sampled,
-        execute_us: p.execute_us,
-        accelerator_cycles: p.accelerator_cycles,
-        accelerator_us: p.accelerator_us,
-        host_rpc_us: p.host_rpc_us,
-        htp_rpc_us: p.htp_rpc_us,
-        misc_accelerator_us: p.misc_accelerator_us,
-        resource_power_up_us: p.resource_power_up_us,
-        vtcm_acquire_us: p.vtcm_acquire_us,
-        ops: p
-            .ops
-            .iter()
-            .map(|op| OpTerm {
-                name: op.name.clone(),
-                cycles: op.cycles,
-                us: op.us,
-            })
-            .collect(),
-        events: p.events.iter().map(event).collect(),
+impl From<&qnn::profile::Profile> for ProfileTerm {
+    fn from(p: &qnn::profile::Profile) -> Self {
+        ProfileTerm {
+            level: p.level.name(),
+            sampled: p.sampled,
+            execute_us: p.execute_us,
+            accelerator_cycles: p.accelerator_cycles,
+            accelerator_us: p.accelerator_us,
+            host_rpc_us: p.host_rpc_us,
+            htp_rpc_us: p.htp_rpc_us,
+            misc_accelerator_us: p.misc_accelerator_us,
+            resource_power_up_us: p.resource_power_up_us,
+            vtcm_acquire_us: p.vtcm_acquire_us,
+            ops: p
+                .ops
+                .iter()
+                .map(|op| OpTerm {
+                    name: op.name.clone(),
+                    cycles: op.cycles,
+                    us: op.us,
+                })
+                .collect(),
+            events: p.events.iter().map(event).collect(),
+        }
     }
-    .encode(env)
 }
 
 /// Profiles one execute in `every` (0 stops), creating the graph's detailed handle now.
 /// `:ok | {:error, %HexagonTpu.Error{}}`
 #[rustler::nif(schedule = "DirtyIo")]
-fn graph_profile_every<'a>(env: Env<'a>, graph: Handle<GraphRes>, every: u32) -> Term<'a> {
-    let result = graph
-        .0
-        .set_profile_every(Some(every).filter(|&n| n > 0))
-        .map_err(Failure::Qnn);
-    crate::error::unit_or_error(env, result)
+fn graph_profile_every(graph: Handle<GraphRes>, every: u32) -> Done {
+    Done::from(graph.0.set_profile_every(Some(every).filter(|&n| n > 0)))
 }
 
 #[derive(NifMap)]
@@ -130,9 +109,9 @@ struct TableTerm {
 }
 
 /// The graph's sampled table: `%{every:, samples:, ops: [%{op:, total_cycles:, samples:,
-/// max_cycles:}]}`, the ops by total cycles, largest first.
+/// max_cycles:}]}`, the ops by total cycles, largest first: always `{:ok, table}`.
 #[rustler::nif]
-fn graph_profile_table<'a>(env: Env<'a>, graph: Handle<GraphRes>) -> Term<'a> {
+fn graph_profile_table(graph: Handle<GraphRes>) -> Result<TableTerm, Failure> {
     let table = graph.0.profile_table();
     let mut ops: Vec<OpRowTerm> = table
         .ops
@@ -145,12 +124,9 @@ fn graph_profile_table<'a>(env: Env<'a>, graph: Handle<GraphRes>) -> Term<'a> {
         })
         .collect();
     ops.sort_by(|a, b| b.total_cycles.cmp(&a.total_cycles).then(a.op.cmp(&b.op)));
-    ok_or_error(
-        env,
-        Ok(TableTerm {
-            every: table.every,
-            samples: table.samples,
-            ops,
-        }),
-    )
+    Ok(TableTerm {
+        every: table.every,
+        samples: table.samples,
+        ops,
+    })
 }

@@ -15,7 +15,7 @@ pub const LIMIT: usize = 200;
 /// `dlerror` text repeats the path it failed on, so that copy is shortened too.
 pub fn capped(error: qnn::Error) -> Failure {
     use qnn::Error as E;
-    Failure::Qnn(match error {
+    Failure::from(match error {
         E::LibraryNotFound { role, tried } => E::LibraryNotFound {
             role,
             tried: tried

@@ -173,10 +173,7 @@ impl Drop for ReplyTo {
     fn drop(&mut self) {
         if let Some(inner) = self.inner.take() {
             inner.send(|env| {
-                let lost = qnn::Error::Internal {
-                    message: "an operation ended without an answer".into(),
-                };
-                Failure::Qnn(lost).encode_error(env)
+                Failure::internal("an operation ended without an answer").into_error(env)
             });
         }
     }
@@ -184,10 +181,7 @@ impl Drop for ReplyTo {
 
 /// `{:error, %HexagonTpu.Error{reason: :internal}}` for work that panicked.
 pub fn panicked<'a>(env: Env<'a>, what: &str) -> Term<'a> {
-    let error = qnn::Error::Internal {
-        message: format!("{what} panicked"),
-    };
-    Failure::Qnn(error).encode_error(env)
+    Failure::internal(format!("{what} panicked")).into_error(env)
 }
 
 /// An answer built and ready to be delivered.

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use rustler::{Env, NifMap, Term};
 
-use crate::error::{Failure, ok_or_error};
+use crate::error::{Done, Failure};
 
 /// qnn_sim's counters.
 #[derive(NifMap)]
@@ -47,8 +47,8 @@ struct LastPowerConfigTerm<'a> {
 /// QNN handles, overlapping executes on one graph, the peak number of executes in flight, and
 /// executes entered. `{:ok, map} | {:error, %HexagonTpu.Error{}}`
 #[rustler::nif(schedule = "DirtyIo")]
-fn qnn_sim_counters<'a>(env: Env<'a>, path: String) -> Term<'a> {
-    let result = qnn::sim_probe::counters(Path::new(&path))
+fn qnn_sim_counters<'a>(env: Env<'a>, path: String) -> Result<SimCountersTerm<'a>, Failure> {
+    qnn::sim_probe::counters(Path::new(&path))
         .map(|c| SimCountersTerm {
             live_handles: c.live_handles,
             execute_overlaps: c.execute_overlaps,
@@ -78,8 +78,7 @@ fn qnn_sim_counters<'a>(env: Env<'a>, path: String) -> Term<'a> {
             mem_stale_uses: c.mem_stale_uses,
             mem_register_refusals: c.mem_register_refusals,
         })
-        .map_err(Failure::from);
-    ok_or_error(env, result)
+        .map_err(Failure::from)
 }
 
 /// Makes the next `count` executes panic inside the `qnn` crate (see
@@ -93,7 +92,6 @@ fn qnn_panic_in_next_executes(count: u64) -> rustler::Atom {
 /// Sets a knob of the qnn_sim library at `path` (`QnnSim_configure`; use a private copy, the
 /// knobs are process-wide). `:ok | {:error, %HexagonTpu.Error{}}`
 #[rustler::nif(schedule = "DirtyIo")]
-fn qnn_sim_configure<'a>(env: Env<'a>, path: String, key: String, value: String) -> Term<'a> {
-    let result = qnn::sim_probe::configure(Path::new(&path), &key, &value).map_err(Failure::from);
-    crate::error::unit_or_error(env, result)
+fn qnn_sim_configure(path: String, key: String, value: String) -> Done {
+    Done::from(qnn::sim_probe::configure(Path::new(&path), &key, &value))
 }

@@ -1,10 +1,84 @@
-//! Encodings of the `qnn` metadata types: `%HexagonTpu.TensorInfo{}` is built here, whole
-//! (`zero_point = -offset` included), and Elixir keeps what it receives.
+//! What the NIFs answer Elixir, as terms: the answers of a load ([`LoadedTerm`]) and of an
+//! execute ([`ExecutedTerm`]), maps with named fields, and the `qnn` metadata types in them:
+//! `%HexagonTpu.TensorInfo{}` is built here, whole (`zero_point = -offset` included), and
+//! Elixir keeps what it receives. Every type here ends in `Term`; what Elixir sends is
+//! `crate::protocol`'s (`*Arg`). A new field of an answer is one line here, where its value is
+//! set, and one where Elixir reads it.
+
+use std::sync::Arc;
 
 use rustler::types::tuple::make_tuple;
-use rustler::{Atom, Encoder, Env, NifMap, NifStruct, Term};
+use rustler::{Atom, Binary, Encoder, Env, NifMap, NifStruct, ResourceArc, Term};
 
 use crate::atoms;
+use crate::profile::ProfileTerm;
+use crate::resources::ContextRes;
+
+/// A context load's answer (`HexagonTpu.Context`'s `load/4` reads it).
+#[derive(NifMap)]
+#[rustler(encode)]
+pub struct LoadedTerm<'c> {
+    context: ResourceArc<ContextRes>,
+    graphs: Vec<GraphInfoTerm<'c>>,
+    /// The pre-flight verdict's warnings.
+    warnings: Vec<FindingTerm>,
+    queue: QueueTerm,
+    buffers: BuffersTerm,
+}
+
+impl<'c> LoadedTerm<'c> {
+    pub fn new(env: Env<'_>, context: &'c Arc<qnn::Context>) -> Self {
+        LoadedTerm {
+            context: ResourceArc::new(ContextRes(Arc::clone(context))),
+            graphs: (context.graphs().iter())
+                .map(|g| GraphInfoTerm::new(env, g))
+                .collect(),
+            warnings: findings(env, context.warnings()),
+            queue: QueueTerm(context.execute_queue().ok()),
+            buffers: BuffersTerm(context.buffers().ok()),
+        }
+    }
+}
+
+/// `:worker`, or `{:backend, depth}`: where a context's executes queue.
+struct QueueTerm(Option<qnn::ExecuteQueue>);
+
+impl Encoder for QueueTerm {
+    fn encode<'a>(&self, env: Env<'a>) -> Term<'a> {
+        match self.0 {
+            Some(qnn::ExecuteQueue::Backend { depth }) => (atoms::backend(), depth).encode(env),
+            _ => atoms::worker().encode(env),
+        }
+    }
+}
+
+/// `:shared`, `:client`, or `{:client, why}` when shared buffers were not available.
+struct BuffersTerm(Option<qnn::BufferPath>);
+
+impl Encoder for BuffersTerm {
+    fn encode<'a>(&self, env: Env<'a>) -> Term<'a> {
+        match &self.0 {
+            Some(qnn::BufferPath::Shared) => atoms::shared().encode(env),
+            Some(qnn::BufferPath::Fallback(why)) => (atoms::client(), why).encode(env),
+            _ => atoms::client().encode(env),
+        }
+    }
+}
+
+/// An execute's answer (`HexagonTpu.Graph.Call` reads it).
+#[derive(NifMap)]
+#[rustler(encode)]
+pub struct ExecutedTerm<'a> {
+    /// The outputs, each converted as asked.
+    pub outputs: Vec<Binary<'a>>,
+    /// QNN's `graphExecute` alone.
+    pub execute_ns: u64,
+    /// The profile when `profile:` asked for one or the graph sampled this execute, else `nil`.
+    pub profile: Option<ProfileTerm>,
+    /// When the execute was retried after a device reset: the nanoseconds it waited for its
+    /// context to be created again; else `nil`.
+    pub recovery_ns: Option<u64>,
+}
 
 #[derive(NifMap)]
 #[rustler(encode)]
@@ -211,7 +285,7 @@ pub fn data_type_atom(env: Env, data_type: qnn::DataType) -> Atom {
 }
 
 /// The pre-flight verdict's findings: `[%{reason: atom, evidence: atom, message: String.t()}]`.
-pub fn findings_term<'a>(env: Env<'a>, findings: &[qnn::preflight::Finding]) -> Term<'a> {
+fn findings(env: Env<'_>, findings: &[qnn::preflight::Finding]) -> Vec<FindingTerm> {
     findings
         .iter()
         .map(|f| FindingTerm {
@@ -220,8 +294,7 @@ pub fn findings_term<'a>(env: Env<'a>, findings: &[qnn::preflight::Finding]) -> 
                 .unwrap_or_else(|_| atoms::internal()),
             message: f.message.clone(),
         })
-        .collect::<Vec<_>>()
-        .encode(env)
+        .collect()
 }
 
 #[derive(NifMap)]

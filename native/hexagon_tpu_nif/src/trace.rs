@@ -1,20 +1,18 @@
 //! The trace of every phase (`qnn::trace`) for `HexagonTpu.Trace`: start, stop, its counts, and
 //! the recording as Chrome / Perfetto trace-event JSON.
 
-use rustler::{Atom, Encoder, Env, NifMap, Term};
+use rustler::{Atom, NifMap};
 
 use crate::atoms;
+use crate::error::Done;
 
 /// Starts a recording into a fresh ring of `capacity` events: `:ok`, or `{:error, message}`.
 #[rustler::nif]
-fn trace_start(env: Env<'_>, capacity: u64) -> Term<'_> {
+fn trace_start(capacity: u64) -> Done<String> {
     let started = usize::try_from(capacity)
         .map_err(|_| format!("the trace capacity {capacity} is too large"))
         .and_then(qnn::trace::start);
-    match started {
-        Ok(()) => atoms::ok().encode(env),
-        Err(message) => (atoms::error(), message).encode(env),
-    }
+    Done(started)
 }
 
 /// Stops the recording (kept for export until the next start).
