@@ -821,6 +821,9 @@ fn yolov5_quantized_row_with_a_nan_best_product_is_judged_whole() {
     let mut spec = yolo_spec(1, 2);
     spec.nms.score_threshold = -0.5;
     let want = yolov5(&f32s, &spec);
-    assert_eq!(format!("{:?}", yolov5(Values::U8(q), &spec)), format!("{want:?}"));
+    assert_eq!(
+        format!("{:?}", yolov5(Values::U8(q), &spec)),
+        format!("{want:?}")
+    );
     assert_eq!(want.unwrap().len(), 1);
 }
