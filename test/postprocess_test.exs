@@ -389,7 +389,8 @@ defmodule HexagonTpu.PostprocessTest do
       raw = Nx.tensor(levels, type: {:u, 8}) |> Nx.reshape({1, 5, 2})
       dequantized = raw |> Nx.subtract(10) |> Nx.multiply(0.5)
 
-      assert [%Detection{index: 0, score: 1.0, box: {40.0, 40.0, 60.0, 60.0}}] =
+      # box 0: cx, cy (110 - 10) * 0.5 = 50, w, h (40 - 10) * 0.5 = 15; its score (12 - 10) * 0.5
+      assert [%Detection{index: 0, score: 1.0, box: {42.5, 42.5, 57.5, 57.5}}] =
                Postprocess.yolov8!({raw, info}, score_threshold: 0.6)
 
       assert Postprocess.yolov8!({dequantized, info}, score_threshold: 0.6) ==

@@ -130,6 +130,10 @@ if Code.ensure_loaded?(Nx) do
 
     test "distributed: a caller on another node is served by Nx.Serving's distribution", ctx do
       {_, 0} = System.cmd("epmd", ["-daemon"])
+      # `epmd -daemon` returns before epmd listens: on a loaded machine Node.start/2 could find no
+      # epmd (:nodistribution) — wait until it answers
+      epmd_up? = fn -> match?({_, 0}, System.cmd("epmd", ["-names"], stderr_to_stdout: true)) end
+      assert Enum.find_value(1..100, fn _ -> epmd_up?.() || (Process.sleep(50) && nil) end)
       # a name of this OS process's own: epmd is the machine's, shared with any other test run
       unless Node.alive?(),
         do: {:ok, _} = Node.start(:"hexagon_tpu_test_#{System.pid()}@127.0.0.1", :longnames)
