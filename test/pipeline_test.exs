@@ -180,7 +180,7 @@ defmodule HexagonTpu.PipelineTest do
     end
 
     assert [
-             {:ok, 0.0},
+             {:ok, +0.0},
              {:error, ^refused},
              {:error, %Error{reason: :invalid_input}},
              {:error, :post_refused},
@@ -207,7 +207,7 @@ defmodule HexagonTpu.PipelineTest do
     # :profile hands post {outputs, profile}; :timeout bounds each frame's wait
     graph = load(ctx, [])
 
-    assert [{:ok, 0.0}, {:ok, 1.0}] =
+    assert [{:ok, +0.0}, {:ok, 1.0}] =
              Pipeline.stream(graph, 0..1,
                pre: &inputs/1,
                post: fn {outputs, %HexagonTpu.Profile{}} -> first(outputs) end,
@@ -265,7 +265,7 @@ defmodule HexagonTpu.PipelineTest do
       inputs(k)
     end
 
-    assert [{:ok, 0.0}, {:ok, 1.0}] =
+    assert [{:ok, +0.0}, {:ok, 1.0}] =
              Pipeline.stream(graph, Stream.iterate(0, &(&1 + 1)),
                pre: pre,
                post: &first/1,
