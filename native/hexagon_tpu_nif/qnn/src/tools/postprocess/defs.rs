@@ -72,13 +72,21 @@ pub(super) fn check_len(
     expected: usize,
     shape: &str,
 ) -> Result<()> {
-    if values.len() != expected {
+    check_count(argument, values.len(), "f32", expected, shape)
+}
+
+/// `len` elements of `type_name` are `expected` (the product of `shape`, shown in the message).
+pub(super) fn check_count(
+    argument: &'static str,
+    len: usize,
+    type_name: &str,
+    expected: usize,
+    shape: &str,
+) -> Result<()> {
+    if len != expected {
         return invalid(
             argument,
-            format!(
-                "expected {shape} = {expected} f32 values, got {}",
-                values.len()
-            ),
+            format!("expected {shape} = {expected} {type_name} values, got {len}"),
         );
     }
     Ok(())

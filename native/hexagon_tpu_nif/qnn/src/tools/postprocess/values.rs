@@ -9,7 +9,7 @@
 
 use crate::model::quant::dequantize_scalar;
 
-use super::defs::{Result, invalid};
+use super::defs::{Result, check_count, invalid};
 
 /// A tensor's values: f32, or quantized levels with their scale and offset.
 #[derive(Clone, Copy, Debug)]
@@ -188,17 +188,7 @@ impl<'a> Values<'a> {
         expected: usize,
         shape: &str,
     ) -> Result<()> {
-        if self.len() != expected {
-            return invalid(
-                argument,
-                format!(
-                    "expected {shape} = {expected} {} values, got {}",
-                    self.type_name(),
-                    self.len()
-                ),
-            );
-        }
-        Ok(())
+        check_count(argument, self.len(), self.type_name(), expected, shape)
     }
 
     /// The values as f32, all of them (where every value is needed, as softmax's sum).
