@@ -121,7 +121,8 @@ defmodule HexagonTpu.Compiler do
   `:calibration` (a directory of `<input>_<n>.npy` files), `:random_calibration` (a sample
   count), `:activations` [`:u8`], `:u16` or `:auto` (u8, else u8 with its worst tensors
   at 16 bits, by the layer debugger's rank, else u16: the first whose every output's answer
-  meets its bar; a mixed choice is in the quality record's `"mixed_precision"`), `:weights` [`:s8`] or `:u8` (per channel),
+  meets its bar, on ORT's CPU and then on the HTP emulator; a mixed choice is in the quality
+  record's `"mixed_precision"`), `:weights` [`:s8`] or `:u8` (per channel),
   `:eval` (a directory like `:calibration`'s: the samples the quantization quality is measured
   on, instead of every 5th calibration sample held out), `:task` (`:classify`, `:detect`,
   `:landmarks`, `:embed` or `:segment`: what the model answers, which chooses each output's

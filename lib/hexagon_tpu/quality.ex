@@ -13,7 +13,8 @@ defmodule HexagonTpu.Quality do
   the calibration did not see, the float model run by ONNX Runtime's CPU EP against the binary
   itself run by the HTP emulator (a graph's `"measured_on"`); the quantized (QDQ) model's
   figures on ONNX Runtime's CPU are kept beside each output as `"qdq_cpu"`, and they can differ
-  (the HTP's kernels round otherwise). A binary made from QDQ models has no float reference,
+  (the HTP's kernels round otherwise: at 16 bits an offset per channel, in proportion to the
+  zero point; docs/models.md, "When the HTP and the CPU disagree"). A binary made from QDQ models has no float reference,
   and no such file. Files of version 1 (CPU figures, before the answer measures) are read too.
   """
 
@@ -135,9 +136,17 @@ defmodule HexagonTpu.Quality do
           nil -> ""
         end
 
-      "#{activations(t)} #{sqnr}#{meets}"
+      "#{activations(t)} #{sqnr}#{meets}#{judged(t["htp"])}"
     end)
   end
+
+  # a candidate that met the bar on ORT's CPU, judged again on the HTP emulator
+  defp judged(%{"meets_bar" => meets} = htp) do
+    sqnr = if htp["min_sqnr_db"], do: "#{num(htp["min_sqnr_db"])} dB", else: "exact"
+    " (HTP emulator: #{sqnr}, #{if meets, do: "meets it", else: "below it"})"
+  end
+
+  defp judged(_), do: ""
 
   defp tried(_), do: "?"
 

@@ -27,7 +27,8 @@ model on ORT's CPU EP, then the binary on the HTP emulator, whose figures are pr
 about below the bar, and written beside the binary as <binary>.quality.json. --min-sqnr DB
 chooses the cheapest activations (u8, then u16) whose SQNR meets DB on every output;
 --activations auto the cheapest (u8, u8 with its worst tensors at 16 bits, u16) whose answers
-meet the bar (both on the CPU's figures).
+meet the bar: each candidate is measured on ORT's CPU, and one that meets it there is compiled
+and judged again on the HTP emulator, which rounds 16-bit tensors otherwise.
 
 On failure it prints one line, `hexagon_tpu_compile: error: ...`, on stderr and exits 1; nodes
 the HTP refuses are each named (more than a few: in <output>.refused.txt). <output>.names keeps
@@ -325,8 +326,10 @@ def compile_models(args):
         ctx_paths = compiled(build.ready, stems, args, work)
         made, written_id = checked_binary(ctx_paths, compiler_id, args)
         measure.measure_on_htp(build.qualities, build.on_htp, dict(zip(stems, ctx_paths)), args, build.splits)
+        ctx_by_stem = dict(zip(stems, ctx_paths))
         for path, models in build.alternatives.items():
-            measure.mixed_cost(path, build.qualities[path], made, models, args, work)
+            stem, _prepared, _qdq, inputs, evaluation = build.on_htp[path]
+            measure.mixed_cost(path, build.qualities[path], made, ctx_by_stem[stem], models, (inputs, evaluation), args, work)
         write_outputs(build, made, written_id, ctx_paths, names, stems)
     say("info", f"wrote {args.output}")
 

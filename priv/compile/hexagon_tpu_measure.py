@@ -1,10 +1,12 @@
 """hexagon_tpu_compile.py's quality steps for a float model, on the measures of
-hexagon_tpu_quality.py and hexagon_tpu_layers.py: the quantization measured (and chosen, with
---min-sqnr or --activations auto) on ORT's CPU, the layer figures (--debug-layers), what mixed
-precision costs in binary size, the figures again on the binary run by the HTP emulator, and
-<binary>.quality.json.
+hexagon_tpu_quality.py and hexagon_tpu_layers.py: the quantization measured on ORT's CPU (and
+chosen, with --min-sqnr or --activations auto, on the HTP emulator: judge), the layer figures
+(--debug-layers), what mixed precision costs in binary size and in the emulator's cycles, the
+figures again on the binary run by the HTP emulator, and <binary>.quality.json.
 """
 
+import csv
+import itertools
 import os
 
 import hexagon_tpu_ep as ep
@@ -12,12 +14,81 @@ from hexagon_tpu_common import Failure, captured_output, one_line, say
 
 
 def measured(path, reference, qdq, inputs, evaluation, source, args, quantize_with, splits, work):
-    """Quantizes (once, or per candidate with --min-sqnr) and measures against the float model
-    `reference` (the rewritten model that was quantized); messages name the user's `path`."""
+    """Quantizes (once, or per candidate with --min-sqnr or --activations auto) and measures
+    against the float model `reference` (the rewritten model that was quantized); messages name
+    the user's `path`. A candidate that meets the bar on ORT's CPU is chosen only once its own
+    binary meets it on the HTP emulator too (judge)."""
     import hexagon_tpu_quality as quality
 
-    record = quality.choose(path, qdq, inputs, evaluation, source, args, quantize_with, say, reference=reference, splits=splits, work=work)
+    choosing = args.min_sqnr is not None or args.activations == "auto"
+    judge = htp_judge(path, reference, inputs, evaluation, args, splits, work) if choosing else None
+    record = quality.choose(path, qdq, inputs, evaluation, source, args, quantize_with, say, reference=reference, splits=splits, work=work, judge=judge)
     return record  # its warnings are said once the binary is measured (measure_on_htp)
+
+
+def htp_judge(path, reference, inputs, evaluation, args, splits, work):
+    """judge(qdq) -> the QDQ model's outputs measured on its own binary, run by the HTP emulator
+    (None when it does not compile: the CPU's figures then decide, said). The HTP rounds 16-bit
+    tensors otherwise than ORT's CPU (docs/models.md, "When the HTP and the CPU disagree"), so
+    a choice made on the CPU alone can be one the binary does not keep. None with
+    --backend-path, whose SDK's emulator need not run here."""
+    import hexagon_tpu_quality as quality
+
+    if args.backend_path:
+        return None
+    trials = itertools.count()
+
+    def judge(qdq):
+        where = os.path.join(work, f"judged_{next(trials)}")
+        os.makedirs(where, exist_ok=True)
+        ctx = os.path.join(where, "ctx.onnx")
+        error, _log = ep.run_sessions([qdq], [ctx], args, fallback=args.io == "quantized")
+        if error is not None or not os.path.exists(ctx):
+            say("warning", f"{path}: compiling a candidate to judge it on the HTP emulator failed, chosen on ORT's CPU: {one_line(error or 'no context binary')}")
+            return None
+        return quality.measure(reference, qdq, inputs, evaluation, args.task, splits, quantized=htp_session(ctx, args))
+
+    return judge
+
+
+def htp_session(ctx, args, profile_to=None):
+    """ORT's QNN EP running an EP-context model's binary on the HTP emulator; with profile_to,
+    QNN's detailed profile (the level that counts cycles) is written there as CSV once the
+    session is released."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    options = ep.provider_options(args)
+    if profile_to:
+        options.update(profiling_level="detailed", profiling_file_path=profile_to)
+    so.add_provider_for_devices(ep.qnn_device(), options)
+    with captured_output(args.verbose):
+        return ort.InferenceSession(ctx, so)
+
+
+# The profile's row of the whole graph's execute, in the HTP's cycles (the emulator counts
+# them as the device would; its microseconds are the x86 host's).
+EXECUTE_CYCLES = "Accelerator (execute) time (cycles)"
+
+
+def emulator_cycles(ctx, inputs, sample, args, where):
+    """The HTP's cycles for one execute of the binary behind ctx on one sample (QNN's basic
+    profile on the emulator), or None when the profile has no such row."""
+    import gc
+
+    import numpy as np
+
+    profile = os.path.join(where, "profile.csv")
+    session = htp_session(ctx, args, profile_to=profile)
+    session.run(None, {name: np.asarray(sample[name]).astype(dtype) for name, dtype, _shape in inputs})
+    del session
+    gc.collect()  # the CSV is written when the session is released
+    if not os.path.exists(profile):
+        return None
+    with open(profile, newline="", encoding="utf-8") as f:
+        rows = [row for row in csv.DictReader(f, skipinitialspace=True) if row.get("Event Identifier") == EXECUTE_CYCLES]
+    return int(rows[-1]["Time"]) if rows else None
 
 
 def debug_layers(path, quantized_float, qdq, inputs, evaluation, record, args, work, stem):
@@ -51,10 +122,13 @@ def mixed_alternatives(stem, quantize_with, work):
     return models
 
 
-def mixed_cost(path, record, made, models, args, work):
-    """What the mixed precision costs: the binary's size against the all-u8 and all-u16 ones,
-    each compiled alone; in the record and as an info line."""
-    sizes = {"mixed": os.path.getsize(made)}
+def mixed_cost(path, record, made, mixed_ctx, models, measuring, args, work):
+    """What the mixed precision costs: the binary's size, and the HTP's cycles for one execute
+    on the emulator (--backend-path: not run), against the all-u8 and all-u16 ones, each
+    compiled alone; in the record and as an info line. measuring: (inputs, evaluation)."""
+    inputs, evaluation = measuring
+    sizes, cycles = {"mixed": os.path.getsize(made)}, {}
+    ctxs = {"mixed": mixed_ctx}
     for activations, qdq in models.items():
         where = os.path.join(work, f"cost_{activations}")
         os.makedirs(where, exist_ok=True)
@@ -64,9 +138,18 @@ def mixed_cost(path, record, made, models, args, work):
             say("warning", f"{path}: compiling the all-{activations} model for the comparison failed: {one_line(error or 'no context binary')}")
             continue
         sizes[activations] = os.path.getsize(ep.context_bin(ctx))
+        ctxs[activations] = ctx
+    if not args.backend_path:
+        for kind, ctx in ctxs.items():
+            where = os.path.join(work, f"cycles_{kind}")
+            os.makedirs(where, exist_ok=True)
+            cycles[kind] = emulator_cycles(ctx, inputs, evaluation[0], args, where)
     record["mixed_precision"]["binary_bytes"] = sizes
+    record["mixed_precision"]["emulator_cycles"] = cycles
     shown = ", ".join(f"{k} {v / 1024:.1f} KiB" for k, v in sizes.items())
-    say("info", f"{path}: mixed precision costs: binary size {shown}")
+    counted = ", ".join(f"{k} {v:,}" for k, v in cycles.items() if v is not None)
+    said = f"; the HTP's cycles per execute (emulator, one sample): {counted}" if counted else ""
+    say("info", f"{path}: mixed precision costs: binary size {shown}{said}")
 
 
 def measure_on_htp(qualities, on_htp, ctx_by_stem, args, splits):
@@ -74,18 +157,13 @@ def measure_on_htp(qualities, on_htp, ctx_by_stem, args, splits):
     ORT's EP-context model (hexagon_tpu_quality.on_htp); skipped with --backend-path, whose
     SDK's emulator need not run on this machine (said)."""
     import hexagon_tpu_quality as quality
-    import onnxruntime as ort
 
     for path, (stem, prepared, qdq, inputs, evaluation) in on_htp.items():
         record = qualities[path]
         if args.backend_path:
             say("info", f"{path}: the quality figures are the QDQ model's on ORT's CPU (with --backend-path the binary is not run here)")
         else:
-            so = ort.SessionOptions()
-            so.log_severity_level = 3
-            so.add_provider_for_devices(ep.qnn_device(), ep.provider_options(args))
-            with captured_output(args.verbose):
-                session = ort.InferenceSession(ctx_by_stem[stem], so)
+            session = htp_session(ctx_by_stem[stem], args)
             record = quality.on_htp(record, path, prepared, qdq, session, inputs, evaluation, args.task, splits[stem], say)
         for warning in record["warnings"]:
             say("warning", warning)

@@ -226,15 +226,16 @@ def hint(activations):
 MIXED_SIZES = [1, 2, 4, 8, 16, 32]
 
 
-def choose(model_path, qdq_path, inputs, evaluation, source, args, quantize, say, reference=None, splits=(), work=None):
+def choose(model_path, qdq_path, inputs, evaluation, source, args, quantize, say, reference=None, splits=(), work=None, judge=None):
     """Quantizes model_path into qdq_path (quantize(activations, overrides) returns the float
     model it quantized) and measures it against the float model `reference` (default:
     model_path; messages name model_path) on the evaluation samples (chosen as `source` says).
     With args.min_sqnr, tries u8 then u16 activations and keeps the first whose every output
     meets it; with --activations auto, u8, else u8 with the worst tensors at 16 bits (mixed,
     by hexagon_tpu_layers' rank, 1, 2, 4, ... of them), else u16: the first whose every answer
-    meets its bar (u16 when none does, with the warning). Returns this graph's record for the
-    sidecar."""
+    meets its bar (u16 when none does, with the warning). A candidate that meets it on ORT's
+    CPU is kept only if judge(qdq_path) (its outputs on the HTP emulator; None: not judged)
+    meets it too. Returns this graph's record for the sidecar."""
     min_sqnr = getattr(args, "min_sqnr", None)
     auto = args.activations == "auto"
     candidates = ACTIVATIONS if min_sqnr is not None or auto else [args.activations or "u8"]
@@ -244,22 +245,20 @@ def choose(model_path, qdq_path, inputs, evaluation, source, args, quantize, say
     for activations in candidates:
         quantized_float = quantize(activations, None)
         outputs = measure(reference or model_path, qdq_path, inputs, evaluation, task, splits)
-        worst = worst_sqnr(outputs)
-        meets = all(o["meets_bar"] for o in outputs)
-        tried.append({"activations": activations, "weights": args.weights, "min_sqnr_db": finite(worst), "meets_bar": meets})
+        tried.append({"activations": activations, "weights": args.weights, "min_sqnr_db": finite(worst_sqnr(outputs)), "meets_bar": all(o["meets_bar"] for o in outputs)})
         for output in outputs:
             say("info", f"{model_path} ({activations} activations, {args.weights} weights): {describe(output)}")
-        if (min_sqnr is None or worst >= min_sqnr) and (not auto or meets):
+        if (min_sqnr is None and not auto) or kept(outputs, tried[-1], min_sqnr, auto, judge, qdq_path, f"{model_path} ({activations} activations)", say):
             break
         if auto and activations == "u8":
-            mixed = mixed_precision(model_path, quantized_float, qdq_path, inputs, evaluation, args, quantize, say, reference, splits, work, tried)
+            mixed = mixed_precision(model_path, quantized_float, qdq_path, inputs, evaluation, args, quantize, say, reference, splits, work, tried, judge)
             if mixed is not None:
                 activations, outputs = "mixed", mixed.pop("outputs")
                 break
     else:
         if auto:
             return record(model_path, activations, outputs, tried, evaluation, source, args, task, min_sqnr, say)
-        figures_seen = ", ".join(f"{t['activations']} activations {shown_db(t['min_sqnr_db'])}" for t in tried)
+        figures_seen = ", ".join(f"{t['activations']} activations {shown_db(t['min_sqnr_db'])}{judged(t)}" for t in tried)
         raise Failure(
             f"{model_path}: no precision meets --min-sqnr {min_sqnr:g} dB on every output (lowest SQNR: "
             f"{figures_seen}); lower the bar, check the calibration data, or quantize it yourself with "
@@ -273,11 +272,39 @@ def choose(model_path, qdq_path, inputs, evaluation, source, args, quantize, say
     return chosen
 
 
-def mixed_precision(model_path, quantized_float, qdq_path, inputs, evaluation, args, quantize, say, reference, splits, work, tried):
+def kept(outputs, entry, min_sqnr, auto, judge, qdq_path, label, say):
+    """Whether a candidate is the one to keep: its outputs meet --min-sqnr (or, for --activations
+    auto, every answer its bar) on ORT's CPU, and then on the HTP emulator (judge; its figures
+    go into the tried entry as "htp")."""
+
+    def meets(measured):
+        return (min_sqnr is None or worst_sqnr(measured) >= min_sqnr) and (not auto or all(o["meets_bar"] for o in measured))
+
+    if not meets(outputs):
+        return False
+    htp = judge(qdq_path) if judge else None
+    if htp is None:
+        return True
+    entry["htp"] = {"min_sqnr_db": finite(worst_sqnr(htp)), "meets_bar": all(o["meets_bar"] for o in htp)}
+    if meets(htp):
+        return True
+    worst = min(htp, key=lambda o: (o["meets_bar"], o["sqnr_db"] if o["sqnr_db"] is not None else math.inf))
+    say("info", f"{label}: meets it on ORT's CPU, not on the HTP emulator ({describe(worst)}): not kept")
+    return False
+
+
+def judged(entry):
+    """A tried entry's HTP figure, for messages."""
+    htp = entry.get("htp")
+    return f" (HTP emulator: {shown_db(htp['min_sqnr_db'] if htp['min_sqnr_db'] is not None else math.inf)})" if htp else ""
+
+
+def mixed_precision(model_path, quantized_float, qdq_path, inputs, evaluation, args, quantize, say, reference, splits, work, tried, judge=None):
     """After u8 fell below the bar: the layer debugger ranks the u8 QDQ model's tensors, and
     the worst 1, 2, 4, ... (MIXED_SIZES, fewer than all of them) are raised to 16 bits until
-    every answer meets its bar. Returns {"u16_tensors", "ranking", "outputs"} of the first that
-    does (its QDQ model left at qdq_path), or None (tried entries appended either way)."""
+    every answer meets its bar, on ORT's CPU and then on the HTP emulator (judge). Returns
+    {"u16_tensors", "ranking", "outputs"} of the first that does (its QDQ model left at
+    qdq_path), or None (tried entries appended either way)."""
     import hexagon_tpu_layers as layers
 
     try:
@@ -293,11 +320,11 @@ def mixed_precision(model_path, quantized_float, qdq_path, inputs, evaluation, a
         raised = ranked[:size]
         quantize("u8", raised)
         outputs = measure(reference or model_path, qdq_path, inputs, evaluation, getattr(args, "task", None), splits)
-        meets = all(o["meets_bar"] for o in outputs)
-        tried.append({"activations": "mixed", "u16_tensors": raised, "weights": args.weights, "min_sqnr_db": finite(worst_sqnr(outputs)), "meets_bar": meets})
+        tried.append({"activations": "mixed", "u16_tensors": raised, "weights": args.weights, "min_sqnr_db": finite(worst_sqnr(outputs)), "meets_bar": all(o["meets_bar"] for o in outputs)})
+        label = f"{model_path} (u8 activations, {', '.join(raised)} at 16 bits"
         for output in outputs:
-            say("info", f"{model_path} (u8 activations, {', '.join(raised)} at 16 bits, {args.weights} weights): {describe(output)}")
-        if meets:
+            say("info", f"{label}, {args.weights} weights): {describe(output)}")
+        if kept(outputs, tried[-1], None, True, judge, qdq_path, label + ")", say):
             top = [{k: (finite(r[k]) if k.endswith("_db") else r[k]) for k in ("name", "rank", "bits", "sqnr_db", "alone_sqnr_db")} for r in rows[:10]]
             return {"u16_tensors": raised, "tried": [t["u16_tensors"] for t in tried if "u16_tensors" in t], "ranking": top, "outputs": outputs}
     return None
@@ -327,7 +354,8 @@ def on_htp(record, model_path, reference, qdq_path, ctx_session, inputs, evaluat
     """The record measured again on the binary itself, run by the HTP emulator (ORT's QNN EP
     on the EP-context model): what the device computes, which differs from ORT's CPU running
     the QDQ model where the HTP's kernels round otherwise (measured: a mel front end's cosine
-    0.93 on the CPU, 0.05 on the emulator). Its outputs become the record's, each keeping the
+    0.93 on the CPU, 0.05 on the emulator, at u16; cpu_said says what is known of why). Its
+    outputs become the record's, each keeping the
     CPU's figures as `qdq_cpu`; the bar and the warning follow them."""
     outputs = measure(reference, qdq_path, inputs, evaluation, task, splits, quantized=ctx_session)
     for htp, cpu in zip(outputs, record["outputs"]):
@@ -344,19 +372,24 @@ def below_bar(model_path, activations, outputs):
     below = [o for o in outputs if not o["meets_bar"]]
     if not below:
         return []
-    shown = "; ".join(f"{describe(o)} (bar: {answer.bar_text(o['answer']['kind'])}){cpu_said(o)}" for o in below)
+    shown = "; ".join(f"{describe(o)} (bar: {answer.bar_text(o['answer']['kind'])}){cpu_said(o, activations)}" for o in below)
     return [f"{model_path}: quantized with {activations} activations, {len(below)} output(s) below the quality bar: {shown}; {hint(activations)}"]
 
 
-def cpu_said(output):
+def cpu_said(output, activations):
     """Where ORT's CPU running the QDQ model met the bar and the binary on the HTP does not."""
     cpu = output.get("qdq_cpu")
     if not cpu or not cpu["meets_bar"]:
         return ""
-    return (
-        f" (on ORT's CPU the QDQ model meets it: {cpu['answer']['verdict']}, SQNR {shown_db(cpu['sqnr_db'])}; "
-        "the HTP's kernels round otherwise, and the binary is what runs)"
+    why = (
+        "the HTP's 16-bit tensors carry a constant offset per channel, up to about 4e-4 of their zero point "
+        "(near 32768: up to ~13 steps), which the CPU's arithmetic does not; a tensor whose useful values span "
+        "few of its steps (an outlier channel sets its range) loses them to it (docs/models.md, "
+        "\"When the HTP and the CPU disagree\")"
+        if activations != "u8"
+        else "the HTP's kernels round otherwise"
     )
+    return f" (on ORT's CPU the QDQ model meets it: {cpu['answer']['verdict']}, SQNR {shown_db(cpu['sqnr_db'])}; {why}, and the binary is what runs)"
 
 
 def finite(sqnr):

@@ -547,7 +547,29 @@ def outlier_channel(rng):
     return helper.make_model(graph, opset_imports=OPSET), (-1.0, 1.0)
 
 
-MODELS.update({f.__name__: f for f in [outlier_channel]})
+def outlier_positive(rng):
+    """outlier_channel (its outlier 1000x) with non-negative weights, biases and inputs: `h` is never
+    negative, so at 16 bits its zero point is 0, where the HTP's 16-bit offset (zero-point-offset)
+    vanishes: u8 ruins the output, `h` alone at 16 bits mends it on the CPU and the HTP alike."""
+    w1 = np.abs(rng.standard_normal([8, 4, 3, 3]).astype(np.float32)) * 0.25
+    w1[0] *= 1000.0
+    w2 = rng.standard_normal([4, 8, 1, 1]).astype(np.float32) * 0.5
+    w2[:, 0] = 0.0
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["h"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["h", "w2", "b2"], ["y"], name="conv2"),
+    ]
+    inits = [
+        numpy_helper.from_array(w1, "w1"),
+        numpy_helper.from_array(np.abs(rng.standard_normal(8) * 0.1).astype(np.float32), "b1"),
+        numpy_helper.from_array(w2, "w2"),
+        init(rng, "b2", [4], 0.1),
+    ]
+    graph = helper.make_graph(nodes, "outlier_positive", [value("x", [1, 4, 8, 8])], [value("y", [1, 4, 8, 8])], inits)
+    return helper.make_model(graph, opset_imports=OPSET), (0.0, 1.0)
+
+
+MODELS.update({f.__name__: f for f in [outlier_channel, outlier_positive]})
 
 
 def write_model(name, directory):
@@ -844,6 +866,46 @@ def tensor_figures(args):
     print(f"cosine_min {cosine!r}")
 
 
+def zero_point_offset(args):
+    """What the HTP does to a 16-bit Conv output that the CPU does not: the QDQ model's tensor
+    `name` made a graph output, its zero point set to each of --zero-points, run at input 0 on
+    ORT's CPU and on the HTP emulator (the QDQ model compiled in memory). Prints one JSON line
+    per zero point: the per-channel offset HTP - CPU in the tensor's steps (mean over the
+    channel's values) and its spread (max - min)."""
+    import json
+
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(args.qdq)
+    graph = model.graph
+    dq = next(n for n in graph.node if n.op_type == "DequantizeLinear" and n.input[0] == f"{args.name}_QuantizeLinear_Output")
+    inits = {i.name: i for i in graph.initializer}
+    scale = float(numpy_helper.to_array(inits[dq.input[1]]))
+    dtype = numpy_helper.to_array(inits[dq.input[2]]).dtype
+    graph.output.append(helper.make_tensor_value_info(dq.output[0], TensorProto.FLOAT, None))
+    for zp in args.zero_points:
+        inits[dq.input[2]].CopyFrom(numpy_helper.from_array(np.array(zp, dtype), dq.input[2]))
+        path = os.path.join(args.work, f"zp{zp}.onnx")
+        onnx.save(model, path)
+        sessions = [
+            ort_cpu_session(path),
+            qnn_session(path, args.lib_dir, fallback=False, provider_options={"offload_graph_io_quantization": "0"}),
+        ]
+        feeds = {i.name: np.zeros([d if isinstance(d, int) else 1 for d in i.shape], np.float32) for i in sessions[0].get_inputs()}
+        cpu, htp = (s.run([dq.output[0]], feeds)[0][0] for s in sessions)
+        steps = ((htp - cpu) / scale).reshape(cpu.shape[0], -1)
+        print(json.dumps({"zero_point": zp, "offsets": [round(float(c.mean()), 3) for c in steps], "spread": float((steps.max(1) - steps.min(1)).max())}))
+
+
+def ort_cpu_session(path):
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+
 def main():
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command", required=True)
@@ -889,11 +951,19 @@ def main():
     d.add_argument("--input-shape", action="append", required=True)
     d.add_argument("--low", type=float, default=0.0)
     d.add_argument("--high", type=float, default=1.0)
+    z = sub.add_parser("zero-point-offset")
+    z.add_argument("qdq")
+    z.add_argument("name")
+    z.add_argument("work")
+    z.add_argument("--zero-points", type=int, nargs="+", required=True)
+    z.add_argument("--lib-dir", required=True)
     args = parser.parse_args()
     if args.command == "model":
         write_model(args.name, args.dir)
     elif args.command == "run":
         run(args)
+    elif args.command == "zero-point-offset":
+        zero_point_offset(args)
     elif args.command == "profile":
         profile(args)
     elif args.command == "serve":

@@ -40,7 +40,8 @@ defmodule Mix.Tasks.HexagonTpu.Compile do
     * `--activations u8|u16|auto` - activation type of a float model (default u8; auto: u8,
       else u8 with only its worst tensors at 16 bits (mixed precision: the 1, 2, 4, ... worst
       by `--debug-layers`' rank), else u16, the first whose every output's answer meets its
-      bar; a mixed choice names its 16-bit tensors and the binary sizes against all-u8 and
+      bar on ORT's CPU and then, compiled, on the HTP emulator; a mixed choice names its
+      16-bit tensors, and the binary sizes and the emulator's cycles against all-u8 and
       all-u16)
     * `--task classify|detect|landmarks|embed|segment` - what the model answers: chooses each
       output's quality measure (top-1 agreement, the float model's detections found again, the
