@@ -140,6 +140,8 @@ defmodule HexagonTpu.Quality do
     end)
   end
 
+  defp tried(_), do: "?"
+
   # a candidate that met the bar on ORT's CPU, judged again on the HTP emulator
   defp judged(%{"meets_bar" => meets} = htp) do
     sqnr = if htp["min_sqnr_db"], do: "#{num(htp["min_sqnr_db"])} dB", else: "exact"
@@ -147,8 +149,6 @@ defmodule HexagonTpu.Quality do
   end
 
   defp judged(_), do: ""
-
-  defp tried(_), do: "?"
 
   # "mixed" (--activations auto): u8 with the tensors it names at 16 bits
   defp activations(%{"u16_tensors" => [_ | _] = names}),
