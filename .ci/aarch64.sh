@@ -417,10 +417,10 @@ predict(Mod) ->
                end,
         %% The NIF's maps, every key required: native/hexagon_tpu_nif/src/protocol.rs's
         %% RuntimeArg, LoadArg and ExecuteArg (.ci/architecture.sh holds these keys to them);
-        %% the answers are src/terms.rs's LoadedTerm and ExecutedTerm.
+        %% the answers are src/terms.rs's CreatedTerm, LoadedTerm and ExecutedTerm.
         RuntimeArgs = #{log_level => error, performance => default, performance_idle => 300,
                         rpcmem_lib => <<"libcdsprpc.so">>, site => Site},
-        {ok, {Runtime, _}} = Call(fun(T) -> Mod:runtime_create(Sim, Sim, RuntimeArgs, T) end),
+        {ok, #{runtime := Runtime}} = Call(fun(T) -> Mod:runtime_create(Sim, Sim, RuntimeArgs, T) end),
         Load = #{preflight => on, priority => default, async_queue_depth => nil, recover => true,
                  shared_buffers => auto, site => Site},
         {ok, #{context := Context, queue := worker}} =

@@ -240,7 +240,7 @@ defmodule HexagonTpu.Runtime do
       }
 
       case Native.call(&Native.runtime_create(backend_lib, system_lib, args, &1)) do
-        {:ok, {ref, info}} ->
+        {:ok, %{runtime: ref, info: info}} ->
           {:ok,
            %__MODULE__{ref: ref, backend_lib: backend_lib, system_lib: system_lib, info: info}}
 

@@ -12,9 +12,9 @@ use crate::protocol::RuntimeArg;
 use crate::quote;
 use crate::reply::answer;
 use crate::resources::{Handle, RuntimeRes};
-use crate::terms::RuntimeInfoTerm;
+use crate::terms::{CreatedTerm, RuntimeInfoTerm};
 
-/// `{:ok, {runtime_ref, info_map}} | {:error, %HexagonTpu.Error{}}`, directly or (once the
+/// `{:ok, %{runtime: ref, info: info_map}} | {:error, %HexagonTpu.Error{}}`, directly or (once the
 /// runtime's thread has made its handles) by message; see `crate::reply`. `options` as
 /// [`RuntimeArg`].
 ///
@@ -48,9 +48,9 @@ pub fn path_from_bytes(bytes: &[u8]) -> PathBuf {
 
 fn encode_created(env: Env<'_>, result: qnn::Result<Arc<qnn::Runtime>>) -> Term<'_> {
     (result.map_err(quote::capped))
-        .map(|runtime| {
-            let info = RuntimeInfoTerm::from(runtime.info());
-            (ResourceArc::new(RuntimeRes(runtime)), info)
+        .map(|runtime| CreatedTerm {
+            info: RuntimeInfoTerm::from(runtime.info()),
+            runtime: ResourceArc::new(RuntimeRes(runtime)),
         })
         .encode(env)
 }

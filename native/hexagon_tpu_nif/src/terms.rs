@@ -1,5 +1,6 @@
-//! What the NIFs answer Elixir, as terms: the answers of a load ([`LoadedTerm`]) and of an
-//! execute ([`ExecutedTerm`]), maps with named fields, and the `qnn` metadata types in them:
+//! What the NIFs answer Elixir, as terms: the answers of a runtime's creation
+//! ([`CreatedTerm`]), a load ([`LoadedTerm`]) and an execute ([`ExecutedTerm`]), maps with
+//! named fields, and the `qnn` metadata types in them:
 //! `%HexagonTpu.TensorInfo{}` is built here, whole (`zero_point = -offset` included), and
 //! Elixir keeps what it receives. Every type here ends in `Term`; what Elixir sends is
 //! `crate::protocol`'s (`*Arg`). A new field of an answer is one line here, where its value is
@@ -12,7 +13,7 @@ use rustler::{Atom, Binary, Encoder, Env, NifMap, NifStruct, ResourceArc, Term};
 
 use crate::atoms;
 use crate::profile::ProfileTerm;
-use crate::resources::ContextRes;
+use crate::resources::{ContextRes, RuntimeRes};
 
 /// A context load's answer (`HexagonTpu.Context`'s `load/4` reads it).
 #[derive(NifMap)]
@@ -78,6 +79,14 @@ pub struct ExecutedTerm<'a> {
     /// When the execute was retried after a device reset: the nanoseconds it waited for its
     /// context to be created again; else `nil`.
     pub recovery_ns: Option<u64>,
+}
+
+/// A runtime's creation answer (`HexagonTpu.Runtime`'s `open/3` reads it).
+#[derive(NifMap)]
+#[rustler(encode)]
+pub struct CreatedTerm {
+    pub runtime: ResourceArc<RuntimeRes>,
+    pub info: RuntimeInfoTerm,
 }
 
 #[derive(NifMap)]
