@@ -359,22 +359,9 @@ defmodule HexagonTpu.Native do
   def log_forward_to(_pid), do: not_loaded()
   def log_flush(_timeout_ms), do: not_loaded()
 
-  # stats.rs: the names of qnn::Counters's fields (qnn/src/observe/counters.rs), the Elixir
-  # side's one list of them: stats_test compares it whole with the NIF's and with the ones
-  # `HexagonTpu.Stats.native/0`'s docs describe.
-  @counters ~w(runtimes_alive contexts_alive graphs_alive runtimes_created contexts_created
-               graphs_created executes execute_errors execute_ns_total execute_ns_last
-               release_errors executes_waiting executes_overloaded executes_timed_out
-               executes_skipped tensors_converted convert_ns_total quantize_ns_total
-               dequantize_ns_total performance_votes
-               performance_votes_refused profiles_created profiles_alive profile_samples
-               profile_errors runtime_jobs_pending context_recoveries device_resets
-               shared_buffer_contexts shared_buffer_fallbacks shared_buffers_alive
-               shared_buffer_registrations client_buffer_bytes_total host_copy_bytes_total
-               log_lines log_dropped)a
-  def counters, do: opaque(Map.new(@counters, &{&1, 0}))
-  @doc false
-  def counter_names, do: @counters
+  # stats.rs: without the NIF every counter is 0; their names are the ones
+  # `HexagonTpu.Stats.native/0`'s docs describe (stats_test holds them to qnn::Counters's fields).
+  def counters, do: opaque(Map.new(HexagonTpu.Stats.counter_names(), &{&1, 0}))
   def ledger_live, do: opaque([])
 
   # trace.rs

@@ -63,7 +63,9 @@ defmodule HexagonTpu.Stats do
   @typedoc "Live objects of one kind created at one site, and how many there are."
   @type site_count :: {site :: String.t(), kind(), count :: pos_integer()}
 
-  @doc """
+  # native/0's docs, and the counters' names: each documented name opens a bullet or a
+  # `name - ` / `name / ` pair in the list (stats_test holds them to the NIF's, whole).
+  @native_doc """
   Native counters from the NIF.
 
     * `runtimes_alive` / `contexts_alive` / `graphs_alive` - QNN objects not yet freed (the
@@ -120,6 +122,16 @@ defmodule HexagonTpu.Stats do
   Reading them costs a few atomic loads; it runs on a normal scheduler. Without the NIF
   (see `HexagonTpu.availability/1`) no QNN object can exist, and every counter is 0.
   """
+  @counter_names ~r/`([a-z_]+)`\s+[-\/]\s/
+                 |> Regex.scan(@native_doc, capture: :all_but_first)
+                 |> Enum.map(fn [name] -> String.to_atom(name) end)
+
+  @doc false
+  # The counters' names, as native/0's docs list them; the NIF's stub answers 0 for each.
+  @spec counter_names() :: [atom()]
+  def counter_names, do: @counter_names
+
+  @doc @native_doc
   @spec native() :: counters()
   def native, do: Native.counters()
 
