@@ -3,7 +3,7 @@ defmodule Mix.Tasks.HexagonTpu.Bench do
 
   @moduledoc """
   Measures one model with `HexagonTpu.Bench.run/2` and prints its figures: a table, or JSON
-  (the schema in `docs/bench.md`).
+  (the schema in [`docs/bench.md`](bench.md)).
 
       mix hexagon_tpu.bench MODEL.bin [options]
 

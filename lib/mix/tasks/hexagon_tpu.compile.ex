@@ -64,7 +64,7 @@ defmodule Mix.Tasks.HexagonTpu.Compile do
       side by side on ONNX Runtime's CPU, every tensor compared (SQNR, cosine, the drop from
       its worst input, and the model's outputs with only that tensor quantized, which ranks
       them); the top 10 are printed, every tensor written to `MODEL.bin.layers.json` (see
-      docs/models.md, "The layer that hurts")
+      [`docs/models.md`](models.md), "The layer that hurts")
     * `--save-ctx` - write ONNX Runtime's EP-context model beside the output as
       `<model>_ctx.onnx` (ONNX Runtime runs the binary through it)
     * `--verbose` - print ONNX Runtime's and QNN's own output too, whether the compile
@@ -103,7 +103,7 @@ defmodule Mix.Tasks.HexagonTpu.Compile do
   it, and SQNR as one line among them. Below an output's bar it warns and says what to try.
   The figures are written beside the binary as `MODEL.bin.quality.json`, which `mix
   hexagon_tpu.inspect MODEL.bin` shows. A QDQ model has no float reference: no figures. See
-  docs/models.md, "Quantization quality".
+  [`docs/models.md`](models.md), "Quantization quality".
 
   Errors are printed as one line and the task exits with status 1.
   """
