@@ -97,6 +97,63 @@ defmodule HexagonTpu.PostprocessTest do
                  "got {1, 4, 3} and {1, 1, 2}"
     end
 
+    test "yolov5 from a head the compile task split: [boxes, scores] answer as the whole" do
+      # three anchors, two classes: {1, 3, 7} rows cx, cy, w, h, objectness, class 0, class 1
+      boxes = [50, 50, 200, 200, 80, 80, 200, 200, 20, 20, 30, 30]
+      scores = [0.9, 0.8, 0.3, 0.8, 0.7, 0.3, 0.5, 0.1, 0.9]
+      rows = Enum.zip(Enum.chunk_every(boxes, 4), Enum.chunk_every(scores, 3))
+      whole = {f32(Enum.flat_map(rows, fn {b, s} -> b ++ s end)), {1, 3, 7}}
+      parts = [{f32(boxes), {1, 3, 4}}, {f32(scores), {1, 3, 3}}]
+
+      assert [_, _, _] = detections = Postprocess.yolov5!(whole, iou_threshold: 0.9)
+      assert Postprocess.yolov5!(parts, iou_threshold: 0.9) == detections
+      # the first two, both class 0, overlap (IoU 0.57): one is kept at the default threshold
+      assert [_, _] = Postprocess.yolov5!(parts)
+
+      assert Postprocess.yolov5!([{f32(boxes), {3, 4}}, {f32(scores), {3, 3}}]) ==
+               Postprocess.yolov5!(whole)
+
+      letterbox = %{scale: 0.5, x_offset: 0, y_offset: 140}
+
+      for opts <- [[letterbox: letterbox, clip: {1280, 720}], [multi_label: true]],
+          do: assert(Postprocess.yolov5!(parts, opts) == Postprocess.yolov5!(whole, opts))
+
+      for {boxes_shape, scores_shape, bytes} <- [
+            # N differs
+            {{1, 3, 4}, {1, 2, 3}, 6},
+            # boxes not 4 wide
+            {{1, 2, 6}, {1, 2, 3}, 6},
+            # no class after the objectness
+            {{1, 3, 4}, {1, 3, 1}, 3},
+            # YOLOv8's layout
+            {{1, 4, 3}, {1, 3, 3}, 9}
+          ] do
+        box_count = Tuple.product(boxes_shape)
+
+        assert {:error, %Error{reason: :invalid_input, message: message}} =
+                 Postprocess.yolov5([
+                   {f32(Enum.take(Stream.cycle(boxes), box_count)), boxes_shape},
+                   {f32(Enum.take(Stream.cycle(scores), bytes)), scores_shape}
+                 ])
+
+        assert message ==
+                 "[boxes, scores]: expected shapes {1, N, 4} and {1, N, 1 + C} (or {N, 4} and " <>
+                   "{N, 1 + C}) with C >= 1, got #{inspect(boxes_shape)} and #{inspect(scores_shape)}"
+      end
+
+      # the parts of a head, and nothing else: two of them
+      for wrong <- [[], [hd(parts)], parts ++ [hd(parts)]] do
+        assert_raise ArgumentError,
+                     ~r/^HexagonTpu.Postprocess.yolov5\/2: output must be the head, or its two parts \[boxes, scores\], given: \[/,
+                     fn -> Postprocess.yolov5(wrong) end
+      end
+
+      # a part whose bytes do not fit its shape names it
+      assert {:error,
+              %Error{message: "scores: shape {1, 3, 3} is 9 f32 values (36 bytes), got 32 bytes"}} =
+               Postprocess.yolov5([hd(parts), {binary_part(f32(scores), 0, 32), {1, 3, 3}}])
+    end
+
     test "yolov8 through Preprocess's own transform: the same boxes as the letterbox map" do
       # 1280x720 letterboxed into 640x640: scale 2 back, content at rows 140..500
       input = %HexagonTpu.TensorInfo{
@@ -292,6 +349,16 @@ defmodule HexagonTpu.PostprocessTest do
 
         {head_q, head_f} = quantized(levels(n * (5 + c), bits), bits, scale, zp, {1, n, 5 + c})
         assert Postprocess.yolov5!(head_q, opts) == Postprocess.yolov5!(head_f, opts)
+
+        # a split YOLOv5 head: boxes {1, N, 4}, objectness and classes {1, N, 1 + C}
+        {v5_box_q, v5_box_f} = quantized(levels(4 * n, 8), 8, 1.5, 0, {1, n, 4})
+
+        {v5_score_q, v5_score_f} =
+          quantized(levels(n * (1 + c), bits), bits, scale, zp, {1, n, 1 + c})
+
+        want = Postprocess.yolov5!([v5_box_f, v5_score_f], opts)
+        assert Postprocess.yolov5!([v5_box_q, v5_score_q], opts) == want
+        assert Postprocess.yolov5!([v5_box_f, v5_score_q], opts) == want
 
         {top_q, top_f} = quantized(levels(1000, bits), bits, scale, zp, {1, 1000})
 
