@@ -310,13 +310,13 @@ def split_heads(model):
     `<name>_scores`, at its place: a YOLOv8 head, a Concat of boxes [1, 4, N] and class scores
     [1, C, N] (axis 1); a YOLOv5 one, [1, N, 5 + C] split at 4 on its last axis (split_v5).
     Returns [(output, boxes, scores, its shape, "v8" | "v5")]."""
-    graph = model.graph
-    splits = []
-    for out in list(graph.output):
-        heads = Heads(model)
+    splits, heads = [], None
+    for out in list(model.graph.output):
+        heads = heads or Heads(model)
         split = heads.split_v8(out) or heads.split_v5(out)
         if split:
             splits.append(split)
+            heads = None  # the graph changed: its shapes and producers are read again
     return splits
 
 
