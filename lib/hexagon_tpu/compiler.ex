@@ -128,8 +128,8 @@ defmodule HexagonTpu.Compiler do
   `:landmarks`, `:embed` or `:segment`: what the model answers, which chooses each output's
   quality measure; by default each output's shape and values choose it), `:min_sqnr` (a bar in
   dB: the cheapest activations, u8 then u16, that meet it on every output; not with
-  `:activations`), `:split_head` [true] (a YOLOv8 head's boxes and scores become two outputs,
-  each quantized on its own),
+  `:activations`), `:split_head` [true] (a YOLOv8 or YOLOv5 head's boxes and scores become two
+  outputs, each quantized on its own),
   `:io` [`:quantized`] or `:float` (the graph's input and output types), `:force` [false]
   (overwrite `output`), `:save_qdq` / `:save_ctx` [false] (keep the quantized models and ORT's
   EP-context models beside `output`, as `<model>_qdq.onnx` and `<model>_ctx.onnx`),
@@ -146,7 +146,7 @@ defmodule HexagonTpu.Compiler do
   "Models as exporters write them"): unnamed nodes are named, initializers listed as inputs
   are taken out of them, weights as `Constant` nodes become initializers, an opset older than
   13 is converted to 13, constants are folded (a constant `If` with them), a `Clip` with a
-  computed bound becomes `Max`/`Min`, and a YOLOv8 head is split in two; a custom op is
+  computed bound becomes `Max`/`Min`, and a YOLOv8 or YOLOv5 head is split in two; a custom op is
   refused by name. `:input_shape` fixes inputs by position, `%{"image" => {1, 3, 640, 640}}`
   (or a list of such pairs), whatever their dimensions are called or declared: the HTP needs
   static shapes.

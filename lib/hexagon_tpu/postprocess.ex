@@ -43,6 +43,9 @@ defmodule HexagonTpu.Postprocess do
       {:ok, detections} =
         HexagonTpu.Postprocess.yolov8([{boxes, box_info}, {scores, score_info}], letterbox: transform)
 
+  (A YOLO head that `mix hexagon_tpu.compile` split comes as those two outputs, each quantized
+  on its own; `yolov5/2` takes a split YOLOv5 head's `[boxes, scores]` the same way.)
+
   ## Definitions
 
     * **Order.** Scores are ordered descending, equal scores by the lower box index, then the
@@ -71,7 +74,9 @@ defmodule HexagonTpu.Postprocess do
       `cx, cy, w, h` in the model input's pixels, then the `C` class scores (no objectness,
       used as they are). **YOLOv5** (`yolov5/2`): `{1, N, 5 + C}` (or `{N, 5 + C}`),
       `cx, cy, w, h, objectness`, then the class scores; class `c` scores
-      `objectness * class_score[c]` (f32). NMS runs in the model's coordinates; then each kept
+      `objectness * class_score[c]` (f32). Either head may come split in two, `[boxes, scores]`:
+      YOLOv8's `{1, 4, N}` and `{1, C, N}`, YOLOv5's `{1, N, 4}` and `{1, N, 1 + C}`
+      (objectness first), answered as the two put together. NMS runs in the model's coordinates; then each kept
       box is mapped to the frame with `letterbox:`, the `HexagonTpu.Preprocess.Transform`
       that `HexagonTpu.Preprocess.transform/2` gives for the options that made the input
       (`frame = model * scale + offset` by `Transform.to_frame/2`, in f64), and clipped to
@@ -229,13 +234,18 @@ defmodule HexagonTpu.Postprocess do
   @doc """
   YOLOv5's head (`{1, N, 5 + C}`: `cx, cy, w, h, objectness`, then the class scores; a score is
   `objectness * class_score`) decoded and suppressed, as `yolov8/2`.
+
+  The head may also come in its two parts, `[boxes, scores]` (`{1, N, 4}` and `{1, N, 1 + C}`:
+  the objectness, then the class scores): the outputs `mix hexagon_tpu.compile` splits a
+  YOLOv5 head into, so that each is quantized on its own (the binary's `.names` file says
+  so). The result is the same as for the two put together.
   """
-  @spec yolov5(output(), keyword()) :: {:ok, [Detection.t()]} | {:error, Error.t()}
+  @spec yolov5(output() | [output()], keyword()) :: {:ok, [Detection.t()]} | {:error, Error.t()}
   def yolov5(output, opts \\ []),
     do: yolo(:yolov5, output, opts, "HexagonTpu.Postprocess.yolov5/2")
 
   @doc "Like `yolov5/2`, but raises `HexagonTpu.Error`."
-  @spec yolov5!(output(), keyword()) :: [Detection.t()]
+  @spec yolov5!(output() | [output()], keyword()) :: [Detection.t()]
   def yolov5!(output, opts \\ []), do: output |> yolov5(opts) |> Error.unwrap!()
 
   @doc """
@@ -398,23 +408,35 @@ defmodule HexagonTpu.Postprocess do
     end
   end
 
-  # A YOLOv8 head split in [boxes {1, 4, N}, scores {1, C, N}], each in its own type: the
-  # NIF takes both parts; the shape is the whole's, {1, 4 + C, N}.
-  defp head!(:yolov8, [boxes, scores], fun) do
+  # A head split in [boxes, scores], each in its own type: the NIF takes both parts; the shape
+  # is the whole's. YOLOv8's: {1, 4, N} and {1, C, N}, the whole {1, 4 + C, N}; YOLOv5's:
+  # {1, N, 4} and {1, N, 1 + C} (objectness, then the classes), the whole {1, N, 5 + C}.
+  defp head!(version, [boxes, scores], fun) do
     with {:ok, box_values, box_shape} <- Input.values!(boxes, "boxes", fun),
          {:ok, score_values, score_shape} <- Input.values!(scores, "scores", fun) do
-      case {rows(box_shape), rows(score_shape)} do
-        {{4, n}, {c, n}} when c >= 1 ->
+      case {version, rows(box_shape), rows(score_shape)} do
+        {:yolov8, {4, n}, {c, n}} when c >= 1 ->
           {:ok, [box_values, score_values], {1, 4 + c, n}}
 
+        {:yolov5, {n, 4}, {n, k}} when k >= 2 ->
+          {:ok, [box_values, score_values], {1, n, 4 + k}}
+
         _ ->
+          wanted =
+            if version == :yolov8,
+              do: "{1, 4, N} and {1, C, N} (or {4, N} and {C, N}),",
+              else: "{1, N, 4} and {1, N, 1 + C} (or {N, 4} and {N, 1 + C}) with C >= 1,"
+
           Args.invalid_input(
-            "[boxes, scores]: expected shapes {1, 4, N} and {1, C, N} (or {4, N} and {C, N}), " <>
+            "[boxes, scores]: expected shapes #{wanted} " <>
               "got #{inspect(box_shape)} and #{inspect(score_shape)}"
           )
       end
     end
   end
+
+  defp head!(_version, parts, fun) when is_list(parts),
+    do: Args.type_error!(fun, "output", "the head, or its two parts [boxes, scores]", parts)
 
   defp head!(_version, output, fun) do
     with {:ok, values, shape} <- Input.values!(output, "output", fun), do: {:ok, [values], shape}

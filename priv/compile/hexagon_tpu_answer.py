@@ -99,8 +99,9 @@ def scores_in_unit_range(ref, layout):
 class Answer:
     """One output's answer measure, summed over the samples (ref: float model, q: quantized)."""
 
-    def __init__(self, kind, shape, task):
+    def __init__(self, kind, shape, task, layout=None):
         self.kind, self.shape, self.task = kind, tuple(shape), task
+        self.layout = layout  # a YOLO head's, when known (a split head's); else from the shape
         self.n = 0
         self.a = self.b = self.c = 0.0  # the kind's running sums (see figures())
         self.worst = 0.0
@@ -131,7 +132,7 @@ class Answer:
             self.b += len(set(np.argsort(-r)[:k]) & set(np.argsort(-s)[:k])) / k
 
     def _add_detections(self, ref, q):
-        layout = yolo_layout(self.shape) or "v8"
+        layout = self.layout or yolo_layout(self.shape) or "v8"
         found_ref, found_q = decode_yolo(ref, layout), decode_yolo(q, layout)
         matched = match(found_ref, found_q)
         self.n += 1

@@ -350,7 +350,7 @@ def parse(argv):
     parser.add_argument("--eval", metavar="DIR", help="measure the quantization on these samples (<input>_<n>.npy) instead of held-out calibration samples")
     parser.add_argument("--min-sqnr", type=float, metavar="DB", help="choose the cheapest activations (u8, then u16) whose SQNR meets DB on every output")
     parser.add_argument("--io", choices=["quantized", "float"], default="quantized", help="graph I/O types")
-    parser.add_argument("--no-split-head", action="store_true", help="keep a YOLOv8 head's boxes and scores in one output (split by default: one quantization step for both rounds the scores away)")
+    parser.add_argument("--no-split-head", action="store_true", help="keep a YOLOv8 or YOLOv5 head's boxes and scores in one output (split by default: one quantization step for both rounds the scores away)")
     parser.add_argument("--save-qdq", action="store_true", help="keep quantized models as <model>_qdq.onnx beside the output")
     parser.add_argument("--debug-layers", action="store_true", help="rank the quantized model's tensors by the error each adds (the float and QDQ models on ORT's CPU, tensor by tensor): a table, and <output>.layers.json")
     parser.add_argument("--save-ctx", action="store_true", help="write ORT's EP-context models, <model>_ctx.onnx, beside the output")

@@ -67,10 +67,12 @@ def write_names(bin_path, pairs, splits):
         for name, qnn, _tensors in pairs:
             f.write(f"{name} {qnn}\n")
         for name, split in splits.items():
-            for whole, boxes, scores, dims in split:
+            for whole, boxes, scores, dims, layout in split:
+                # YOLOv8's [1, 4 + C, N] splits by rows, YOLOv5's [1, N, 5 + C] by columns
+                lines, last, takes = ("rows", dims[1] - 1, "yolov8") if layout == "v8" else ("columns", dims[2] - 1, "yolov5")
                 f.write(
-                    f"# {name}: the model's output {whole} {dims} is split into {boxes} (its rows 0-3) and {scores} "
-                    f"(rows 4-{dims[1] - 1}), quantized apart; Postprocess.yolov8/2 takes [{boxes}, {scores}]\n"
+                    f"# {name}: the model's output {whole} {dims} is split into {boxes} (its {lines} 0-3) and {scores} "
+                    f"({lines} 4-{last}), quantized apart; Postprocess.{takes}/2 takes [{boxes}, {scores}]\n"
                 )
         f.write("# the model's names of their tensors: graph, input|output, index in the binary, name\n")
         for name, _qnn, tensors in pairs:

@@ -29,8 +29,10 @@ A float model (quantized here), besides:
 - a `Clip` whose bound is computed (a mel front end's `Clip(x, ReduceMax(x) - 80)`) becomes
   `Max(x, min)` and `Min(., max)`, which is the same function: the HTP's Clip takes constant
   bounds only;
-- a YOLOv8 head's output, `Concat(boxes [1, 4, N], scores [1, C, N])`, is split into
-  `<output>_boxes` and `<output>_scores` (split_heads says why), unless --no-split-head;
+- a YOLO head's output is split into `<output>_boxes` and `<output>_scores` (split_heads says
+  why), unless --no-split-head: YOLOv8's `Concat(boxes [1, 4, N], scores [1, C, N])`, and
+  YOLOv5's `[1, N, 5 + C]` at 4 on its last axis, through the Concats and Reshapes of
+  Ultralytics' Detect layer (LastAxisSplit);
 - ORT's own quantization pre-processing (onnxruntime.quantization.quant_pre_process: constant
   folding, shape inference) runs on the result, then its QNN one (qnn_preprocess_model) on a
   copy without `metadata_props` (ORT 1.32's fails on any: `cannot convert dictionary update
@@ -345,48 +347,246 @@ HEAD_ANCHORS = 100
 
 
 def split_heads(model):
-    """Splits each graph output that a Concat of YOLOv8 boxes [1, 4, N] and class scores
-    [1, C, N] (axis 1) makes into two outputs, `<name>_boxes` and `<name>_scores`; returns
-    [(output, boxes, scores, [1, 4 + C, N])]."""
-    import onnx
+    """Splits each graph output that is a YOLO head into two outputs, `<name>_boxes` and
+    `<name>_scores`, at its place: a YOLOv8 head, a Concat of boxes [1, 4, N] and class scores
+    [1, C, N] (axis 1); a YOLOv5 one, [1, N, 5 + C] split at 4 on its last axis (split_v5).
+    Returns [(output, boxes, scores, its shape, "v8" | "v5")]."""
+    splits, heads = [], None
+    for out in list(model.graph.output):
+        heads = heads or Heads(model)
+        split = heads.split_v8(out) or heads.split_v5(out)
+        if split:
+            splits.append(split)
+            heads = None  # the graph changed: its shapes and producers are read again
+    return splits
 
-    graph = model.graph
-    shapes = {}
-    inferred = onnx.shape_inference.infer_shapes(model)
-    for value in list(inferred.graph.value_info) + list(inferred.graph.output):
-        shapes[value.name] = dims_of(value)
-    producer = {o: n for n in graph.node for o in n.output}
-    consumers = {}
-    for n in graph.node:
-        for i in n.input:
-            consumers[i] = consumers.get(i, 0) + 1
-    outputs = {o.name for o in graph.output}
-    splits = []
-    for out in list(graph.output):
-        node = producer.get(out.name)
+
+class Heads:
+    """A graph's shapes, producers, consumers and constants, for split_heads."""
+
+    def __init__(self, model):
+        import onnx
+
+        self.graph = model.graph
+        inferred = onnx.shape_inference.infer_shapes(model)
+        self.shapes = {v.name: dims_of(v) for v in list(inferred.graph.value_info) + list(inferred.graph.output) + list(inferred.graph.input)}
+        self.producer = {o: n for n in self.graph.node for o in n.output}
+        self.consumers = {}
+        for n in self.graph.node:
+            for i in n.input:
+                self.consumers[i] = self.consumers.get(i, 0) + 1
+        self.outputs = {o.name for o in self.graph.output}
+        self.consts = constants_of(self.graph)
+
+    def replace_output(self, out, parts):
+        """The graph output `out` replaced, at its place, by `parts` [(name, dims)]."""
+        import onnx
+
+        graph = self.graph
+        at = list(graph.output).index(out)
+        graph.output.remove(out)
+        for k, (name, dims) in enumerate(parts):
+            graph.output.insert(at + k, onnx.helper.make_tensor_value_info(name, out.type.tensor_type.elem_type, dims))
+
+    def split_v8(self, out):
+        """A Concat of YOLOv8 boxes [1, 4, N] and class scores [1, C, N] on axis 1, whose parts
+        nothing else uses, split: the Concat removed, its inputs the outputs."""
+        graph = self.graph
+        node = self.producer.get(out.name)
         if node is None or node.op_type != "Concat" or len(node.input) != 2:
-            continue
+            return None
         axis = next((a.i for a in node.attribute if a.name == "axis"), None)
-        parts = [shapes.get(i) for i in node.input]
-        whole = shapes.get(out.name)
-        if axis not in (1, -2) or None in parts or whole is None or any(len(p) != 3 for p in parts):
-            continue
+        parts = [self.shapes.get(i) for i in node.input]
+        if axis not in (1, -2) or None in parts or self.shapes.get(out.name) is None or any(len(p) != 3 for p in parts):
+            return None
         (b, four, n), (b2, classes, n2) = parts
         if not (b == b2 == 1 and four == 4 and n == n2 and isinstance(n, int) and n >= HEAD_ANCHORS and isinstance(classes, int)):
-            continue
-        if any(consumers.get(i, 0) != 1 or i in outputs for i in node.input):
-            continue  # a part used elsewhere too: left as it is
+            return None
+        if any(self.consumers.get(i, 0) != 1 or i in self.outputs for i in node.input):
+            return None  # a part used elsewhere too: left as it is
         names = [f"{out.name}_boxes", f"{out.name}_scores"]
         for old, new in zip(node.input, names):
             for other in graph.node:
                 other.output[:] = [new if o == old else o for o in other.output]
         graph.node.remove(node)
-        at = list(graph.output).index(out)
-        graph.output.remove(out)
-        for k, (name, part) in enumerate(zip(names, parts)):
-            graph.output.insert(at + k, onnx.helper.make_tensor_value_info(name, out.type.tensor_type.elem_type, part))
-        splits.append((out.name, names[0], names[1], [1, 4 + classes, n]))
-    return splits
+        self.replace_output(out, list(zip(names, parts)))
+        return (out.name, names[0], names[1], [1, 4 + classes, n], "v8")
+
+    def split_v5(self, out):
+        """A YOLOv5 head, [1, N, K] (K = 5 + C >= 6, N >= HEAD_ANCHORS), split at 4 on its last
+        axis into boxes [1, N, 4] and scores [1, N, K - 4] (objectness, then the classes), when
+        the graph computes it as parts that the split can take apart (LastAxisSplit), each made
+        by nodes that nothing else uses; the nodes that made the whole are removed."""
+        whole = self.shapes.get(out.name)
+        if not whole or len(whole) != 3 or whole[0] != 1 or not all(isinstance(d, int) for d in whole):
+            return None
+        _one, n, k = whole
+        if k < 6 or n < HEAD_ANCHORS or self.consumers.get(out.name, 0):
+            return None
+        names = (f"{out.name}_boxes", f"{out.name}_scores")
+        plan = LastAxisSplit(self)
+        parts = plan.split(out.name, names, top=True)
+        if parts is None:
+            return None
+        plan.apply(parts, names)
+        self.replace_output(out, [(names[0], [1, n, 4]), (names[1], [1, n, k - 4])])
+        return (out.name, names[0], names[1], whole, "v5")
+
+
+class LastAxisSplit:
+    """Plans the split of a tensor at 4 on its last axis by walking back through the nodes that
+    make it, as Ultralytics' YOLOv5 export does (per level: Split or Slice of the sigmoid into
+    xy, wh, conf; Concat([xy, wh, conf], axis -1); Reshape [1, 3HW, 5 + C]; then Concat of the
+    levels on axis 1):
+
+    - a Concat on the last axis whose inputs partition exactly at 4: its inputs up to 4 are the
+      boxes (their Concat, or the one), the rest the scores;
+    - a Concat on another axis: each input split, the parts concatenated on that axis;
+    - a Reshape that keeps the last dimension: its input split, each part reshaped by the same
+      shape with the last entry 4, or K - 4.
+
+    Anything else is not a head. Every tensor walked through must be used by the walk alone
+    (it is removed with its node)."""
+
+    def __init__(self, heads):
+        self.heads = heads
+        self.nodes, self.removed, self.inits = [], [], []
+        self.taken = set(heads.producer) | set(heads.consts) | set(heads.shapes) | {n.name for n in heads.graph.node}
+
+    def fresh(self, name):
+        base, n = name, 1
+        while name in self.taken:
+            n += 1
+            name = f"{base}_{n}"
+        self.taken.add(name)
+        return name
+
+    def split(self, name, targets, top=False):
+        """(boxes, scores) tensor names of `name` split at 4 on its last axis (`targets`: the
+        names of the new tensors it makes), or None."""
+        h = self.heads
+        node, dims = h.producer.get(name), h.shapes.get(name)
+        if node is None or not dims or not isinstance(dims[-1], int) or len(node.output) != 1:
+            return None
+        if not top and (h.consumers.get(name, 0) != 1 or name in h.outputs):
+            return None  # used elsewhere too: left as it is
+        rank = len(dims)
+        if node.op_type == "Concat":
+            axis = next((a.i for a in node.attribute if a.name == "axis"), None)
+            if axis is None:
+                return None
+            axis = axis + rank if axis < 0 else axis
+            parts = self.partition(node, rank, targets) if axis == rank - 1 else self.levels(node, axis, targets)
+        elif node.op_type == "Reshape":
+            parts = self.reshape(node, dims, targets)
+        else:
+            return None
+        if parts is not None:
+            self.removed.append(node)
+        return parts
+
+    def partition(self, node, rank, targets):
+        widths = [self.heads.shapes.get(i) for i in node.input]
+        if any(not w or len(w) != rank or not isinstance(w[-1], int) for w in widths):
+            return None
+        cut, width = 0, 0
+        while cut < len(widths) and width < 4:
+            width += widths[cut][-1]
+            cut += 1
+        if width != 4 or cut == len(widths):
+            return None
+        return tuple(self.concat(node, list(inputs), rank - 1, target, part) for inputs, target, part in zip((node.input[:cut], node.input[cut:]), targets, ("boxes", "scores")))
+
+    def levels(self, node, axis, targets):
+        parts = []
+        for i in node.input:
+            split = self.split(i, (self.fresh(f"{i}_boxes"), self.fresh(f"{i}_scores")))
+            if split is None:
+                return None
+            parts.append(split)
+        return tuple(self.concat(node, [p[k] for p in parts], axis, target, part) for k, (target, part) in enumerate(zip(targets, ("boxes", "scores"))))
+
+    def concat(self, like, inputs, axis, target, part):
+        """`inputs` concatenated on `axis` into `target`; the one input itself."""
+        from onnx import helper
+
+        if len(inputs) == 1:
+            return inputs[0]
+        self.nodes.append(helper.make_node("Concat", inputs, [target], name=self.fresh(f"{like.name}/{part}"), axis=axis))
+        return target
+
+    def reshape(self, node, dims, targets):
+        import numpy as np
+        from onnx import helper, numpy_helper
+
+        data = node.input[0]
+        src = self.heads.shapes.get(data)
+        shape = self.heads.consts.get(node.input[1]) if len(node.input) > 1 else None
+        if not src or src[-1] != dims[-1] or shape is None or shape.ndim != 1 or len(shape) != len(dims):
+            return None
+        split = self.split(data, (self.fresh(f"{data}_boxes"), self.fresh(f"{data}_scores")))
+        if split is None:
+            return None
+        made = []
+        for part, width, target, kind in zip(split, (4, dims[-1] - 4), targets, ("boxes", "scores")):
+            new_shape = np.array(shape, dtype=np.int64)
+            new_shape[-1] = width
+            shape_name = self.fresh(f"{node.input[1]}_{kind}")
+            self.inits.append(numpy_helper.from_array(new_shape, shape_name))
+            reshaped = helper.make_node("Reshape", [part, shape_name], [target], name=self.fresh(f"{node.name}/{kind}"))
+            reshaped.attribute.extend(node.attribute)  # allowzero
+            self.nodes.append(reshaped)
+            made.append(target)
+        return tuple(made)
+
+    def apply(self, parts, names):
+        """Puts the planned nodes in the graph where the head's last node was, the head's
+        outputs named `names` (a part the graph already had is renamed, or copied by an Identity
+        when something else uses it too), and removes the nodes walked through and what fed
+        only them."""
+        from onnx import helper
+
+        h = self.heads
+        graph = h.graph
+        for part, name in zip(parts, names):
+            if part == name:
+                continue
+            maker = h.producer.get(part)
+            if maker is not None and h.consumers.get(part) == 1 and part not in h.outputs:
+                maker.output[:] = [name if o == part else o for o in maker.output]  # the removed Concat's alone
+            else:
+                self.nodes.append(helper.make_node("Identity", [part], [name], name=self.fresh(f"{name}/identity")))
+        removed = {id(n) for n in self.removed}
+        top = self.removed[-1]
+        kept = []
+        for node in graph.node:
+            if node is top:
+                kept.extend(self.nodes)
+            if id(node) not in removed:
+                kept.append(node)
+        del graph.node[:]
+        graph.node.extend(kept)
+        graph.initializer.extend(self.inits)
+        unused(graph, self.removed)
+
+
+def unused(graph, removed):
+    """Removes what fed only the `removed` nodes (gone): the nodes and initializers nothing uses now."""
+    producer = {o: n for n in graph.node for o in n.output}
+    fed = {i for n in removed for i in n.input}
+    suspects = set(fed)
+    while suspects:
+        used = {i for n in graph.node for i in n.input} | {o.name for o in graph.output}
+        dead = {id(producer[s]): producer[s] for s in suspects if s in producer and not any(o in used for o in producer[s].output)}
+        suspects = {i for n in dead.values() for i in n.input}
+        fed |= suspects
+        for n in dead.values():
+            graph.node.remove(n)
+    used = {i for n in graph.node for i in n.input} | {o.name for o in graph.output}
+    kept = [i for i in graph.initializer if i.name in used or i.name not in fed]
+    if len(kept) != len(graph.initializer):
+        del graph.initializer[:]
+        graph.initializer.extend(kept)
 
 
 def simplify(model, work_path, say, path):
@@ -402,7 +602,7 @@ def simplify(model, work_path, say, path):
 
 def prepare(source, out_path, shapes, quantizing, say, split=True, label=None):
     """Writes the prepared model to out_path; returns the heads split, [(output, boxes, scores,
-    its shape)] (split_heads; only when split). For a QDQ model (quantizing False) only the
+    its shape, "v8" | "v5")] (split_heads; only when split). For a QDQ model (quantizing False) only the
     structural steps run (names, initializers, input shapes). `say(kind, message)` reports
     each step, naming the model `label` (default: source; a converted TFLite model's path is
     the user's .tflite)."""
@@ -433,15 +633,23 @@ def prepare(source, out_path, shapes, quantizing, say, split=True, label=None):
     if quantizing and not dynamic(model):
         model = simplify(model, out_path, say, path)
         splits = split_heads(model) if split else []
-        for whole, boxes, scores, dims in splits:
-            say(
-                "info",
-                f"{path}: output '{whole}' {dims} (YOLO boxes and class scores) split into '{boxes}' [1, 4, {dims[2]}] "
-                f"and '{scores}' [1, {dims[1] - 4}, {dims[2]}], each quantized on its own (one step for both would "
-                "round the scores away); Postprocess.yolov8/2 takes [boxes, scores]",
-            )
+        for split in splits:
+            say("info", f"{path}: {split_said(*split)}")
     onnx.save(model, out_path, save_as_external_data=model.ByteSize() > 2_000_000_000)
     return splits
+
+
+def split_said(whole, boxes, scores, dims, layout):
+    """What prepare says of a head it split."""
+    if layout == "v8":
+        parts, what, takes = f"'{boxes}' [1, 4, {dims[2]}] and '{scores}' [1, {dims[1] - 4}, {dims[2]}]", "YOLO boxes and class scores", "yolov8"
+    else:
+        parts = f"'{boxes}' [1, {dims[1]}, 4] and '{scores}' [1, {dims[1]}, {dims[2] - 4}] (objectness, then the class scores)"
+        what, takes = "YOLOv5 boxes, objectness and class scores", "yolov5"
+    return (
+        f"output '{whole}' {dims} ({what}) split into {parts}, each quantized on its own (one step for both would "
+        f"round the scores away); Postprocess.{takes}/2 takes [boxes, scores]"
+    )
 
 
 def dynamic(model):

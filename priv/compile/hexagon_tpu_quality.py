@@ -149,13 +149,14 @@ def measure(float_path, qdq_path, inputs, samples, task=None, splits=(), quantiz
     steps = output_steps(qdq_path)
     sums = [Sums(steps.get(qnames[j], (None, None))[0]) for j in pick]
     answers = None
-    heads = {scores: names.index(boxes) for _whole, boxes, scores, _dims in splits}
+    # scores output -> (its boxes' index, the head's layout, the axis the two join on)
+    heads = {scores: (names.index(boxes), layout, 1 if layout == "v8" else 2) for _whole, boxes, scores, _dims, layout in splits}
     for sample in samples:
         feeds = {name: np.asarray(sample[name]).astype(dtype) for name, dtype, _shape in inputs}
         refs, quants = reference.run(None, feeds), quantized.run(None, feeds)
         if answers is None:
             answers = [
-                answer.Answer("detections", (1, 4 + np.shape(ref)[1], np.shape(ref)[2]), task)
+                answer.Answer("detections", joined_shape(np.shape(refs[heads[name][0]]), np.shape(ref), heads[name][2]), task, heads[name][1])
                 if name in heads
                 else answer.Answer(answer.kind_of(np.shape(ref), ref, task), np.shape(ref), task)
                 for name, ref in zip(names, refs)
@@ -163,8 +164,8 @@ def measure(float_path, qdq_path, inputs, samples, task=None, splits=(), quantiz
         for name, acc, said, ref, j in zip(names, sums, answers, refs, pick):
             acc.add(ref, quants[j])
             if name in heads:
-                b = heads[name]
-                said.add(np.concatenate([refs[b], ref], axis=1), np.concatenate([quants[pick[b]], quants[j]], axis=1))
+                b, _layout, axis = heads[name]
+                said.add(np.concatenate([refs[b], ref], axis=axis), np.concatenate([quants[pick[b]], quants[j]], axis=axis))
             else:
                 said.add(ref, quants[j])
     outputs = []
@@ -184,6 +185,11 @@ def measure(float_path, qdq_path, inputs, samples, task=None, splits=(), quantiz
             }
         )
     return outputs
+
+
+def joined_shape(boxes, scores, axis):
+    """The shape of a split head's boxes and scores joined again on `axis`."""
+    return tuple(b + s if k == axis else s for k, (b, s) in enumerate(zip(boxes, scores)))
 
 
 def worst_sqnr(outputs):

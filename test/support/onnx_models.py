@@ -14,8 +14,9 @@ Run with the venv of `mix hexagon_tpu.compile` (test/support/qnn_host.ex calls i
     python onnx_models.py quantize MODEL.onnx CALIBRATION OUT.onnx
                                               a QDQ model made outside the compile task
     python onnx_models.py prepared-diff MODEL.onnx --input-shape NAME=DxD... [--low L --high H]
-                                              the compile task's rewrites of a float model
-                                              against the model as shipped (ORT's CPU EP)
+                                  [--split]   the compile task's rewrites of a float model
+                                              against the model as shipped (ORT's CPU EP;
+                                              onnx_rewrites.py), heads split with --split
     python onnx_models.py ort-compile QDQ.onnx DIR --lib-dir D
                                               ONNX Runtime's own compile (the recipe of
                                               real-qnn-stack.md): DIR/<stem>_ctx.onnx + .bin
@@ -32,6 +33,7 @@ import zlib
 
 import numpy as np
 import onnx
+import onnx_rewrites
 from onnx import TensorProto, helper, numpy_helper
 
 OPSET = [helper.make_opsetid("", 17)]
@@ -570,6 +572,8 @@ def outlier_positive(rng):
 
 
 MODELS.update({f.__name__: f for f in [outlier_channel, outlier_positive]})
+# the head splits' (test/support/onnx_rewrites.py)
+MODELS.update(onnx_rewrites.MODELS)
 
 
 def write_model(name, directory):
@@ -805,40 +809,6 @@ def serve(args):
         os.write(answers, f"{time.perf_counter_ns() - started}\n".encode())
 
 
-def prepared_diff(args):
-    """The compile task's rewrites (hexagon_tpu_prepare.prepare, as for a float model) against
-    the model as shipped, both on ORT's CPU EP with its optimizations off, on 4 seeded random
-    samples of the shape given: prints `rewrites: ...` (what prepare said) and `max_abs_diff X`
-    (the largest difference over every output), and `max_abs X` (the largest value)."""
-    import tempfile
-
-    import onnxruntime as ort
-
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "priv", "compile"))
-    import hexagon_tpu_prepare
-
-    shapes = hexagon_tpu_prepare.parse_input_shapes(args.input_shape)
-    said = []
-    with tempfile.TemporaryDirectory() as work:
-        prepared = os.path.join(work, "prepared.onnx")
-        hexagon_tpu_prepare.prepare(args.model, prepared, shapes, True, lambda _k, m: said.append(m), split=False)
-        so = ort.SessionOptions()
-        so.log_severity_level = 3
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        sessions = [ort.InferenceSession(m, so, providers=["CPUExecutionProvider"]) for m in (args.model, prepared)]
-        rng = np.random.default_rng(7)
-        worst = largest = 0.0
-        for _ in range(4):
-            feeds = {i.name: rng.uniform(args.low, args.high, size=shapes[i.name]).astype(np.float32) for i in sessions[1].get_inputs()}
-            for want, got in zip(*(s.run(None, feeds) for s in sessions)):
-                worst = max(worst, float(np.max(np.abs(np.asarray(want, np.float64) - got))))
-                largest = max(largest, float(np.max(np.abs(want))))
-    for line in said:
-        print(f"rewrites: {line}")
-    print(f"max_abs_diff {worst!r}")
-    print(f"max_abs {largest!r}")
-
-
 def tensor_figures(args):
     """One tensor of the float model against its QDQ model's, over the samples (`<input>_<n>.npy`
     in `inputs`, n from --samples), computed here without the compile task's code: prints
@@ -951,6 +921,7 @@ def main():
     d.add_argument("--input-shape", action="append", required=True)
     d.add_argument("--low", type=float, default=0.0)
     d.add_argument("--high", type=float, default=1.0)
+    d.add_argument("--split", action="store_true")
     z = sub.add_parser("zero-point-offset")
     z.add_argument("qdq")
     z.add_argument("name")
@@ -975,7 +946,7 @@ def main():
     elif args.command == "tensor-figures":
         tensor_figures(args)
     elif args.command == "prepared-diff":
-        prepared_diff(args)
+        onnx_rewrites.prepared_diff(args)
     else:
         quantize_qdq(args)
 

@@ -1,5 +1,5 @@
 """HexagonTpu.Postprocess's definitions written again in numpy, from its moduledoc: the
-reference of test/postprocess_test.exs (:qnn_host, the QNN venv's Python has numpy) and the
+reference of test/postprocess_numpy_test.exs (:qnn_host, the QNN venv's Python has numpy) and the
 numpy side of bench/postprocess.exs.
 
     python postprocess_numpy.py run PARAMS_JSON OUT_JSON     (PARAMS_JSON: one case or a list)

@@ -47,9 +47,10 @@ defmodule Mix.Tasks.HexagonTpu.Compile do
       output's quality measure (top-1 agreement, the float model's detections found again, the
       error in the output's units, cosine similarity, mask IoU); by default each output's shape
       and values choose it
-    * `--no-split-head` - keep a YOLOv8 head (`Concat` of boxes and class scores) as one
-      output; by default it becomes `<output>_boxes` and `<output>_scores`, each quantized on
-      its own (`HexagonTpu.Postprocess.yolov8/2` takes `[boxes, scores]`)
+    * `--no-split-head` - keep a YOLOv8 head (`Concat` of boxes and class scores) or a
+      YOLOv5 one (`[1, N, 5 + C]`) as one output; by default it becomes `<output>_boxes` and
+      `<output>_scores`, each quantized on its own (`HexagonTpu.Postprocess.yolov8/2` and
+      `yolov5/2` take `[boxes, scores]`)
     * `--min-sqnr DB` - choose the activations instead: u8, else u16, the first whose SQNR
       (below) is at least DB on every output; an error naming the figures when neither is
     * `--eval DIR` - measure the quantization quality on these samples (same layout as

@@ -135,10 +135,17 @@ fn yolo(head: &HeadArg, args: &YoloArg) -> Result<Vec<DetectionTerm>, Postproces
         nms: NmsOptions::from(&args.nms),
     };
     let kept = match (args.version, &head[..]) {
-        (YoloVersionArg::Yolov8, [boxes, scores]) => {
+        (version, [boxes, scores]) => {
             let boxes = TensorValues::new("boxes", boxes)?;
             let scores = TensorValues::new("scores", scores)?;
-            postprocess::yolov8_split(boxes.view(), scores.view(), &spec)?
+            match version {
+                YoloVersionArg::Yolov8 => {
+                    postprocess::yolov8_split(boxes.view(), scores.view(), &spec)?
+                }
+                YoloVersionArg::Yolov5 => {
+                    postprocess::yolov5_split(boxes.view(), scores.view(), &spec)?
+                }
+            }
         }
         (version, [output]) => {
             let output = TensorValues::new("output", output)?;

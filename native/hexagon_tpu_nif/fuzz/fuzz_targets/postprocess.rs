@@ -471,6 +471,7 @@ fn quantized(u: &mut Unstructured) -> Result<()> {
     let boxes = Levels::arbitrary(u, 4 * n, scale, offset)?;
     let scores = Levels::arbitrary(u, c * n, scale, offset)?;
     let head = Levels::arbitrary(u, (5 + c) * n, scale, offset)?;
+    let v5_scores = Levels::arbitrary(u, (1 + c) * n, scale, offset)?;
     let pairs = [
         (
             postprocess::yolov8_split(boxes.values(), scores.values(), &spec),
@@ -479,6 +480,10 @@ fn quantized(u: &mut Unstructured) -> Result<()> {
         (
             postprocess::yolov5(head.values(), &spec),
             postprocess::yolov5(&head.f32(), &spec),
+        ),
+        (
+            postprocess::yolov5_split(boxes.values(), v5_scores.values(), &spec),
+            postprocess::yolov5_split(&boxes.f32(), &v5_scores.f32(), &spec),
         ),
     ];
     for (got, want) in pairs {

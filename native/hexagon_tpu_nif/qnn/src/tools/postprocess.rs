@@ -58,7 +58,7 @@ pub use mask::{MaskLayout, argmax_mask};
 pub use nms::{BoxFormat, Scores, iou, nms};
 pub use ssd::{AnchorOptions, SsdSpec, ssd, ssd_anchors};
 pub use values::{Quantized, Values};
-pub use yolo::{YoloSpec, yolov5, yolov8, yolov8_split};
+pub use yolo::{YoloSpec, yolov5, yolov5_split, yolov8, yolov8_split};
 
 #[cfg(test)]
 mod tests;

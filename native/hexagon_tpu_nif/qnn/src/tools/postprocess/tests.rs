@@ -2,6 +2,8 @@
 
 use super::*;
 
+mod split;
+
 fn opts(score: f32, iou: f32, max: Option<usize>) -> NmsOptions {
     NmsOptions {
         score_threshold: score,

@@ -167,25 +167,92 @@ pub fn yolov5<'a>(output: impl Into<Values<'a>>, spec: &YoloSpec) -> Result<Vec<
     let expected = spec.check(5)?;
     let (n, c) = (spec.candidates, spec.classes);
     output.check_len("output", expected, &format!("[{n}, {}]", 5 + c))?;
+    // row i: its box at i * (5 + C), its objectness and class scores 4 further
+    let scores = output.split_at(4.min(output.len())).1;
+    let rows = V5Rows {
+        boxes: output,
+        scores,
+        stride: [5 + c, 5 + c],
+        arguments: ["output", "output"],
+    };
+    decode_v5(&rows, spec)
+}
+
+/// YOLOv5's head in the two parts the compile task splits it into, so that each has its own
+/// quantization: boxes `[N, 4]` and scores `[N, 1 + C]` (objectness, then the class scores).
+/// The same detections as [`yolov5`] on the two put together.
+pub fn yolov5_split<'a>(
+    boxes: impl Into<Values<'a>>,
+    scores: impl Into<Values<'a>>,
+    spec: &YoloSpec,
+) -> Result<Vec<Detection>> {
+    let (boxes, scores) = (boxes.into(), scores.into());
+    spec.check(5)?;
+    let (n, c) = (spec.candidates, spec.classes);
+    boxes.check_len("boxes", 4 * n, &format!("[{n}, 4]"))?;
+    scores.check_len("scores", (1 + c) * n, &format!("[{n}, {}]", 1 + c))?;
+    let rows = V5Rows {
+        boxes,
+        scores,
+        stride: [4, 1 + c],
+        arguments: ["boxes", "scores"],
+    };
+    decode_v5(&rows, spec)
+}
+
+/// A YOLOv5 head's rows, whole or split: box `i` is `boxes[i * stride[0]..][..4]`, its
+/// objectness and class scores `scores[i * stride[1]..][..1 + C]`; `arguments` name the two.
+struct V5Rows<'a> {
+    boxes: Values<'a>,
+    scores: Values<'a>,
+    stride: [usize; 2],
+    arguments: [&'static str; 2],
+}
+
+impl V5Rows<'_> {
+    /// Box `i` as corners, a non-finite coordinate refused.
+    fn bbox(&self, i: usize) -> Result<[f32; 4]> {
+        let at = i * self.stride[0];
+        check_box(
+            self.arguments[0],
+            i,
+            [0, 1, 2, 3].map(|r| self.boxes.get(at + r)),
+        )
+    }
+}
+
+fn decode_v5(rows: &V5Rows, spec: &YoloSpec) -> Result<Vec<Detection>> {
+    rows.boxes.check_scale(rows.arguments[0])?;
     let mut candidates: Vec<Candidate> = Vec::new();
-    match output {
-        Values::F32(output) => v5_f32(output, spec, &mut candidates)?,
-        Values::U8(q) => v5_quantized(&q, spec, &mut candidates)?,
-        Values::U16(q) => v5_quantized(&q, spec, &mut candidates)?,
+    match rows.scores {
+        Values::F32(scores) => v5_f32(scores, rows, spec, &mut candidates)?,
+        Values::U8(q) => v5_quantized(&q, rows, spec, &mut candidates)?,
+        Values::U16(q) => v5_quantized(&q, rows, spec, &mut candidates)?,
     }
     Ok(greedy(candidates, &spec.nms))
 }
 
-fn v5_f32(output: &[f32], spec: &YoloSpec, candidates: &mut Vec<Candidate>) -> Result<()> {
+/// Row `i`'s objectness and class scores in `scores` (`1 + C` of them).
+fn v5_scores<'s, T>(scores: &'s [T], rows: &V5Rows, c: usize, i: usize) -> &'s [T] {
+    let at = i * rows.stride[1];
+    &scores[at..at + 1 + c]
+}
+
+fn v5_f32(
+    scores: &[f32],
+    rows: &V5Rows,
+    spec: &YoloSpec,
+    candidates: &mut Vec<Candidate>,
+) -> Result<()> {
     let c = spec.classes;
-    for (i, row) in output.chunks_exact(5 + c).enumerate() {
-        check_no_nan("output", &row[4..]).map_err(|_| PostprocessError {
-            argument: "output",
+    for i in 0..spec.candidates {
+        let row = v5_scores(scores, rows, c, i);
+        check_no_nan(rows.arguments[1], row).map_err(|_| PostprocessError {
+            argument: rows.arguments[1],
             message: format!("box {i}'s objectness or a class score is NaN"),
         })?;
-        let obj = row[4];
-        let scores = row[5..].iter().map(|&s| obj * s);
-        v5_row(i, row, scores, spec, candidates, |r| r)?;
+        let obj = row[0];
+        v5_row(i, row[1..].iter().map(|&s| obj * s), rows, spec, candidates)?;
     }
     Ok(())
 }
@@ -195,14 +262,16 @@ fn v5_f32(output: &[f32], spec: &YoloSpec, candidates: &mut Vec<Candidate>) -> R
 /// when that product is NaN.
 fn v5_quantized<T: Level>(
     q: &Quantized<T>,
+    rows: &V5Rows,
     spec: &YoloSpec,
     candidates: &mut Vec<Candidate>,
 ) -> Result<()> {
-    q.check_scale("output")?;
+    q.check_scale(rows.arguments[1])?;
     let c = spec.classes;
-    for (i, row) in q.levels.chunks_exact(5 + c).enumerate() {
-        let obj = q.value(row[4]);
-        let classes = row[5..].iter().copied();
+    for i in 0..spec.candidates {
+        let row = v5_scores(q.levels, rows, c, i);
+        let obj = q.value(row[0]);
+        let classes = row[1..].iter().copied();
         let extreme = if obj >= 0.0 {
             classes.max()
         } else {
@@ -212,21 +281,20 @@ fn v5_quantized<T: Level>(
         // NaN: 0 times an infinite value (a scale so large that levels overflow); the other
         // products of the row may still pass, so it is judged whole, as f32 rows are
         if best > spec.nms.score_threshold || best.is_nan() {
-            let scores = row[5..].iter().map(|&s| obj * q.value(s));
-            v5_row(i, row, scores, spec, candidates, |l| q.value(l))?;
+            let scores = row[1..].iter().map(|&s| obj * q.value(s));
+            v5_row(i, scores, rows, spec, candidates)?;
         }
     }
     Ok(())
 }
 
-/// Row `i`'s candidates from its `scores`, its box read through `value`.
-fn v5_row<T: Copy>(
+/// Row `i`'s candidates from its `scores`, its box read from `rows`.
+fn v5_row(
     i: usize,
-    row: &[T],
     scores: impl Iterator<Item = f32>,
+    rows: &V5Rows,
     spec: &YoloSpec,
     candidates: &mut Vec<Candidate>,
-    value: impl Fn(T) -> f32,
 ) -> Result<()> {
     let start = candidates.len();
     let nms = &spec.nms;
@@ -239,7 +307,7 @@ fn v5_row<T: Copy>(
         || [0.0; 4],
     );
     if candidates.len() > start {
-        let b = check_box("output", i, [0, 1, 2, 3].map(|r| value(row[r])))?;
+        let b = rows.bbox(i)?;
         candidates[start..].iter_mut().for_each(|c| c.bbox = b);
     }
     Ok(())
