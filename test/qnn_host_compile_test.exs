@@ -24,7 +24,8 @@ defmodule HexagonTpu.QnnHostCompileTest do
     "shared_symbolic" => {["--input-shape", "x=1x3x12x20"], [{"probs", {1, 4}}]},
     "old_export" => {["--input-shape", "input.1=1x3x12x20"], [{"10", {1, 4, 12, 20}}]},
     "computed_clip" => {[], [{"y", {1, 4, 16, 20}}]},
-    "constant_if" => {["--input-shape", "x=1x3x16x16"], [{"y", {1, 4, 16, 16}}]}
+    "constant_if" => {["--input-shape", "x=1x3x16x16"], [{"y", {1, 4, 16, 16}}]},
+    "relu_input" => {[], [{"y", {1, 4}}]}
   }
 
   # Runs the task; returns {stdout, stderr}, or the one-line error for a failing one.
@@ -100,10 +101,10 @@ defmodule HexagonTpu.QnnHostCompileTest do
                  "#{output} in #{inspect(Map.keys(by_name))}"
 
           # the binary's own name (ORT's) is kept beside it, and the task prints both; ORT
-          # keeps a Softmax's output name (shared_symbolic's)
+          # keeps a Softmax's and a MatMul's output name (shared_symbolic's, relu_input's)
           assert ctx.result.stdout =~ "output #{output} "
 
-          if unquote(name) == "shared_symbolic" do
+          if unquote(name) in ["shared_symbolic", "relu_input"] do
             assert qnn == nil
           else
             assert qnn =~ ~r/^QuantizeLinear_token_\d+_out0$/
@@ -214,8 +215,8 @@ defmodule HexagonTpu.QnnHostCompileTest do
                )
 
       refused = bin <> ".refused.txt"
-      assert message =~ "the HTP (v68) cannot run 13 node(s): "
-      assert message =~ "1 Relu (QNN error 3110: float op on v68: not quantized)"
+      # (its Relu on the graph input is quantized: relu_input)
+      assert message =~ "the HTP (v68) cannot run 12 node(s): "
       assert message =~ "12 Mod (no HTP op for it in ONNX Runtime's QNN EP)"
       assert message =~ "every node is listed in #{refused}"
       refute message =~ "\e["
@@ -223,8 +224,6 @@ defmodule HexagonTpu.QnnHostCompileTest do
 
       lines = refused |> File.read!() |> String.split("\n", trim: true)
       listed = Enum.reject(lines, &String.starts_with?(&1, "#"))
-
-      assert "Relu 'relu0' (makes 'r0'): QNN error 3110: float op on v68: not quantized" in listed
 
       for i <- 0..11,
           do:
@@ -236,7 +235,7 @@ defmodule HexagonTpu.QnnHostCompileTest do
               )
             )
 
-      assert length(listed) == 13
+      assert length(listed) == 12
     end
 
     test "a few are all named in the one line; --verbose shows ORT's and QNN's output on failure" do
@@ -250,16 +249,34 @@ defmodule HexagonTpu.QnnHostCompileTest do
       assert [error] = quiet.errors
 
       assert error =~
-               "cannot run 2 node(s): Relu 'relu' (makes 'r'): QNN error 3110: float op on v68: not quantized; " <>
-                 "Mod 'the_mod_node' (makes 'y'): no HTP op for it in ONNX Runtime's QNN EP"
+               "cannot run 1 node(s): Mod 'the_mod_node' (makes 'y'): no HTP op for it in ONNX Runtime's QNN EP"
 
-      refute quiet.stderr =~ "backendValidateOpConfig"
+      refute quiet.stderr =~ "refused: Mod"
 
       loud = task(args ++ ["--verbose"])
       assert loud.status == :failed
-      assert loud.stderr =~ "QNN.backendValidateOpConfig() failed for node `relu"
       assert loud.stderr =~ "refused: Mod 'the_mod_node'"
       refute loud.stderr =~ "\e["
+    end
+
+    # A QDQ model is compiled as it is: a float op in it (here a Relu on the graph input, left
+    # float by whoever quantized it) is QNN's 3110 on v68, named; --verbose shows QNN's words.
+    test "a float op in a QDQ model: QNN's 3110, named, and QNN's own words with --verbose" do
+      dir = QnnHost.model!("float_op_qdq")
+      model = Path.join(dir, "float_op_qdq.onnx")
+      args = [model, "-o", Path.join(dir, "f.bin")]
+      quiet = task(args)
+      assert quiet.status == :failed
+
+      assert quiet.errors == [
+               "mix hexagon_tpu.compile: the HTP (v68) cannot run 1 node(s): Relu 'relu' (makes 'r'): " <>
+                 "QNN error 3110: float op on v68: not quantized; quantize the float ones, or rewrite " <>
+                 "the others with supported ops (e.g. Sum -> Add) or remove them"
+             ]
+
+      refute quiet.stderr =~ "backendValidateOpConfig"
+      loud = task(args ++ ["--verbose"])
+      assert loud.stderr =~ "QNN.backendValidateOpConfig() failed for node `relu"
     end
   end
 

@@ -176,7 +176,46 @@ def quantize(path, out_path, samples, activations, args, work, warnings, overrid
     if overrides:
         keep_outputs(config, prepared, overrides, types[activations])
     ort_quantize(prepared, out_path, config)
+    activations_on_inputs(out_path)
     return prepared
+
+
+# Ops ORT's quantizer quantizes through their output alone (it folds them into the op before):
+# one reading a graph input is left float, which the HTP (v68: no float) cannot run.
+OUTPUT_QUANTIZED = {"Relu", "Clip"}
+
+
+def activations_on_inputs(path):
+    """Gives a Relu or Clip that reads a graph input the QuantizeLinear/DequantizeLinear of its
+    own output: what it computes is unchanged (every value it makes lies in that range, and
+    every input value outside it maps to the range's end, as the op itself does), and the HTP
+    then gets it quantized, like the rest."""
+    import onnx
+    from onnx import helper
+
+    model = onnx.load(path)
+    graph = model.graph
+    inputs = {v.name for v in graph.input}
+    consumers = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    changed = False
+    for node in list(graph.node):
+        if node.op_type not in OUTPUT_QUANTIZED or node.input[0] not in inputs:
+            continue
+        q = next((c for c in consumers.get(node.output[0], []) if c.op_type == "QuantizeLinear"), None)
+        if q is None:
+            continue
+        source = node.input[0]
+        quantized, dequantized = f"{source}_{node.name}_QuantizeLinear_Output", f"{source}_{node.name}_DequantizeLinear_Output"
+        at = list(graph.node).index(node)
+        graph.node.insert(at, helper.make_node("DequantizeLinear", [quantized, *q.input[1:]], [dequantized], name=f"{node.name}/input_dq"))
+        graph.node.insert(at, helper.make_node("QuantizeLinear", [source, *q.input[1:]], [quantized], name=f"{node.name}/input_q"))
+        node.input[0] = dequantized
+        changed = True
+    if changed:
+        onnx.save(model, path, save_as_external_data=model.ByteSize() > 2_000_000_000)
 
 
 def keep_outputs(config, model_path, raised, qtype):

@@ -448,6 +448,43 @@ def constant_if(rng):
     return helper.make_model(graph, opset_imports=OPSET), (-1.0, 1.0)
 
 
+def relu_input(rng):
+    """A Relu reading the graph input (a network that starts with its activation): ORT's
+    quantizer quantizes a Relu through its output only, and left this one float, which v68
+    cannot run; the task gives its input the output's Q/DQ."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("MatMul", ["r", "w"], ["y"], name="mm"),
+    ]
+    inits = [init(rng, "w", [8, 4], 0.5)]
+    graph = helper.make_graph(nodes, "relu_input", [value("x", [1, 8])], [value("y", [1, 4])], inits)
+    return helper.make_model(graph, opset_imports=OPSET), (-1.0, 1.0)
+
+
+def float_op_qdq(rng):
+    """A QDQ model (compiled as it is) whose Relu reads the float graph input before a
+    quantized MatMul: a float op, which v68 cannot run (QNN's 3110)."""
+    w = np.clip(np.round(rng.standard_normal([8, 4]) * 40), -127, 127).astype(np.int8)
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("QuantizeLinear", ["r", "s", "z"], ["rq"], name="r_q"),
+        helper.make_node("DequantizeLinear", ["rq", "s", "z"], ["rd"], name="r_dq"),
+        helper.make_node("DequantizeLinear", ["wq", "ws"], ["wd"], name="w_dq"),
+        helper.make_node("MatMul", ["rd", "wd"], ["m"], name="mm"),
+        helper.make_node("QuantizeLinear", ["m", "ys", "z"], ["mq"], name="m_q"),
+        helper.make_node("DequantizeLinear", ["mq", "ys", "z"], ["y"], name="m_dq"),
+    ]
+    inits = [
+        numpy_helper.from_array(np.array(1 / 255, np.float32), "s"),
+        numpy_helper.from_array(np.array(0, np.uint8), "z"),
+        numpy_helper.from_array(w, "wq"),
+        numpy_helper.from_array(np.array(1 / 127, np.float32), "ws"),
+        numpy_helper.from_array(np.array(8 / 255, np.float32), "ys"),
+    ]
+    graph = helper.make_graph(nodes, "float_op_qdq", [value("x", [1, 8])], [value("y", [1, 4])], inits)
+    return helper.make_model(graph, opset_imports=OPSET), (-1.0, 1.0)
+
+
 def lstm(rng):
     """A bidirectional LSTM over a [1, 8, 16] sequence (an OCR recognizer's neck): the HTP's
     graph finalize fails on it (QNN error 1002) and the refusal must name the node."""
@@ -520,7 +557,7 @@ MODELS = {
     f.__name__: f
     for f in [float_io, u8_io, a16w8, per_channel_conv, graph_a, graph_b, squeezenet, resnet50, mlp, unsupported, fp16]
     + [constant_weights, opset11, dynamic_input, with_metadata, many_unsupported]
-    + [shared_symbolic, old_export, computed_clip, constant_if, lstm, custom_op, data_if]
+    + [shared_symbolic, old_export, computed_clip, constant_if, relu_input, float_op_qdq, lstm, custom_op, data_if]
 }
 
 
