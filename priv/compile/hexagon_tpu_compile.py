@@ -36,7 +36,7 @@ the graph's name and the model's names of its inputs and outputs (ORT renames th
 binary).
 
 The steps live in modules beside this one: hexagon_tpu_common (say, the one error type
-Failure), hexagon_tpu_prepare (the rewrites), hexagon_tpu_tflite (TFLite conversion),
+Failure), hexagon_tpu_prepare (the rewrites), hexagon_tpu_tflite (TFLite conversion; hexagon_tpu_tflite_fixes),
 hexagon_tpu_calibrate (calibration and quantization), hexagon_tpu_measure (the quality steps, on
 hexagon_tpu_quality, hexagon_tpu_answer and hexagon_tpu_layers), hexagon_tpu_ep (ORT's QNN EP
 compile, the verbose-log child), hexagon_tpu_refused (the nodes the HTP refuses, and why) and
