@@ -84,15 +84,7 @@ defmodule HexagonTpu.QnnHostWheelModelsTest do
         end
       end)
 
-    float = QnnHost.reference!(model, Path.join(samples, "eval"), :cpu)
-    graph = QnnHost.graph!(bin)
-    [input] = Graph.inputs(graph)
-
-    ours =
-      for [sample] <- float.inputs do
-        {:ok, outputs} = Graph.execute(graph, %{input.name => sample.data}, output: :binary)
-        outputs
-      end
+    {float, graph, ours} = QnnHost.float_and_binary!(model, Path.join(samples, "eval"), bin)
 
     %{result: result, graph: graph, float: float, ours: ours}
   end

@@ -24,15 +24,9 @@ defmodule HexagonTpu.QnnHostYoloSplitTest do
     dir = QnnHost.model!("yolov5_head")
     inputs = Path.join(dir, "inputs")
     %{bin: bin} = QnnHost.compiled!(key, ["yolov5_head"], [eval: inputs] ++ opts)
-    float = QnnHost.reference!(Path.join(dir, "yolov5_head.onnx"), inputs, :cpu)
-    graph = QnnHost.graph!(bin)
-    [input] = Graph.inputs(graph)
 
-    ours =
-      for [sample] <- float.inputs do
-        {:ok, outputs} = Graph.execute(graph, %{input.name => sample.data}, output: :binary)
-        outputs
-      end
+    {float, graph, ours} =
+      QnnHost.float_and_binary!(Path.join(dir, "yolov5_head.onnx"), inputs, bin)
 
     {:ok, quality} = Quality.read(bin)
     %{bin: bin, graph: graph, float: float, ours: ours, quality: quality}

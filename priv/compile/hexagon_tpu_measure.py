@@ -39,16 +39,24 @@ def htp_judge(path, reference, inputs, evaluation, args, splits, work):
     trials = itertools.count()
 
     def judge(qdq):
-        where = os.path.join(work, f"judged_{next(trials)}")
-        os.makedirs(where, exist_ok=True)
-        ctx = os.path.join(where, "ctx.onnx")
-        error, _log = ep.run_sessions([qdq], [ctx], args, fallback=args.io == "quantized")
-        if error is not None or not os.path.exists(ctx):
-            say("warning", f"{path}: compiling a candidate to judge it on the HTP emulator failed, chosen on ORT's CPU: {one_line(error or 'no context binary')}")
+        ctx, error = compiled_alone(qdq, os.path.join(work, f"judged_{next(trials)}"), args)
+        if ctx is None:
+            say("warning", f"{path}: compiling a candidate to judge it on the HTP emulator failed, chosen on ORT's CPU: {error}")
             return None
         return quality.measure(reference, qdq, inputs, evaluation, args.task, splits, quantized=htp_session(ctx, args))
 
     return judge
+
+
+def compiled_alone(qdq, where, args):
+    """(the EP-context model of the QDQ model qdq compiled alone, in the new folder where, None)
+    or (None, why not)."""
+    os.makedirs(where, exist_ok=True)
+    ctx = os.path.join(where, "ctx.onnx")
+    error, _log = ep.run_sessions([qdq], [ctx], args, fallback=args.io == "quantized")
+    if error is not None or not os.path.exists(ctx):
+        return None, one_line(error or "no context binary")
+    return ctx, None
 
 
 def htp_session(ctx, args, profile_to=None):
@@ -130,12 +138,9 @@ def mixed_cost(path, record, made, mixed_ctx, models, measuring, args, work):
     sizes, cycles = {"mixed": os.path.getsize(made)}, {}
     ctxs = {"mixed": mixed_ctx}
     for activations, qdq in models.items():
-        where = os.path.join(work, f"cost_{activations}")
-        os.makedirs(where, exist_ok=True)
-        ctx = os.path.join(where, "ctx.onnx")
-        error, _log = ep.run_sessions([qdq], [ctx], args, fallback=args.io == "quantized")
-        if error is not None or not os.path.exists(ctx):
-            say("warning", f"{path}: compiling the all-{activations} model for the comparison failed: {one_line(error or 'no context binary')}")
+        ctx, error = compiled_alone(qdq, os.path.join(work, f"cost_{activations}"), args)
+        if ctx is None:
+            say("warning", f"{path}: compiling the all-{activations} model for the comparison failed: {error}")
             continue
         sizes[activations] = os.path.getsize(ep.context_bin(ctx))
         ctxs[activations] = ctx

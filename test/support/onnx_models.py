@@ -568,30 +568,21 @@ def outlier_channel(rng):
     """Conv -> Conv on [1, 4, 8, 8] whose middle activation has one channel 300x the others (an
     outlier channel, as real networks have), which the second conv ignores: 8-bit activation
     steps of the whole range swamp the small channels that make the output; 16-bit ones keep them."""
-    w1 = rng.standard_normal([8, 4, 3, 3]).astype(np.float32) * 0.25
-    w1[0] *= 300.0
-    w2 = rng.standard_normal([4, 8, 1, 1]).astype(np.float32) * 0.5
-    w2[:, 0] = 0.0
-    nodes = [
-        helper.make_node("Conv", ["x", "w1", "b1"], ["h"], name="conv1", pads=[1, 1, 1, 1]),
-        helper.make_node("Conv", ["h", "w2", "b2"], ["y"], name="conv2"),
-    ]
-    inits = [
-        numpy_helper.from_array(w1, "w1"),
-        init(rng, "b1", [8], 0.1),
-        numpy_helper.from_array(w2, "w2"),
-        init(rng, "b2", [4], 0.1),
-    ]
-    graph = helper.make_graph(nodes, "outlier_channel", [value("x", [1, 4, 8, 8])], [value("y", [1, 4, 8, 8])], inits)
-    return helper.make_model(graph, opset_imports=OPSET), (-1.0, 1.0)
+    return outlier_convs(rng, "outlier_channel", 300.0, sign=lambda a: a), (-1.0, 1.0)
 
 
 def outlier_positive(rng):
     """outlier_channel (its outlier 1000x) with non-negative weights, biases and inputs: `h` is never
     negative, so at 16 bits its zero point is 0, where the HTP's 16-bit offset (zero-point-offset)
     vanishes: u8 ruins the output, `h` alone at 16 bits mends it on the CPU and the HTP alike."""
-    w1 = np.abs(rng.standard_normal([8, 4, 3, 3]).astype(np.float32)) * 0.25
-    w1[0] *= 1000.0
+    return outlier_convs(rng, "outlier_positive", 1000.0, sign=np.abs), (0.0, 1.0)
+
+
+def outlier_convs(rng, name, outlier, sign):
+    """conv1 (channel 0 `outlier` times the others; `sign` applied to its weights and bias) ->
+    `h` -> conv2, which reads every channel of h but 0."""
+    w1 = sign(rng.standard_normal([8, 4, 3, 3]).astype(np.float32)) * 0.25
+    w1[0] *= outlier
     w2 = rng.standard_normal([4, 8, 1, 1]).astype(np.float32) * 0.5
     w2[:, 0] = 0.0
     nodes = [
@@ -600,12 +591,12 @@ def outlier_positive(rng):
     ]
     inits = [
         numpy_helper.from_array(w1, "w1"),
-        numpy_helper.from_array(np.abs(rng.standard_normal(8) * 0.1).astype(np.float32), "b1"),
+        numpy_helper.from_array(sign(rng.standard_normal(8) * 0.1).astype(np.float32), "b1"),
         numpy_helper.from_array(w2, "w2"),
         init(rng, "b2", [4], 0.1),
     ]
-    graph = helper.make_graph(nodes, "outlier_positive", [value("x", [1, 4, 8, 8])], [value("y", [1, 4, 8, 8])], inits)
-    return helper.make_model(graph, opset_imports=OPSET), (0.0, 1.0)
+    graph = helper.make_graph(nodes, name, [value("x", [1, 4, 8, 8])], [value("y", [1, 4, 8, 8])], inits)
+    return helper.make_model(graph, opset_imports=OPSET)
 
 
 MODELS.update({f.__name__: f for f in [outlier_channel, outlier_positive]})

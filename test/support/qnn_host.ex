@@ -176,6 +176,25 @@ defmodule HexagonTpu.Test.QnnHost do
   end
 
   @doc """
+  A one-input model's answers on the samples in `inputs`: the float model's (ORT's CPU EP,
+  `reference!/3`) and the binary's, executed one sample at a time: `{float, graph, ours}`.
+  """
+  def float_and_binary!(model, inputs, bin) do
+    float = reference!(model, inputs, :cpu)
+    graph = graph!(bin)
+    [input] = Graph.inputs(graph)
+
+    ours =
+      for [sample] <- float.inputs do
+        {:ok, outputs} = Graph.execute(graph, %{input.name => sample.data}, output: :binary)
+
+        outputs
+      end
+
+    {float, graph, ours}
+  end
+
+  @doc """
   ONNX Runtime's outputs for `model` on every sample of `inputs`: on the emulator
   (`:qnn`, through an EP-context model) or on its CPU (`:cpu`). `raw: true` runs only the
   EPContext node (the QNN graph's own tensor types). Returns
