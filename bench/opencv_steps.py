@@ -30,7 +30,7 @@ import numpy as np
 
 # name: (frame w, h, model input w, h, letterbox, NCHW, nearest); ImageNet's mean and std
 # and the u8 scale 0.018658 / offset -114 without a letterbox, identity with one (scale 1/255,
-# offset 0), as count_preprocess.rs and preprocess/bench.rs build them.
+# offset 0), as qnn/examples/count_preprocess.rs builds them.
 CASES = {
     "letterbox720": (1280, 720, 640, 640, True, True, False),
     "letterbox1080": (1920, 1080, 640, 640, True, True, False),

@@ -8,8 +8,7 @@
 //! * CASE: `letterbox720` (NV12 1280x720 -> 640x640 letterbox bilinear NCHW u8, identity
 //!   normalization, pad 114), `letterbox1080` (the same from 1920x1080), `imagenet224` (NV12
 //!   1280x720 -> 224x224 bilinear NHWC, ImageNet mean and std, u8 scale 0.018658 offset -114),
-//!   `nearest720` (as `letterbox720` with nearest): the issue's cases, built as
-//!   `preprocess/bench.rs` builds them;
+//!   `nearest720` (as `letterbox720` with nearest): issue 31's cases, stated here only;
 //! * PATH: `run` ([`Plan::run`], the vectorized kernels chosen at run time: NEON on aarch64,
 //!   AVX2 on x86-64), `portable` ([`Plan::run_portable`]), or `memcpy` (a copy of the output's
 //!   size, the floor);
@@ -17,18 +16,21 @@
 //! * DIR: if given, the frame is written to `DIR/frame` and the output to `DIR/out` (what
 //!   `bench/aarch64/opencv_steps.py` runs on, and compares with).
 //!
-//! The frame is xorshift bytes (random chroma), as `preprocess/bench.rs`'s. It prints the
-//! case's output pixels, a checksum of the output (the same for `run` and `portable`) and where
-//! `main` was loaded (`bench/aarch64/symbols.py` finds the load address of the executable from
-//! it, to name the blocks of a profile).
+//! The frame is xorshift bytes (random chroma). It prints the case's output pixels, a checksum
+//! of the output (the same for `run` and `portable`) and where `main` was loaded
+//! (`bench/aarch64/symbols.py` finds the load address of the executable from it, to name the
+//! blocks of a profile); then the median and fastest of the K passes' times, which is how the
+//! pass alone is timed on this machine
+//! (`cargo run -p qnn --release --example count_preprocess letterbox720 run 101`).
 
 use std::hint::black_box;
 use std::process::ExitCode;
+use std::time::Instant;
 
 use qnn::preprocess::{FrameFormat, Layout, Output, PixelFormat, Plan, Rect, Resize, Spec};
 use qnn::quant::QuantType;
 
-/// The issue's cases (`preprocess/bench.rs`'s `case`, and nearest beside them).
+/// Issue 31's cases.
 fn spec(name: &str) -> Option<Spec> {
     let (sw, sh, dw, dh, letterbox, layout, resize) = match name {
         "letterbox720" => (1280, 720, 640, 640, true, Layout::Nchw, Resize::Bilinear),
@@ -121,12 +123,18 @@ fn main() -> ExitCode {
             Ok(())
         }
     };
-    for _ in 0..=k {
+    let mut times = Vec::with_capacity(k);
+    for i in 0..=k {
+        let started = Instant::now();
         if let Err(e) = pass(black_box(&mut dst)) {
             eprintln!("count_preprocess: {e}");
             return ExitCode::FAILURE;
         }
+        if i > 0 {
+            times.push(started.elapsed().as_secs_f64() * 1e3);
+        }
     }
+    times.sort_by(f64::total_cmp);
     let sum = dst.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
         (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
     });
@@ -143,5 +151,8 @@ fn main() -> ExitCode {
         spec.dst_width * spec.dst_height,
         main as fn() -> ExitCode as usize
     );
+    if let (Some(median), Some(fastest)) = (times.get(times.len() / 2), times.first()) {
+        println!("median_ms {median:.3} fastest_ms {fastest:.3}");
+    }
     ExitCode::SUCCESS
 }

@@ -461,8 +461,8 @@ impl Plan {
 }
 
 #[cfg(test)]
-mod bench;
-#[cfg(test)]
 mod frame_tests;
+#[cfg(test)]
+mod reference_cases;
 #[cfg(test)]
 mod tests;
