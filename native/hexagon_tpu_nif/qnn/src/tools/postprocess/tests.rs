@@ -2,6 +2,7 @@
 
 use super::*;
 
+#[path = "split_tests.rs"]
 mod split;
 
 fn opts(score: f32, iou: f32, max: Option<usize>) -> NmsOptions {
