@@ -61,6 +61,8 @@ pub use values::{Quantized, Values};
 pub use yolo::{YoloSpec, yolov5, yolov5_split, yolov8, yolov8_split};
 
 #[cfg(test)]
+mod split_tests;
+#[cfg(test)]
 mod tests;
 
 /// The f32 little-endian values of `bytes`, for `argument`'s messages.

@@ -1,6 +1,7 @@
 //! YOLOv5's head in the two parts the compile task splits it into: the same detections as the
 //! head put back together, f32 or quantized, and errors naming the part.
 
+use super::tests::{Levels, thresholds, yolo_spec};
 use super::*;
 
 /// The joined head `[N, 5 + C]` of boxes `[N, 4]` and scores `[N, 1 + C]`.

@@ -2,9 +2,6 @@
 
 use super::*;
 
-#[path = "split_tests.rs"]
-mod split;
-
 fn opts(score: f32, iou: f32, max: Option<usize>) -> NmsOptions {
     NmsOptions {
         score_threshold: score,
@@ -348,7 +345,7 @@ fn nms_refuses_bad_input_naming_the_argument() {
 
 // -- YOLO -----------------------------------------------------------------------------------------
 
-fn yolo_spec(n: usize, c: usize) -> YoloSpec {
+pub(super) fn yolo_spec(n: usize, c: usize) -> YoloSpec {
     YoloSpec {
         candidates: n,
         classes: c,
@@ -650,16 +647,16 @@ fn dequantized(levels: &[u32], scale: f32, offset: i32) -> Vec<f32> {
 }
 
 /// The same levels as u8 and u16 `Values` (u8 only when they fit).
-struct Levels {
+pub(super) struct Levels {
     u8: Vec<u8>,
     u16: Vec<u16>,
     scale: f32,
     offset: i32,
-    f32: Vec<f32>,
+    pub(super) f32: Vec<f32>,
 }
 
 impl Levels {
-    fn new(seed: u64, len: usize, max: u32, scale: f32, offset: i32) -> Levels {
+    pub(super) fn new(seed: u64, len: usize, max: u32, scale: f32, offset: i32) -> Levels {
         let l = levels(seed, len, max);
         Levels {
             u8: l.iter().map(|&q| q.min(255) as u8).collect(),
@@ -670,7 +667,7 @@ impl Levels {
         }
     }
 
-    fn quantized(&self) -> Values<'_> {
+    pub(super) fn quantized(&self) -> Values<'_> {
         if self.u16.iter().all(|&q| q <= 255) {
             Values::U8(Quantized {
                 levels: &self.u8,
@@ -688,7 +685,7 @@ impl Levels {
 }
 
 /// Thresholds around the values: exactly at some, between, below all and above all.
-fn thresholds(values: &[f32]) -> Vec<f32> {
+pub(super) fn thresholds(values: &[f32]) -> Vec<f32> {
     let mut t = vec![-1e9, 1e9, 0.0, -0.5];
     t.extend(values.iter().step_by(7).take(6));
     t.extend(values.iter().step_by(11).take(4).map(|v| v + 1e-3));
