@@ -313,12 +313,14 @@ defmodule HexagonTpu.QnnHostWheelModelsTest do
       assert [%{"outputs" => [_, _]}] = result.quality["graphs"]
     end
 
-    # tflite2onnx 0.4.1 raises an IndexError on these (an fp16 PRELU alpha behind a DEQUANTIZE;
-    # one PAD constant shared by three PADs); with priv/compile/hexagon_tpu_tflite_fixes.py they
-    # convert, and the TFLite converter's shared zero bias is copied per Conv before quantizing
-    # (ORT's quantizer otherwise names its copy after an activation: the palm detector's
-    # `depthwise2`).
-    for name <- ["palm_detection_lite", "face_landmark", "pose_landmark_full"] do
+    # tflite2onnx 0.4.1 raises an IndexError on the first three (an fp16 PRELU alpha behind a
+    # DEQUANTIZE; one PAD constant shared by three PADs) and does not convert the last two
+    # (DENSIFY: sparse fp16 weights; DEPTH_TO_SPACE); with priv/compile/hexagon_tpu_tflite_fixes.py
+    # they convert, and the TFLite converter's shared zero bias is copied per Conv before
+    # quantizing (ORT's quantizer otherwise names its copy after an activation: the palm
+    # detector's `depthwise2`).
+    for name <-
+          ~w(palm_detection_lite face_landmark pose_landmark_full pose_detection face_detection_full_range_sparse) do
       test "#{name}.tflite converts, answers as the TFLite interpreter does, and compiles", %{
         setup: setup
       } do

