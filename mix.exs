@@ -117,6 +117,27 @@ defmodule HexagonTpu.MixProject do
     ]
   end
 
+  # The guides and notes, in reading order, by group (the extras are these, in this order).
+  @extra_groups [
+    "Start here": ["README.md", "guides/getting-started.md"],
+    Guides: [
+      "guides/inference.md",
+      "docs/models.md",
+      "docs/preflight.md",
+      "guides/camera-frames.md",
+      "guides/nerves.md",
+      "guides/observability.md",
+      "docs/bench.md"
+    ],
+    "Developing hexagon_tpu": [
+      "guides/developing.md",
+      "docs/firmware.md",
+      "docs/fuzzing.md",
+      "ARCHITECTURE.md"
+    ],
+    "Release notes": ["CHANGELOG.md"]
+  ]
+
   # Every page of the docs: the guides in reading order, then the modules by what they are for.
   # `mix docs --warnings-as-errors` builds them in CI (.ci/elixir-1.18.sh), and
   # test/docs_code_test.exs keeps the guides' Elixir blocks parsing.
@@ -127,41 +148,8 @@ defmodule HexagonTpu.MixProject do
       # ARCHITECTURE.md and docs/fuzzing.md name internal modules and functions (`@moduledoc
       # false`, `@doc false`): code, not links.
       skip_code_autolink_to: &hidden_reference?/1,
-      extras: [
-        "README.md",
-        "guides/getting-started.md",
-        "guides/inference.md",
-        "docs/models.md",
-        "docs/preflight.md",
-        "guides/camera-frames.md",
-        "guides/nerves.md",
-        "guides/observability.md",
-        "docs/bench.md",
-        "guides/developing.md",
-        "docs/firmware.md",
-        "docs/fuzzing.md",
-        "ARCHITECTURE.md",
-        "CHANGELOG.md"
-      ],
-      groups_for_extras: [
-        "Start here": ["README.md", "guides/getting-started.md"],
-        Guides: [
-          "guides/inference.md",
-          "docs/models.md",
-          "docs/preflight.md",
-          "guides/camera-frames.md",
-          "guides/nerves.md",
-          "guides/observability.md",
-          "docs/bench.md"
-        ],
-        "Developing hexagon_tpu": [
-          "guides/developing.md",
-          "docs/firmware.md",
-          "docs/fuzzing.md",
-          "ARCHITECTURE.md"
-        ],
-        "Release notes": ["CHANGELOG.md"]
-      ],
+      extras: Enum.flat_map(@extra_groups, &elem(&1, 1)),
+      groups_for_extras: @extra_groups,
       groups_for_modules: [
         Core: [
           HexagonTpu,

@@ -1,8 +1,9 @@
 """Quantization quality for `mix hexagon_tpu.compile`: the float model (ONNX Runtime's CPU EP)
 against the quantized one, on samples the calibration did not see. First the QDQ model on ORT's
-CPU EP (what --min-sqnr and --activations auto choose by, before compiling); then, once the
-binary is made, the binary itself on the HTP emulator (on_htp), whose figures set the bar: the
-two differ where the HTP's kernels round otherwise than the CPU's QDQ arithmetic.
+CPU EP (--min-sqnr and --activations auto judge a candidate that meets the bar there again on
+its own binary: choose's judge); then, once the binary is made, the binary itself on the HTP
+emulator (on_htp), whose figures set the bar: the two differ where the HTP's kernels round
+otherwise than the CPU's QDQ arithmetic.
 
 Per output, the answer the user sees (hexagon_tpu_answer.py: top-1 agreement for class
 scores, the float model's detections found again for a YOLO head, mask IoU for a probability
@@ -365,8 +366,8 @@ def on_htp(record, model_path, reference, qdq_path, ctx_session, inputs, evaluat
     on the EP-context model): what the device computes, which differs from ORT's CPU running
     the QDQ model where the HTP's kernels round otherwise (measured: a mel front end's cosine
     0.93 on the CPU, 0.05 on the emulator, at u16; cpu_said says what is known of why). Its
-    outputs become the record's, each keeping the
-    CPU's figures as `qdq_cpu`; the bar and the warning follow them."""
+    outputs become the record's, each keeping the CPU's figures as `qdq_cpu`; the bar and the
+    warning follow them."""
     outputs = measure(reference, qdq_path, inputs, evaluation, task, splits, quantized=ctx_session)
     for htp, cpu in zip(outputs, record["outputs"]):
         htp["qdq_cpu"] = {"sqnr_db": cpu["sqnr_db"], "answer": cpu["answer"], "meets_bar": cpu["meets_bar"]}
