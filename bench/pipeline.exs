@@ -16,6 +16,8 @@
 #   mix run bench/pipeline.exs BUILDER LIBQNN_SIM [FRAMES [SLEEP_MS]]   (HEXAGON_TPU_OFFLINE=1
 #                                                                        without Hex)
 
+Code.require_file("support.exs", __DIR__)
+
 [builder, lib | rest] = System.argv()
 frames = String.to_integer(Enum.at(rest, 0) || "300")
 sleep_ms = String.to_integer(Enum.at(rest, 1) || "6")
@@ -51,10 +53,7 @@ spec = ~s({"graphs": [{"name": "yolov8n_input", "inputs": [{"name": "images", #{
   "nodes": [{"op": "identity", "inputs": ["images"], "output": {"name": "y", #{u8}}}],
   "outputs": ["y"]}], "behaviour": {"sleep_ms": #{sleep_ms}}})
 
-json = Path.join(dir, "yolo.json")
-bin = Path.join(dir, "yolo.bin")
-File.write!(json, spec)
-{_, 0} = System.cmd(builder, [json, "-o", bin])
+bin = HexagonTpu.BenchSupport.sim_model!(builder, dir, "yolo", spec)
 
 runtime = Runtime.create!(lib_path: lib, system_lib_path: lib)
 {:ok, graph} = HexagonTpu.load_model(bin, runtime: runtime)
@@ -102,7 +101,6 @@ ms_of = fn fun ->
    result}
 end
 
-Code.require_file("support.exs", __DIR__)
 median = &HexagonTpu.BenchSupport.median/1
 
 # Each stage alone, on this process, one after another (median ms).

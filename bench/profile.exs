@@ -13,6 +13,8 @@
 
 alias HexagonTpu.{Context, Graph, Profile, Runtime, Stats}
 
+Code.require_file("support.exs", __DIR__)
+
 {builder, lib, qnn} =
   case System.argv() do
     [builder, lib] -> {builder, lib, nil}
@@ -39,11 +41,7 @@ sim_model = fn ->
     "inputs": [{"name": "x", "dtype": "float_32", "shape": [1, 64]}],
     "nodes": [#{Enum.join(nodes, ",")}], "outputs": ["y"]}]})
 
-  json = Path.join(dir, "chain.json")
-  bin = Path.join(dir, "chain.bin")
-  File.write!(json, spec)
-  {_, 0} = System.cmd(builder, [json, "-o", bin])
-  bin
+  HexagonTpu.BenchSupport.sim_model!(builder, dir, "chain", spec)
 end
 
 zeros = fn graph -> for info <- graph.inputs, do: :binary.copy(<<0>>, info.byte_size) end
@@ -66,7 +64,14 @@ bench = fn label, runtime, bin, rounds ->
 
   run = fn mode ->
     started = System.monotonic_time()
-    _ = Graph.execute(graphs[mode], input, [quantize: :none, output: :binary] ++ Map.get(opts, mode, []))
+
+    _ =
+      Graph.execute(
+        graphs[mode],
+        input,
+        [quantize: :none, output: :binary] ++ Map.get(opts, mode, [])
+      )
+
     System.convert_time_unit(System.monotonic_time() - started, :native, :nanosecond) / 1000
   end
 

@@ -7,6 +7,8 @@
 #   bash bench/run.sh            (builds the release NIF and qnn_sim, then runs this)
 #   mix run bench/scheduling.exs BUILDER LIBQNN_SIM    (HEXAGON_TPU_OFFLINE=1 without Hex)
 
+Code.require_file("support.exs", __DIR__)
+
 [builder, lib] =
   case System.argv() do
     [builder, lib] -> [builder, lib]
@@ -24,11 +26,7 @@ model = fn name, sleep_ms ->
     "nodes": [{"op": "identity", "inputs": ["x"],
                "output": {"name": "y", "dtype": "float_32", "shape": [1, 16]}}],
     "outputs": ["y"]}], "behaviour": {"sleep_ms": #{sleep_ms}}})
-  json = Path.join(dir, "#{name}.json")
-  bin = Path.join(dir, "#{name}.bin")
-  File.write!(json, spec)
-  {_, 0} = System.cmd(builder, [json, "-o", bin])
-  bin
+  HexagonTpu.BenchSupport.sim_model!(builder, dir, name, spec)
 end
 
 runtime = Runtime.create!(lib_path: lib, system_lib_path: lib)

@@ -12,6 +12,8 @@
 #   mix run bench/shared_buffers.exs BUILDER LIBQNN_SIM FAKE_RPCMEM [RUNS]
 #     (HEXAGON_TPU_OFFLINE=1 without Hex)
 
+Code.require_file("support.exs", __DIR__)
+
 [builder, lib, rpcmem | rest] = System.argv()
 runs = String.to_integer(List.first(rest) || "200")
 
@@ -29,10 +31,7 @@ spec = ~s({"graphs": [{"name": "frame",
              "output": {"name": "y", "dtype": "ufixed_point_8", "shape": #{inspect(shape)},
                         "quant": #{quant}}}],
   "outputs": ["y"]}]})
-json = Path.join(dir, "frame.json")
-bin = Path.join(dir, "frame.bin")
-File.write!(json, spec)
-{_, 0} = System.cmd(builder, [json, "-o", bin])
+bin = HexagonTpu.BenchSupport.sim_model!(builder, dir, "frame", spec)
 
 runtime = Runtime.create!(lib_path: lib, system_lib_path: lib, rpcmem_lib_path: rpcmem)
 {:ok, shared} = HexagonTpu.load_model(bin, runtime: runtime, shared_buffers: true)

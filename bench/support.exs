@@ -1,7 +1,8 @@
 defmodule HexagonTpu.BenchSupport do
   @moduledoc false
   # What the bench scripts share (each loads it: `Code.require_file("support.exs", __DIR__)`):
-  # a median, a timing of a function, the QNN venv's Python and the cache's OpenCV.
+  # a median, a timing of a function, a qnn_sim model built from its JSON spec, the QNN venv's
+  # Python and the cache's OpenCV.
 
   @doc "The median of a non-empty list (the upper one of an even count)."
   def median(values) do
@@ -13,6 +14,18 @@ defmodule HexagonTpu.BenchSupport do
   def time_ms(fun, runs) do
     _ = fun.()
     median(for _ <- 1..runs, do: elem(:timer.tc(fun), 0) / 1000)
+  end
+
+  @doc """
+  The qnn_sim context binary `dir/name.bin` of the JSON model `spec`, made by qnn_sim's builder
+  (`qnn-sim-build`, at `builder`); returns its path.
+  """
+  def sim_model!(builder, dir, name, spec) do
+    json = Path.join(dir, "#{name}.json")
+    bin = Path.join(dir, "#{name}.bin")
+    File.write!(json, spec)
+    {_, 0} = System.cmd(builder, [json, "-o", bin])
+    bin
   end
 
   @doc "The QNN venv's Python (`HexagonTpu.Compiler.python/0`), or nil where it is not set up."

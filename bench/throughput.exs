@@ -11,6 +11,8 @@
 #   bash bench/run.sh throughput            (builds the release NIF and qnn_sim, then runs this)
 #   mix run bench/throughput.exs BUILDER LIBQNN_SIM [RUNS]    (HEXAGON_TPU_OFFLINE=1 without Hex)
 
+Code.require_file("support.exs", __DIR__)
+
 [builder, lib | rest] = System.argv()
 runs = String.to_integer(List.first(rest) || "300")
 
@@ -26,10 +28,7 @@ spec = ~s({"graphs": [{"name": "camera",
              "output": {"name": "y", "dtype": "ufixed_point_8", "shape": [1, 224, 224, 3],
                         "quant": {"scale": 0.00392156862745098, "offset": 0}}}],
   "outputs": ["y"]}], "behaviour": {"sleep_ms": 1}})
-json = Path.join(dir, "camera.json")
-bin = Path.join(dir, "camera.bin")
-File.write!(json, spec)
-{_, 0} = System.cmd(builder, [json, "-o", bin])
+bin = HexagonTpu.BenchSupport.sim_model!(builder, dir, "camera", spec)
 
 runtime = Runtime.create!(lib_path: lib, system_lib_path: lib)
 {:ok, graph} = HexagonTpu.load_model(bin, runtime: runtime)
