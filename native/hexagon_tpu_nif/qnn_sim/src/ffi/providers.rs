@@ -82,18 +82,8 @@ pub unsafe extern "C" fn QnnInterface_getProviders(
     provider_list: *mut *const *const QnnInterface_t,
     num_providers: *mut u32,
 ) -> Qnn_ErrorHandle_t {
-    guard(|| {
-        if provider_list.is_null() || num_providers.is_null() {
-            return err(QNN_COMMON_ERROR_INVALID_ARGUMENT);
-        }
-        let (addr, n) = core_providers();
-        // SAFETY: both checked non-NULL; the caller passes writable out-parameters.
-        unsafe {
-            provider_list.write(addr as *const *const QnnInterface_t);
-            num_providers.write(n);
-        }
-        0
-    })
+    // SAFETY: the caller's contract, as this function's.
+    guard(|| unsafe { hand_out(provider_list, num_providers, core_providers) })
 }
 
 /// `QnnSystemInterface_getProviders`: the bootstrap symbol of the System library (this same
@@ -106,18 +96,30 @@ pub unsafe extern "C" fn QnnSystemInterface_getProviders(
     provider_list: *mut *const *const QnnSystemInterface_t,
     num_providers: *mut u32,
 ) -> Qnn_ErrorHandle_t {
-    guard(|| {
-        if provider_list.is_null() || num_providers.is_null() {
-            return err(QNN_COMMON_ERROR_INVALID_ARGUMENT);
-        }
-        let (addr, n) = system_providers();
-        // SAFETY: both checked non-NULL; the caller passes writable out-parameters.
-        unsafe {
-            provider_list.write(addr as *const *const QnnSystemInterface_t);
-            num_providers.write(n);
-        }
-        0
-    })
+    // SAFETY: the caller's contract, as this function's.
+    guard(|| unsafe { hand_out(provider_list, num_providers, system_providers) })
+}
+
+/// Writes the provider table `providers` makes, `(address, count)`, to a bootstrap symbol's
+/// out-parameters, or answers INVALID_ARGUMENT for a NULL one (before making the table).
+///
+/// # Safety
+/// `provider_list` and `num_providers` must be NULL or valid for writes.
+unsafe fn hand_out<T>(
+    provider_list: *mut *const *const T,
+    num_providers: *mut u32,
+    providers: fn() -> (usize, u32),
+) -> Qnn_ErrorHandle_t {
+    if provider_list.is_null() || num_providers.is_null() {
+        return err(QNN_COMMON_ERROR_INVALID_ARGUMENT);
+    }
+    let (addr, n) = providers();
+    // SAFETY: both checked non-NULL; the caller passes writable out-parameters.
+    unsafe {
+        provider_list.write(addr as *const *const T);
+        num_providers.write(n);
+    }
+    0
 }
 
 fn is_entry_name(name: &str) -> bool {
