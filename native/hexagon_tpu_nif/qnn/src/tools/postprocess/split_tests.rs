@@ -1,7 +1,7 @@
 //! YOLOv5's head in the two parts the compile task splits it into: the same detections as the
 //! head put back together, f32 or quantized, and errors naming the part.
 
-use super::tests::{Levels, thresholds, yolo_spec};
+use super::tests::{Levels, QUANTIZATIONS, spec_at, thresholds, yolo_spec};
 use super::*;
 
 /// The joined head `[N, 5 + C]` of boxes `[N, 4]` and scores `[N, 1 + C]`.
@@ -69,25 +69,13 @@ fn yolov5_split_random_heads_answer_as_joined() {
 #[test]
 fn yolov5_quantized_parts_answer_as_their_dequantized_f32() {
     let (n, c) = (97, 5);
-    for (seed, max, scale, offset) in [
-        (1, 255, 0.004, 0),
-        (2, 255, 1.0 / 255.0, -128),
-        (3, 65_535, 1.5e-5, 0),
-        (4, 65_535, 0.02, -30_000),
-        (5, 15, 0.25, -3),
-        // levels + offset past 2^24: neighbouring levels dequantize to one f32 value
-        (6, 255, 1e-9, 1 << 30),
-        (7, 65_535, 3e-10, i32::MAX - 70_000),
-    ] {
+    for (seed, max, scale, offset) in QUANTIZATIONS {
         let boxes = Levels::new(seed + 100, 4 * n, max.min(255), 2.5, 0);
         let scores = Levels::new(seed, (1 + c) * n, max, scale, offset);
         let joined = v5_joined(&boxes.f32, &scores.f32, n);
         for thr in thresholds(&scores.f32) {
             for multi_label in [false, true] {
-                let mut spec = yolo_spec(n, c);
-                spec.nms.score_threshold = thr;
-                spec.nms.multi_label = multi_label;
-                spec.nms.iou_threshold = 0.3;
+                let spec = spec_at(n, c, thr, multi_label);
                 let want = yolov5(&joined, &spec).unwrap();
                 let what = format!("seed {seed} thr {thr} multi {multi_label}");
                 let got = yolov5_split(boxes.quantized(), scores.quantized(), &spec).unwrap();

@@ -692,29 +692,38 @@ pub(super) fn thresholds(values: &[f32]) -> Vec<f32> {
     t
 }
 
+/// The quantizations the quantized-levels tests run: (seed, largest level, scale, offset).
+pub(super) const QUANTIZATIONS: [(u64, u32, f32, i32); 7] = [
+    (1, 255, 0.004, 0),
+    (2, 255, 1.0 / 255.0, -128),
+    (3, 65_535, 1.5e-5, 0),
+    (4, 65_535, 0.02, -30_000),
+    (5, 15, 0.25, -3),
+    // levels + offset past 2^24: neighbouring levels dequantize to one f32 value
+    (6, 255, 1e-9, 1 << 30),
+    (7, 65_535, 3e-10, i32::MAX - 70_000),
+];
+
+/// `yolo_spec(n, c)` at score threshold `thr`, `multi_label`, IoU 0.3.
+pub(super) fn spec_at(n: usize, c: usize, thr: f32, multi_label: bool) -> YoloSpec {
+    let mut spec = yolo_spec(n, c);
+    spec.nms.score_threshold = thr;
+    spec.nms.multi_label = multi_label;
+    spec.nms.iou_threshold = 0.3;
+    spec
+}
+
 #[test]
 fn quantized_heads_answer_as_their_dequantized_f32() {
     let (n, c) = (97, 5);
-    for (seed, max, scale, offset) in [
-        (1, 255, 0.004, 0),
-        (2, 255, 1.0 / 255.0, -128),
-        (3, 65_535, 1.5e-5, 0),
-        (4, 65_535, 0.02, -30_000),
-        (5, 15, 0.25, -3),
-        // levels + offset past 2^24: neighbouring levels dequantize to one f32 value
-        (6, 255, 1e-9, 1 << 30),
-        (7, 65_535, 3e-10, i32::MAX - 70_000),
-    ] {
+    for (seed, max, scale, offset) in QUANTIZATIONS {
         let boxes = Levels::new(seed + 100, 4 * n, max.min(255), 2.5, 0);
         let scores = Levels::new(seed, c * n, max, scale, offset);
         let head = Levels::new(seed + 200, (5 + c) * n, max, scale, offset);
         let joined: Vec<f32> = boxes.f32.iter().chain(&scores.f32).copied().collect();
         for thr in thresholds(&scores.f32) {
             for multi_label in [false, true] {
-                let mut spec = yolo_spec(n, c);
-                spec.nms.score_threshold = thr;
-                spec.nms.multi_label = multi_label;
-                spec.nms.iou_threshold = 0.3;
+                let spec = spec_at(n, c, thr, multi_label);
                 let want = yolov8(&joined, &spec).unwrap();
                 let got = yolov8_split(boxes.quantized(), scores.quantized(), &spec).unwrap();
                 assert_eq!(
