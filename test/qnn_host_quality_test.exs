@@ -213,19 +213,12 @@ defmodule HexagonTpu.QnnHostQualityTest do
       assert [%{outputs: [%{data_type: :ufixed_point_16}]}] = result.graphs
 
       # outlier_channel's u16 meets 25 dB on the CPU, not on the HTP: no precision is kept
-      bin = Path.join(outlier, "judged.bin")
-
-      assert {:error, message} =
-               Compiler.compile(Path.join(outlier, "outlier_channel.onnx"), bin,
-                 calibration: Path.join(outlier, "calibration"),
-                 min_sqnr: 25
-               )
+      message = no_precision!(outlier, 25)
 
       assert message =~
                ~r/no precision meets --min-sqnr 25 dB on every output \(lowest SQNR: u8 activations -?\d/
 
       assert message =~ ~r/u16 activations 3\d\.\d dB \(HTP emulator: \d\.\d dB\)\)/
-      refute File.exists?(bin)
 
       {result, _} = compile!(easy, "a16w8", "auto.bin", min_sqnr: 25)
 
@@ -297,20 +290,12 @@ defmodule HexagonTpu.QnnHostQualityTest do
 
     test "--min-sqnr that no precision meets is an error naming the figures; nothing is written",
          %{outlier: dir} do
-      bin = Path.join(dir, "none.bin")
-
-      assert {:error, message} =
-               Compiler.compile(Path.join(dir, "outlier_channel.onnx"), bin,
-                 calibration: Path.join(dir, "calibration"),
-                 min_sqnr: 60
-               )
+      message = no_precision!(dir, 60)
 
       assert message =~
                "no precision meets --min-sqnr 60 dB on every output (lowest SQNR: u8 activations "
 
       assert message =~ ", u16 activations 3"
-      refute File.exists?(bin)
-      refute File.exists?(Quality.path(bin))
     end
 
     test "--eval DIR measures on those samples, calibrating on all the others; the figures are ORT's",
@@ -545,6 +530,22 @@ defmodule HexagonTpu.QnnHostQualityTest do
 
   # Compiles dir/name.onnx into its own folder, dir/<bin without .bin>/bin (where --save-qdq
   # writes the QDQ model too); returns the result and the progress messages.
+  # outlier_channel compiled with --min-sqnr `db`, which no precision meets: the error, and
+  # neither the binary nor its quality file written.
+  defp no_precision!(dir, db) do
+    bin = Path.join(dir, "none_#{db}.bin")
+
+    assert {:error, message} =
+             Compiler.compile(Path.join(dir, "outlier_channel.onnx"), bin,
+               calibration: Path.join(dir, "calibration"),
+               min_sqnr: db
+             )
+
+    refute File.exists?(bin)
+    refute File.exists?(Quality.path(bin))
+    message
+  end
+
   defp compile!(dir, name, bin, opts),
     do: QnnHost.compile_into!(dir, Path.basename(bin, ".bin"), name, bin, opts)
 
