@@ -127,7 +127,8 @@ defmodule HexagonTpu.Compiler do
   on, instead of every 5th calibration sample held out), `:task` (`:classify`, `:detect`,
   `:landmarks`, `:embed` or `:segment`: what the model answers, which chooses each output's
   quality measure; by default each output's shape and values choose it), `:min_sqnr` (a bar in
-  dB: the cheapest activations, u8 then u16, that meet it on every output; not with
+  dB: the cheapest activations, u8 then u16, that meet it on every output, on ORT's CPU and then
+  on the HTP emulator; not with
   `:activations`), `:split_head` [true] (a YOLOv8 or YOLOv5 head's boxes and scores become two
   outputs, each quantized on its own),
   `:io` [`:quantized`] or `:float` (the graph's input and output types), `:force` [false]

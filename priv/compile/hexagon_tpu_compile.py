@@ -27,8 +27,8 @@ model on ORT's CPU EP, then the binary on the HTP emulator, whose figures are pr
 about below the bar, and written beside the binary as <binary>.quality.json. --min-sqnr DB
 chooses the cheapest activations (u8, then u16) whose SQNR meets DB on every output;
 --activations auto the cheapest (u8, u8 with its worst tensors at 16 bits, u16) whose answers
-meet the bar: each candidate is measured on ORT's CPU, and one that meets it there is compiled
-and judged again on the HTP emulator, which rounds 16-bit tensors otherwise.
+meet the bar: for both, each candidate is measured on ORT's CPU, and one that meets it there is
+compiled and judged again on the HTP emulator, which rounds 16-bit tensors otherwise.
 
 On failure it prints one line, `hexagon_tpu_compile: error: ...`, on stderr and exits 1; nodes
 the HTP refuses are each named (more than a few: in <output>.refused.txt). <output>.names keeps
@@ -348,7 +348,7 @@ def parse(argv):
     parser.add_argument("--calibration-method", choices=sorted(calibrate.CALIBRATION_METHODS), default="minmax", help="how ORT's calibrator picks the ranges")
     parser.add_argument("--input-shape", action="append", metavar="NAME=DxD...", help="the static shape of a dynamic input (repeatable)")
     parser.add_argument("--eval", metavar="DIR", help="measure the quantization on these samples (<input>_<n>.npy) instead of held-out calibration samples")
-    parser.add_argument("--min-sqnr", type=float, metavar="DB", help="choose the cheapest activations (u8, then u16) whose SQNR meets DB on every output")
+    parser.add_argument("--min-sqnr", type=float, metavar="DB", help="choose the cheapest activations (u8, then u16) whose SQNR meets DB on every output, on ORT's CPU and then on the HTP emulator")
     parser.add_argument("--io", choices=["quantized", "float"], default="quantized", help="graph I/O types")
     parser.add_argument("--no-split-head", action="store_true", help="keep a YOLOv8 or YOLOv5 head's boxes and scores in one output (split by default: one quantization step for both rounds the scores away)")
     parser.add_argument("--save-qdq", action="store_true", help="keep quantized models as <model>_qdq.onnx beside the output")

@@ -52,7 +52,8 @@ defmodule Mix.Tasks.HexagonTpu.Compile do
       `<output>_scores`, each quantized on its own (`HexagonTpu.Postprocess.yolov8/2` and
       `yolov5/2` take `[boxes, scores]`)
     * `--min-sqnr DB` - choose the activations instead: u8, else u16, the first whose SQNR
-      (below) is at least DB on every output; an error naming the figures when neither is
+      (below) is at least DB on every output, on ORT's CPU and then, compiled, on the HTP
+      emulator; an error naming the figures when neither is
     * `--eval DIR` - measure the quantization quality on these samples (same layout as
       `--calibration`) instead of every 5th calibration sample, held out of the calibration
     * `--weights u8|s8` - per-channel weight type of a float model (default s8)
