@@ -8,11 +8,12 @@
 //! held while a notify callback runs.
 
 use std::any::Any;
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::thread::{JoinHandle, ThreadId};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use qnn_sys::*;
@@ -55,7 +56,15 @@ struct QueueState {
     /// Accepted and not yet notified: queued, plus the one the worker runs.
     in_flight: u32,
     closed: bool,
-    worker: Option<(JoinHandle<()>, ThreadId)>,
+    worker: Option<JoinHandle<()>>,
+}
+
+thread_local! {
+    /// Whether this thread is a queue's worker (`close` does not join itself). A flag with no
+    /// destructor: `std::thread::current()` on a caller's thread would register one, from this
+    /// library's own std, that runs when that thread ends; a test that unloads its copy of the
+    /// library first then has the thread jump into unmapped code (seen under qemu-aarch64).
+    static ON_WORKER: Cell<bool> = const { Cell::new(false) };
 }
 
 /// A context's asynchronous execution queue.
@@ -102,14 +111,12 @@ impl AsyncQueue {
             let spawned = std::thread::Builder::new()
                 .name("qnn_sim-async".into())
                 .spawn(move || {
+                    ON_WORKER.with(|on| on.set(true));
                     queue.work();
                     ASYNC_WORKERS.fetch_sub(1, Ordering::SeqCst);
                 });
             match spawned {
-                Ok(handle) => {
-                    let id = handle.thread().id();
-                    st.worker = Some((handle, id));
-                }
+                Ok(handle) => st.worker = Some(handle),
                 Err(_) => {
                     ASYNC_WORKERS.fetch_sub(1, Ordering::SeqCst);
                     st.jobs.pop_back();
@@ -186,8 +193,8 @@ impl AsyncQueue {
             self.changed.notify_all();
             st.worker.take()
         };
-        if let Some((handle, id)) = worker
-            && id != std::thread::current().id()
+        if let Some(handle) = worker
+            && !ON_WORKER.with(Cell::get)
         {
             let _ = handle.join();
         }

@@ -10,7 +10,11 @@ use qnn_sys::*;
 
 pub struct Sim {
     pub path: PathBuf,
-    lib: libloading::Library,
+    /// Never unloaded: the library's own std may have registered a thread-local destructor on
+    /// a test thread (spawning its async worker reads std's spawn hooks), which runs when that
+    /// thread ends, after the test; an unloaded copy then has it jump into unmapped code
+    /// (SIGSEGV in about one run in four under qemu-aarch64). A process maps one copy per test.
+    lib: &'static libloading::Library,
 }
 
 /// One tensor as read back from the metadata.
@@ -223,17 +227,17 @@ impl Sim {
         let path = qnn_sim::testing::fresh_library();
         // SAFETY: loading our own test library, whose initializers are trivial.
         let lib = unsafe { libloading::Library::new(&path) }.expect("dlopen qnn_sim copy");
-        Sim { path, lib }
+        Sim {
+            path,
+            lib: Box::leak(Box::new(lib)),
+        }
     }
 
-    /// The same library instance again (same path: the loader hands back the loaded copy),
-    /// for a thread of its own.
+    /// The same library instance again, for a thread of its own.
     pub fn reopen(&self) -> Sim {
-        // SAFETY: already loaded; this only takes another reference to it.
-        let lib = unsafe { libloading::Library::new(&self.path) }.expect("dlopen qnn_sim copy");
         Sim {
             path: self.path.clone(),
-            lib,
+            lib: self.lib,
         }
     }
 
