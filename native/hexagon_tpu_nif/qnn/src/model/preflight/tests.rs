@@ -1,23 +1,11 @@
 //! Every rule, table-driven.
 
+use super::verdict::situations::{V247, V251, device, runtime, tripped};
 use super::*;
-use crate::base::version::Version;
 use crate::model::metadata::BinaryInfo;
 
-fn runtime(build_id: &str) -> RuntimeSide {
-    RuntimeSide {
-        backend_id: 6,
-        build_id: build_id.into(),
-        core_api: Version::new(2, 36, 0),
-        backend_api: Version::new(5, 47, 0),
-        device: None,
-    }
-}
-
-const V247: &str = "v2.47.0.260601114230";
 const V248: &str = "v2.48.40.260702151143";
 const V249: &str = "v2.49.40.260810104044";
-const V251: &str = "v2.51.0.260929181845";
 const V242: &str = "v2.42.0.251225135753_193295";
 
 type Parsed = Option<(u32, u32, u32)>;
@@ -116,14 +104,6 @@ fn backend_rule() {
                 (Reason::WrongBackend, Evidence::Read)
             );
         }
-    }
-}
-
-fn device(soc: Option<u32>, arch: Option<u32>) -> DevicePlatform {
-    DevicePlatform {
-        soc_model: soc,
-        dsp_arch: arch,
-        vtcm_size: None,
     }
 }
 
@@ -299,49 +279,6 @@ fn requirements_name_what_a_runtime_needs() {
     let got = requirements(&bare);
     assert_eq!(got.len(), 2, "{got:?}");
     assert!(got[0].contains("\"qnn_sim\""));
-}
-
-/// The situation that trips `reason`'s rule, and what the verdict (or the tensor check) made of
-/// it. A match on every reason: a new one does not compile without its situation.
-fn tripped(reason: Reason) -> Vec<Finding> {
-    let header = |binary: BinaryInfo, runtime: RuntimeSide| check(&binary, &runtime, Mode::Strict);
-    let on_device = |device: DevicePlatform| RuntimeSide {
-        device: Some(device),
-        ..runtime(V251)
-    };
-    let verdict = match reason {
-        Reason::BinaryNewerThanRuntime => header(BinaryInfo::for_tests(V251), runtime(V247)),
-        Reason::WrongBackend => header(
-            BinaryInfo {
-                backend_id: 4,
-                ..BinaryInfo::for_tests(V251)
-            },
-            runtime(V251),
-        ),
-        Reason::WrongSoc => header(
-            BinaryInfo::for_tests(V251),
-            on_device(device(Some(43), None)),
-        ),
-        Reason::WrongHtpArch => header(
-            BinaryInfo::for_tests(V251),
-            on_device(device(None, Some(73))),
-        ),
-        Reason::InsufficientVtcm => header(
-            BinaryInfo::for_tests(V251),
-            on_device(DevicePlatform {
-                vtcm_size: Some(2 * 1024 * 1024),
-                ..DevicePlatform::default()
-            }),
-        ),
-        Reason::UnsupportedTensorFormat => {
-            return check_data_format(1, "input x").err().into_iter().collect();
-        }
-        Reason::UnsupportedEncoding => {
-            return check_encoding(12, "output y").err().into_iter().collect();
-        }
-    };
-    assert!(verdict.warnings.is_empty(), "{reason}: {verdict:?}");
-    verdict.refusals
 }
 
 /// `reason`'s situation trips exactly `reason`, known as its rule says.

@@ -265,3 +265,76 @@ pub fn requirements(binary: &BinaryInfo) -> Vec<String> {
     }
     out
 }
+
+/// The situation that trips each rule, for the tests: beside the header checks, so a new rule
+/// is its `Reason` (in `base::preflight_rules`), its check and its situation here.
+#[cfg(test)]
+pub(super) mod situations {
+    use super::*;
+    use crate::base::preflight_rules::{check_data_format, check_encoding};
+
+    pub const V247: &str = "v2.47.0.260601114230";
+    pub const V251: &str = "v2.51.0.260929181845";
+
+    pub fn runtime(build_id: &str) -> RuntimeSide {
+        RuntimeSide {
+            backend_id: 6,
+            build_id: build_id.into(),
+            core_api: Version::new(2, 36, 0),
+            backend_api: Version::new(5, 47, 0),
+            device: None,
+        }
+    }
+
+    pub fn device(soc: Option<u32>, arch: Option<u32>) -> DevicePlatform {
+        DevicePlatform {
+            soc_model: soc,
+            dsp_arch: arch,
+            vtcm_size: None,
+        }
+    }
+
+    /// The situation that trips `reason`'s rule, and what the verdict (or the tensor check) made of
+    /// it. A match on every reason: a new one does not compile without its situation.
+    pub fn tripped(reason: Reason) -> Vec<Finding> {
+        let header =
+            |binary: BinaryInfo, runtime: RuntimeSide| check(&binary, &runtime, Mode::Strict);
+        let on_device = |device: DevicePlatform| RuntimeSide {
+            device: Some(device),
+            ..runtime(V251)
+        };
+        let verdict = match reason {
+            Reason::BinaryNewerThanRuntime => header(BinaryInfo::for_tests(V251), runtime(V247)),
+            Reason::WrongBackend => header(
+                BinaryInfo {
+                    backend_id: 4,
+                    ..BinaryInfo::for_tests(V251)
+                },
+                runtime(V251),
+            ),
+            Reason::WrongSoc => header(
+                BinaryInfo::for_tests(V251),
+                on_device(device(Some(43), None)),
+            ),
+            Reason::WrongHtpArch => header(
+                BinaryInfo::for_tests(V251),
+                on_device(device(None, Some(73))),
+            ),
+            Reason::InsufficientVtcm => header(
+                BinaryInfo::for_tests(V251),
+                on_device(DevicePlatform {
+                    vtcm_size: Some(2 * 1024 * 1024),
+                    ..DevicePlatform::default()
+                }),
+            ),
+            Reason::UnsupportedTensorFormat => {
+                return check_data_format(1, "input x").err().into_iter().collect();
+            }
+            Reason::UnsupportedEncoding => {
+                return check_encoding(12, "output y").err().into_iter().collect();
+            }
+        };
+        assert!(verdict.warnings.is_empty(), "{reason}: {verdict:?}");
+        verdict.refusals
+    }
+}
