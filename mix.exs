@@ -33,15 +33,16 @@ defmodule HexagonTpu.MixProject do
   defp elixirc_paths(:test), do: ["lib", "test/support"]
   defp elixirc_paths(_), do: ["lib"]
 
-  # HEXAGON_TPU_OFFLINE=1 builds without any Hex package (machines without hex.pm, air-gapped
-  # Nerves builds): the NIF comes from priv/native/ (built with cargo), Nx integration is left
-  # out and telemetry calls are no-ops. HEXAGON_TPU_HEX_SOURCES=DIR keeps Hex mode but takes
+  # HEXAGON_TPU_OFFLINE=1 builds with none of the Hex packages but nimble_options (machines
+  # without hex.pm, air-gapped Nerves builds): the NIF comes from priv/native/ (built with
+  # cargo), Nx integration is left out and telemetry calls are no-ops; nimble_options comes from
+  # its sources in HEXAGON_TPU_OFFLINE_DEPS/nimble_options when that is set, else from Hex. HEXAGON_TPU_HEX_SOURCES=DIR keeps Hex mode but takes
   # each Hex package from its sources in DIR/<name> (../shared/hex in CI: .ci/elixir-1.18.sh), as
   # a path dependency with override: true, with the packages they need in turn; Hex must be
   # installed and HEX_OFFLINE=1 set. See guides/developing.md, "Build modes".
   defp deps do
     cond do
-      offline?() -> []
+      offline?() -> offline_deps()
       sources = hex_sources() -> from_sources(hex_deps(), sources)
       true -> hex_deps()
     end
@@ -54,6 +55,7 @@ defmodule HexagonTpu.MixProject do
       {:telemetry, "~> 1.3"},
       {:telemetry_metrics, "~> 1.0", optional: true},
       {:nx, "~> 0.7", optional: true},
+      {:nimble_options, "~> 1.1"},
       {:ex_doc, "~> 0.34", only: :dev, runtime: false}
     ]
   end
@@ -79,6 +81,32 @@ defmodule HexagonTpu.MixProject do
         File.dir?(path) do
       opts = if opts[:only] == :dev, do: Keyword.put(opts, :only, [:dev, :test]), else: opts
       {name, requirement, Keyword.merge(opts, path: path, override: true)}
+    end
+  end
+
+  # What an offline build cannot do without: nimble_options declares and checks the options of
+  # every public function (HexagonTpu.Args).
+  @offline [:nimble_options]
+
+  defp offline_deps do
+    deps = Enum.filter(hex_deps(), &(elem(&1, 0) in @offline))
+
+    case System.get_env("HEXAGON_TPU_OFFLINE_DEPS") do
+      dir when dir in [nil, ""] ->
+        deps
+
+      dir ->
+        for {name, requirement} <- deps do
+          path = Path.join(Path.expand(dir), Atom.to_string(name))
+
+          File.dir?(path) ||
+            Mix.raise(
+              "HEXAGON_TPU_OFFLINE_DEPS=#{dir} holds no #{name}/ (the sources of the Hex " <>
+                "package #{name} #{requirement}, which an offline build needs)"
+            )
+
+          {name, requirement, path: path}
+        end
     end
   end
 

@@ -542,10 +542,15 @@ qemu_doctor() {
   install_overlay "$work/overlay" "$py"
   log "compiling hexagon_tpu (host, offline, MIX_ENV=prod) into $DOCTOR_BUILD_ROOT"
   HEXAGON_TPU_OFFLINE=1 MIX_ENV=prod MIX_BUILD_ROOT="$DOCTOR_BUILD_ROOT" mix compile
-  # hexagon_tpu's folder as a release lays it out: the offline loader takes the NIF from
-  # priv/native/ in code:lib_dir(hexagon_tpu). Elixir's own applications come from the host.
+  # hexagon_tpu's folder, and its dependencies' (nimble_options), as a release lays them out:
+  # the offline loader takes the NIF from priv/native/ in code:lib_dir(hexagon_tpu). Elixir's
+  # own applications come from the host.
+  local app
+  for app in "$DOCTOR_BUILD_ROOT"/prod/lib/*; do
+    mkdir -p "$work/lib/$(basename "$app")"
+    cp -R "$app/ebin" "$work/lib/$(basename "$app")/"
+  done
   mkdir -p "$work/lib/hexagon_tpu/priv/native"
-  cp -R "$DOCTOR_BUILD_ROOT/prod/lib/hexagon_tpu/ebin" "$work/lib/hexagon_tpu/"
   cp "$nif" "$work/lib/hexagon_tpu/priv/native/"
   # availability/1 on a backend that opens but whose stub is missing: the aarch64 qnn_sim under
   # the HTP library's name, alone in its folder, so the doctor's cheap checks expect a DSP.

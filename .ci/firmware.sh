@@ -7,8 +7,8 @@
 #   1. download and checksum: a user's project (app :my_app) made in a temporary folder inside
 #      the Debian 13 root filesystem of .ci/trixie.sh, with examples/nerves/'s application
 #      module (HexagonTpu.Monitor and an Nx.Serving) and config/target.exs, depends on
-#      hexagon_tpu as the Hex package ships it and on nx, telemetry, rustler_precompiled,
-#      castore and complex from their sources in ../shared/hex (hex.pm is out of reach). It is
+#      hexagon_tpu as the Hex package ships it and on nx, nimble_options, telemetry,
+#      rustler_precompiled, castore and complex from their sources in ../shared/hex (hex.pm is out of reach). It is
 #      compiled with the settings a Nerves build has (MIX_TARGET=dragon_q6a, MIX_ENV=prod,
 #      and the system's TARGET_ARCH=aarch64 TARGET_CPU=cortex_a76 TARGET_OS=linux
 #      TARGET_ABI=gnu), so rustler_precompiled fetches the aarch64 NIF from a mirror on
@@ -180,7 +180,7 @@ defmodule MyApp.MixProject do
 
   defp deps do
     [{:hexagon_tpu, path: "$w/hexagon_tpu"}] ++
-      for name <- ~w(nx rustler_precompiled castore telemetry complex)a,
+      for name <- ~w(nx nimble_options rustler_precompiled castore telemetry complex)a,
           do: {name, path: Path.join("$sources", Atom.to_string(name)), override: true}
   end
 
@@ -247,7 +247,7 @@ VMARGS
     fail "the downloaded artifact sha256 $sum is not the checksum file'"'"'s"
   say "checksum: sha256:$sum, as checksum-Elixir.HexagonTpu.Native.exs says (rustler_precompiled verified it)"
   run "$w/compile.log" mix compile --warnings-as-errors
-  say "compiled: hexagon_tpu, nx, telemetry, rustler_precompiled, castore, complex and my_app (examples/nerves application.ex, no warnings) in $((SECONDS - t)) s"
+  say "compiled: hexagon_tpu, nx, nimble_options, telemetry, rustler_precompiled, castore, complex and my_app (examples/nerves application.ex, no warnings) in $((SECONDS - t)) s"
 
   echo "==> 2. the device runtime: mix hexagon_tpu.runtime --into rootfs_overlay"
   t=$SECONDS

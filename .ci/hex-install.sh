@@ -3,7 +3,7 @@
 # temporary folder inside the Debian 13 root filesystem of .ci/trixie.sh (Elixir 1.18: rustler
 # 0.38 needs 1.15+), depends on hexagon_tpu as the Hex package ships it (the files mix.exs's
 # package lists, with the release's checksum-Elixir.HexagonTpu.Native.exs) and on
-# rustler_precompiled, castore and telemetry (hexagon_tpu's Hex dependencies; rustler and jason
+# nimble_options, rustler_precompiled, castore and telemetry (hexagon_tpu's Hex dependencies; rustler and jason
 # for the forced build) from their sources in ../shared/hex, by path: hex.pm cannot be reached,
 # the rest is what a user gets (MIX_ENV=prod, no HEXAGON_TPU_OFFLINE). Steps, each printed:
 #
@@ -91,7 +91,7 @@ defmodule HexUser.MixProject do
     forced = if System.get_env("HEXAGON_TPU_BUILD") == "1", do: ~w(rustler jason)a, else: []
 
     [{:hexagon_tpu, path: "$w/hexagon_tpu"}] ++
-      for name <- ~w(rustler_precompiled castore telemetry)a ++ forced,
+      for name <- ~w(nimble_options rustler_precompiled castore telemetry)a ++ forced,
           do: {name, path: Path.join("$sources", Atom.to_string(name)), override: true}
   end
 end
@@ -115,7 +115,7 @@ MIX
   requests() { grep -c "\"GET /.*$nif.tar.gz HTTP/1.[01]\" 200" "$w/http.log" || true; }
 
   echo "==> 1. download, checksum, load, predict"
-  mix deps.compile rustler_precompiled castore telemetry >/dev/null
+  mix deps.compile nimble_options rustler_precompiled castore telemetry >/dev/null
   compile || { cat "$w/compile.log"; fail "the download build failed"; }
   [ "$(requests)" = 1 ] || fail "expected one GET of $nif.tar.gz: $(cat "$w/http.log")"
   say "download: GET $url/$nif.tar.gz 200 ($(stat -c %s "$w/www/v$version/$nif.tar.gz") bytes)"
@@ -136,7 +136,7 @@ MIX
   beam="$app/_build/prod/lib/hexagon_tpu/ebin/Elixir.HexagonTpu.Tensor.beam"
   before="$(stat -c %Y.%s "$beam")"
   cp mix.exs "$w/mix.exs.without_nx"
-  sed -i "s/~w(rustler_precompiled castore telemetry)a/~w(rustler_precompiled castore telemetry nx complex)a/" mix.exs
+  sed -i "s/~w(nimble_options rustler_precompiled castore telemetry)a/~w(nimble_options rustler_precompiled castore telemetry nx complex)a/" mix.exs
   mix deps.compile nx complex >/dev/null
   user nx_later "$w/model.bin" "$sim"
   [ "$(stat -c %Y.%s "$beam")" = "$before" ] || fail "hexagon_tpu was compiled again when Nx came"

@@ -87,21 +87,10 @@ _trixie_build() {
   done
 }
 
-# The Hex packages' sources (/work/shared/hex/README.md): HEXAGON_TPU_HEX_SOURCES, else
-# ../shared/hex beside the checkout, else beside the repository it was cloned from (CI runs on
-# a clone in a temporary folder). Prints the folder; fails without one.
+# The Hex packages' sources (/work/shared/hex/README.md), found by scripts/hex-sources.sh.
+# Prints the folder; fails without one.
 trixie_hex_sources() {
-  local candidates=("${HEXAGON_TPU_HEX_SOURCES:-}" "$trixie_root/../shared/hex") origin candidate
-  origin="$(git -C "$trixie_root" remote get-url origin 2>/dev/null || true)"
-  origin="${origin#file://}"
-  [ -d "$origin" ] && candidates+=("$origin/../shared/hex")
-  for candidate in "${candidates[@]}"; do
-    if [ -n "$candidate" ] && [ -d "$candidate/rustler_precompiled" ] && [ -d "$candidate/hex" ]; then
-      (cd "$candidate" && pwd)
-      return 0
-    fi
-  done
-  return 1
+  bash "$trixie_root/scripts/hex-sources.sh" rustler_precompiled hex
 }
 
 # Makes the root filesystem ready (built or reused, Hex installed) and sets trixie_rootfs,

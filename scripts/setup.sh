@@ -6,6 +6,8 @@
 #   Rust (cargo >= 1.91)        not installed here: rustup, see the message
 #   a C linker (cc)             apt-get install gcc libc6-dev
 #   Elixir >= 1.14              apt-get install elixir erlang-dev erlang-xmerl
+#   Hex and nimble_options      from the Hex packages' sources beside the checkout
+#                               (scripts/hex-sources.sh), else from hex.pm
 #   python3 + venv module       apt-get install python3 python3-venv
 #   Qualcomm's QNN stack        `mix hexagon_tpu.compile --setup`: a venv with the pinned
 #                               onnxruntime-qnn (priv/compile/requirements.txt) in the cache
@@ -14,9 +16,9 @@
 #
 # apt-get runs only as root; otherwise the message gives the command. Without the QNN stack
 # (no network for pip, or HEXAGON_TPU_QNN_HOST=0) the scripts go on with qnn_sim alone and say
-# so. Exports: HEXAGON_TPU_QNN_STACK (1 or 0), HEXAGON_TPU_QNN_STACK_NOTE (why not),
-# HEXAGON_TPU_QNN_LIB_DIR and HEXAGON_TPU_QNN_PYTHON (when 1). Sets root, crate and target
-# for the sourcing script.
+# so. Exports: HEXAGON_TPU_OFFLINE_DEPS and HEX_OFFLINE=1 (when it finds the sources),
+# HEXAGON_TPU_QNN_STACK (1 or 0), HEXAGON_TPU_QNN_STACK_NOTE (why not), HEXAGON_TPU_QNN_LIB_DIR
+# and HEXAGON_TPU_QNN_PYTHON (when 1). Sets root, crate and target for the sourcing script.
 # shellcheck disable=SC2034 # root, crate and target are for the sourcing script
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -97,6 +99,36 @@ if [ "${HEXAGON_TPU_SETUP_LINTS:-0}" = 1 ]; then
     echo "==> rustup component add rustfmt clippy"
     (cd "$crate" && rustup component add rustfmt clippy)
   fi
+fi
+
+# nimble_options, the one Hex package an offline build needs (mix.exs), and Hex, without which
+# Mix reads no package's mix.exs: from the Hex packages' sources when a folder of them is beside
+# the checkout (scripts/hex-sources.sh; Hex then stays off the network, HEX_OFFLINE=1), else
+# from hex.pm (`mix local.hex`, then `mix deps.get` once).
+if [ -z "${HEXAGON_TPU_OFFLINE_DEPS:-}" ] &&
+  _setup_sources="$(bash "$root/scripts/hex-sources.sh" nimble_options hex)"; then
+  export HEXAGON_TPU_OFFLINE_DEPS="$_setup_sources"
+fi
+[ -z "${HEXAGON_TPU_OFFLINE_DEPS:-}" ] || export HEX_OFFLINE="${HEX_OFFLINE:-1}"
+if ! mix archive 2>/dev/null | grep -Eq '^\* hex($|-)'; then
+  if [ -d "${HEXAGON_TPU_OFFLINE_DEPS:-}/hex" ]; then
+    echo "==> mix archive.install: Hex, built from $HEXAGON_TPU_OFFLINE_DEPS/hex (once)"
+    _setup_hex="$(mktemp -d)"
+    cp -r "$HEXAGON_TPU_OFFLINE_DEPS/hex" "$_setup_hex/hex"
+    (cd "$_setup_hex/hex" && MIX_ENV=prod mix archive.build -o "$_setup_hex/hex.ez" &&
+      mix archive.install "$_setup_hex/hex.ez" --force) >"$_setup_hex/log" 2>&1 ||
+      { cat "$_setup_hex/log" >&2; _setup_die "Hex could not be built from $HEXAGON_TPU_OFFLINE_DEPS/hex"; }
+    rm -rf "$_setup_hex"
+  else
+    echo "==> mix local.hex (once)"
+    mix local.hex --force >/dev/null ||
+      _setup_die "Hex could not be installed from hex.pm: set HEXAGON_TPU_OFFLINE_DEPS to a folder of Hex packages' sources holding hex/ and nimble_options/, then run this again"
+  fi
+fi
+if [ -z "${HEXAGON_TPU_OFFLINE_DEPS:-}" ] && [ ! -d "$root/deps/nimble_options" ]; then
+  echo "==> mix deps.get (nimble_options from hex.pm, once)"
+  (cd "$root" && HEXAGON_TPU_OFFLINE=1 mix deps.get) ||
+    _setup_die "nimble_options could not be fetched from hex.pm: set HEXAGON_TPU_OFFLINE_DEPS to a folder holding its sources (nimble_options/), then run this again"
 fi
 
 # Qualcomm's QNN stack, from PyPI. Everything above is required; this is not: without it the

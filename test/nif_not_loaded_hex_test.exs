@@ -95,14 +95,19 @@ defmodule HexagonTpu.NifNotLoadedHexTest do
     ez = Path.join(dir, "hex.ez")
     mix!(hex, ~w(archive.build -o #{ez}), env)
     mix!(dir, ~w(archive.install #{ez} --force), env)
-    mix!(app, ~w(deps.compile castore jason rustler rustler_precompiled telemetry), env)
+
+    mix!(
+      app,
+      ~w(deps.compile castore jason nimble_options rustler rustler_precompiled telemetry),
+      env
+    )
 
     %{app: app, pkg: pkg, www: www, cache: cache, env: env}
   end
 
   defp probe_mix_exs(sources) do
     deps =
-      for name <- ~w(rustler_precompiled castore rustler jason telemetry),
+      for name <- ~w(nimble_options rustler_precompiled castore rustler jason telemetry),
           do: "{:#{name}, path: #{inspect(Path.join(sources, name))}, override: true}"
 
     """

@@ -73,6 +73,17 @@ defmodule HexagonTpu.Args do
   end
 
   @doc """
+  `value`, an integer option its schema checked (or `nil`), unless it is above `max`: then
+  `too_large!/5` for the option `key`.
+  """
+  @spec at_most!(integer() | nil, pos_integer(), atom(), String.t(), String.t()) ::
+          integer() | nil
+  def at_most!(value, max, key, why, fun) when is_integer(value) and value > max,
+    do: too_large!(fun, "the #{inspect(key)} option", max, why, value)
+
+  def at_most!(value, _max, _key, _why, _fun), do: value
+
+  @doc """
   The `:max_bytes` option of a model file's read: `nil` (the default: the NIF's, 2 GiB, owned
   by `qnn::model_file::DEFAULT_MAX_BYTES`) or a positive integer the NIF holds.
   """
@@ -139,6 +150,40 @@ defmodule HexagonTpu.Args do
   end
 
   @doc """
+  A `NimbleOptions` schema of a function's options, for `options!/3`. Every option needs a
+  `:type_doc`: the message of a value outside the option's type says the option must be that
+  (`the :timeout option must be a non-negative integer or :infinity`), and its docs show it.
+  """
+  @spec schema!(keyword()) :: NimbleOptions.t()
+  def schema!(schema) do
+    for {key, spec} <- schema,
+        not is_binary(spec[:type_doc]),
+        do: raise(ArgumentError, "the #{inspect(key)} option has no :type_doc")
+
+    NimbleOptions.new!(schema)
+  end
+
+  @doc """
+  Checks `opts` against `schema` (made with `schema!/1`) and returns them with the defaults
+  added: a keyword list of the schema's keys, each given once (`keyword!/3`'s messages), each
+  value of its option's type, else `fun: the :key option must be TYPE_DOC, given: VALUE`.
+  What a type cannot say (a range, a value that depends on another) the caller checks after.
+  """
+  @spec options!(term(), NimbleOptions.t(), String.t()) :: keyword()
+  def options!(opts, %NimbleOptions{schema: schema} = compiled, fun) do
+    keyword!(opts, Keyword.keys(schema), fun)
+
+    case NimbleOptions.validate(opts, compiled) do
+      {:ok, checked} ->
+        checked
+
+      {:error, %NimbleOptions.ValidationError{key: key, value: value}} ->
+        expected = Keyword.fetch!(schema, key)[:type_doc]
+        type_error!(fun, "the #{inspect(key)} option", expected, value)
+    end
+  end
+
+  @doc """
   A path argument as the binary the NIF takes: a binary (any bytes: Linux paths need not be
   UTF-8) or a charlist/chardata. Raises for anything else.
   """
@@ -148,13 +193,22 @@ defmodule HexagonTpu.Args do
   def path!(path, what, fun) when is_list(path) do
     IO.chardata_to_string(path)
   rescue
-    _ in [ArgumentError, UnicodeConversionError] -> path_type_error!(path, what, fun)
+    _ in [ArgumentError, UnicodeConversionError] -> type_error!(fun, what, path_type(), path)
   end
 
-  def path!(path, what, fun), do: path_type_error!(path, what, fun)
+  def path!(path, what, fun), do: type_error!(fun, what, path_type(), path)
 
-  defp path_type_error!(path, what, fun),
-    do: type_error!(fun, what, "a path (a binary or a charlist)", path)
+  @doc "What a path must be, as `path!/3`'s message says: the `:type_doc` of a path option."
+  @spec path_type() :: String.t()
+  def path_type, do: "a path (a binary or a charlist)"
+
+  @doc "`path!/3` as a `NimbleOptions` `{:custom, Args, :path, []}` type."
+  @spec path(term()) :: {:ok, binary()} | {:error, String.t()}
+  def path(path) do
+    {:ok, path!(path, "", "")}
+  rescue
+    _ in ArgumentError -> {:error, path_type()}
+  end
 
   @doc """
   `:ok`, or the `:invalid_argument` error for a path that cannot name a file: an empty one

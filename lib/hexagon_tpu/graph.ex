@@ -209,27 +209,7 @@ defmodule HexagonTpu.Graph do
 
   Options:
 
-    * `:quantize` - `:auto` (default) quantizes float inputs with each tensor's parameters;
-      `:none` requires every input in the model's own type and passes it through
-    * `:dequantize` - `:auto` (default) returns quantized and f16 outputs as f32; `:none`
-      returns the model's own type
-    * `:output` - `:tensor` (the default where Nx is available) or `:binary`
-    * `:timeout` - the most milliseconds to wait for the answer (default `:infinity`). When it
-      passes, `{:error, %HexagonTpu.Error{reason: :timeout}}` is returned, and the answer never
-      reaches the caller: an execute still waiting for its turn is skipped, one already running
-      (QNN cannot stop it) finishes and its result is dropped. With a timeout the execute always
-      waits on the graph's own thread, never on the caller's scheduler, so the caller is free to
-      stop waiting
-    * `:performance` - an HTP performance mode for this call (see `HexagonTpu.Performance`):
-      voted before the execute unless it is already in force, and kept while calls keep coming;
-      the runtime's own mode is voted again once the runtime has been idle for its
-      `:performance_idle` delay (no execute running, counted from the end of the last one,
-      whichever way it ran: directly, queued, or started with `execute_async/3`). Default: the
-      runtime's mode
-    * `:profile` - `:basic`, `:detailed` or `:optrace`: the call returns
-      `{:ok, outputs, %HexagonTpu.Profile{}}`, what the backend reported about this execute
-      (see `HexagonTpu.Profile`); `nil` (default) collects nothing
-
+  #{Options.docs()}
   Every input is checked (count, names, type, shape, byte size) before QNN is called; a
   mismatch returns `{:error, %HexagonTpu.Error{reason: :invalid_input}}` naming the tensor,
   what was expected and what was given.

@@ -77,36 +77,14 @@ defmodule HexagonTpu.Performance do
   def modes, do: @modes
 
   @doc false
+  # What a :performance option must be, in its schema's messages and docs.
+  @spec type_doc() :: String.t()
+  def type_doc, do: "one of #{Enum.map_join(@modes, ", ", &inspect/1)}"
+
+  @doc false
   # The :performance option (ArgumentError naming `fun` for anything else).
   @spec mode!(term(), String.t()) :: mode()
   def mode!(mode, _fun) when mode in @modes, do: mode
 
-  def mode!(other, fun) do
-    Args.type_error!(
-      fun,
-      "the :performance option",
-      "one of #{Enum.map_join(@modes, ", ", &inspect/1)}",
-      other
-    )
-  end
-
-  @doc false
-  # The :performance_idle option: milliseconds.
-  @spec idle!(term(), String.t()) :: non_neg_integer()
-  def idle!(ms, fun) when is_integer(ms) and ms >= 0 do
-    if ms > Args.max_u64(),
-      do:
-        Args.too_large!(
-          fun,
-          "the :performance_idle option",
-          Args.max_u64(),
-          "milliseconds as an unsigned 64-bit integer",
-          ms
-        )
-
-    ms
-  end
-
-  def idle!(other, fun),
-    do: Args.type_error!(fun, "the :performance_idle option", "a non-negative integer", other)
+  def mode!(other, fun), do: Args.type_error!(fun, "the :performance option", type_doc(), other)
 end

@@ -153,13 +153,9 @@ defmodule HexagonTpu.Profile do
   end
 
   @doc false
-  # The :profile option of an execute: nil (off) or a level.
-  @spec level!(term(), String.t()) :: level() | nil
-  def level!(nil, _fun), do: nil
-  def level!(level, _fun) when level in @levels, do: level
-
-  def level!(other, fun),
-    do: Args.type_error!(fun, "the :profile option", "one of :basic, :detailed, :optrace", other)
+  # The levels, for the execute options' schema (HexagonTpu.Graph.Options).
+  @spec levels() :: [level()]
+  def levels, do: @levels
 
   @doc false
   # The :profile_every option: nil (off) or a positive integer.

@@ -47,15 +47,51 @@ defmodule HexagonTpu.Runtime do
   @default_rpcmem_lib "libcdsprpc.so"
 
   @log_levels [:error, :warn, :info, :verbose, :debug]
-  @options [
-    :lib_path,
-    :system_lib_path,
-    :rpcmem_lib_path,
-    :log_level,
-    :performance,
-    :performance_idle
-  ]
   @default_performance_idle 300
+  @options Args.schema!(
+             lib_path: [
+               type: {:or, [nil, {:custom, Args, :path, []}]},
+               type_doc: Args.path_type(),
+               doc: "The backend library (see \"Which libraries\")."
+             ],
+             system_lib_path: [
+               type: {:or, [nil, {:custom, Args, :path, []}]},
+               type_doc: Args.path_type(),
+               doc: "The QnnSystem library."
+             ],
+             rpcmem_lib_path: [
+               type: {:or, [nil, {:custom, Args, :path, []}]},
+               type_doc: Args.path_type(),
+               doc: "rpcmem's library, for contexts with shared buffers (a UTF-8 path)."
+             ],
+             log_level: [
+               type: {:in, [nil, :none, :warning | @log_levels]},
+               type_doc: "one of #{Enum.map_join(@log_levels, ", ", &inspect/1)} or :none",
+               doc: """
+               The most verbose level of QNN's own log forwarded to `Logger`; `nil` is \
+               `:warn`, so a failure's explanation from QNN is logged (QNN's known start-up \
+               chatter is logged at `:debug`, see `HexagonTpu.QnnLog`). QNN's lines are \
+               rate-limited (`HexagonTpu.QnnLog`); none go to stdout.
+               """
+             ],
+             performance: [
+               type: {:in, [nil | Performance.modes()]},
+               type_doc: Performance.type_doc(),
+               doc: """
+               The runtime's HTP performance mode (see `HexagonTpu.Performance`), voted when \
+               the runtime is created; `nil` is `:default` (no vote). A refused vote is logged \
+               and counted, and the runtime is created anyway.
+               """
+             ],
+             performance_idle: [
+               type: {:or, [nil, :non_neg_integer]},
+               type_doc: "a non-negative integer",
+               doc: """
+               Milliseconds without a call after which a call's own `:performance` gives way \
+               to the runtime's mode again; `nil` is #{@default_performance_idle}.
+               """
+             ]
+           )
 
   defstruct [:ref, :backend_lib, :system_lib, :info]
 
@@ -112,18 +148,7 @@ defmodule HexagonTpu.Runtime do
 
   Options:
 
-    * `:lib_path` - the backend library (see "Which libraries")
-    * `:system_lib_path` - the QnnSystem library
-    * `:rpcmem_lib_path` - rpcmem's library, for contexts with shared buffers (a UTF-8 path)
-    * `:log_level` - the most verbose level of QNN's own log forwarded to `Logger`, one of
-      #{inspect(@log_levels)} or `:none`; default `:warn`, so a failure's explanation from
-      QNN is logged (QNN's known start-up chatter is logged at `:debug`, see
-      `HexagonTpu.QnnLog`). QNN's lines are rate-limited (`HexagonTpu.QnnLog`); none go to stdout
-    * `:performance` - the runtime's HTP performance mode (see `HexagonTpu.Performance`),
-      voted when the runtime is created; default `:default` (no vote). A refused vote is logged
-      and counted, and the runtime is created anyway
-    * `:performance_idle` - milliseconds without a call after which a call's own
-      `:performance` gives way to the runtime's mode again; default #{@default_performance_idle}
+  #{NimbleOptions.docs(@options)}
 
   ## Examples
 
@@ -184,16 +209,16 @@ defmodule HexagonTpu.Runtime do
   # paths as binaries, the log level as the NIF takes it. Used by HexagonTpu too.
   @spec options!(term(), String.t()) :: keyword()
   def options!(opts, fun) do
+    opts = Args.options!(opts, @options, fun)
+    why = "milliseconds as an unsigned 64-bit integer"
+    Args.at_most!(opts[:performance_idle], Args.max_u64(), :performance_idle, why, fun)
     opts
-    |> Args.keyword!(@options, fun)
-    |> Enum.map(fn
-      {key, nil} -> {key, nil}
-      {:log_level, level} -> {:log_level, log_level!(level, fun)}
-      {:performance, mode} -> {:performance, Performance.mode!(mode, fun)}
-      {:performance_idle, ms} -> {:performance_idle, Performance.idle!(ms, fun)}
-      {key, path} -> {key, Args.path!(path, "the #{inspect(key)} option", fun)}
-    end)
   end
+
+  @doc false
+  # The options' names, for a function that takes them beside its own (HexagonTpu).
+  @spec option_names() :: [atom()]
+  def option_names, do: Keyword.keys(@options.schema)
 
   @doc false
   # The System library HexagonTpu.inspect_model/2 opens: the option, else the environment
@@ -257,20 +282,9 @@ defmodule HexagonTpu.Runtime do
   end
 
   defp nif_log_level(nil), do: :warn
+  defp nif_log_level(:warning), do: :warn
   defp nif_log_level(:none), do: nil
   defp nif_log_level(level), do: level
-
-  defp log_level!(:warning, _fun), do: :warn
-  defp log_level!(level, _fun) when level in [:none | @log_levels], do: level
-
-  defp log_level!(other, fun) do
-    Args.type_error!(
-      fun,
-      "the :log_level option",
-      "one of #{Enum.map_join(@log_levels, ", ", &inspect/1)} or :none",
-      other
-    )
-  end
 
   @doc """
   Backend information: ids, build id and API versions (see `t:info/0`).

@@ -23,35 +23,102 @@ defmodule HexagonTpu.Graph.Options do
   @spec native(t()) :: map()
   def native(options), do: Map.take(options, @native)
 
+  @schema Args.schema!(
+            quantize: [
+              type: {:in, [:auto, :none]},
+              default: :auto,
+              type_doc: "one of :auto, :none",
+              doc:
+                "`:auto` quantizes float inputs with each tensor's parameters; `:none` " <>
+                  "requires every input in the model's own type and passes it through."
+            ],
+            dequantize: [
+              type: {:in, [:auto, :none]},
+              default: :auto,
+              type_doc: "one of :auto, :none",
+              doc:
+                "`:auto` returns quantized and f16 outputs as f32; `:none` returns the " <>
+                  "model's own type."
+            ],
+            output: [
+              type: :any,
+              type_doc: "one of :tensor, :binary",
+              doc:
+                "`:tensor` (the default where Nx is available; see `HexagonTpu.Tensor`) or " <>
+                  "`:binary`."
+            ],
+            timeout: [
+              type: :timeout,
+              default: :infinity,
+              type_doc: "a non-negative integer or :infinity",
+              doc: """
+              The most milliseconds to wait for the answer. When it passes, `{:error, \
+              %HexagonTpu.Error{reason: :timeout}}` is returned, and the answer never reaches \
+              the caller: an execute still waiting for its turn is skipped, one already \
+              running (QNN cannot stop it) finishes and its result is dropped. With a timeout \
+              the execute always waits on the graph's own thread, never on the caller's \
+              scheduler, so the caller is free to stop waiting.
+              """
+            ],
+            performance: [
+              type: {:in, [nil | Performance.modes()]},
+              default: nil,
+              type_doc: Performance.type_doc(),
+              doc: """
+              An HTP performance mode for this call (see `HexagonTpu.Performance`): voted \
+              before the execute unless it is already in force, and kept while calls keep \
+              coming; the runtime's own mode is voted again once the runtime has been idle for \
+              its `:performance_idle` delay (no execute running, counted from the end of the \
+              last one, whichever way it ran: directly, queued, or started with \
+              `HexagonTpu.Graph.execute_async/3`). `nil`: the runtime's mode.
+              """
+            ],
+            profile: [
+              type: {:in, [nil | Profile.levels()]},
+              default: nil,
+              type_doc: "one of #{Enum.map_join(Profile.levels(), ", ", &inspect/1)}",
+              doc: """
+              The call returns `{:ok, outputs, %HexagonTpu.Profile{}}`, what the backend \
+              reported about this execute (see `HexagonTpu.Profile`); `nil` collects nothing.
+              """
+            ]
+          )
+
+  @doc false
+  # The options' docs, for the functions that take them.
+  @spec docs() :: String.t()
+  def docs, do: NimbleOptions.docs(@schema)
+
   @doc false
   @spec check!(term(), String.t()) :: t()
+  # No options, the common case, skips the schema: an execute's cost above QNN's is measured.
+  def check!([], _fun), do: defaults()
+
   def check!(opts, fun) do
-    opts = Args.keyword!(opts, defaults(), fun)
+    opts = Args.options!(opts, @schema, fun)
 
     %{
-      quantize: option!(opts, :quantize, [:auto, :none], fun),
-      dequantize: option!(opts, :dequantize, [:auto, :none], fun),
-      output: option!(opts, :output, output_kinds(), fun),
+      quantize: opts[:quantize],
+      dequantize: opts[:dequantize],
+      output: output!(Keyword.get(opts, :output, default_output()), fun),
       timeout: timeout!(opts[:timeout], fun),
-      performance: opts[:performance] && Performance.mode!(opts[:performance], fun),
-      profile: Profile.level!(opts[:profile], fun)
+      performance: opts[:performance],
+      profile: opts[:profile]
     }
   end
 
   @doc false
   # The options' names, for a function that takes them beside its own (HexagonTpu.Pipeline).
   @spec names() :: [atom()]
-  def names, do: Keyword.keys(defaults())
+  def names, do: Keyword.keys(@schema.schema)
 
-  defp defaults,
-    do: [
-      quantize: :auto,
-      dequantize: :auto,
-      output: default_output(),
-      timeout: :infinity,
-      performance: nil,
-      profile: nil
-    ]
+  # The schema's defaults; :output's is asked at run time.
+  @defaults for {key, spec} <- @schema.schema,
+                Keyword.has_key?(spec, :default),
+                into: %{},
+                do: {key, spec[:default]}
+
+  defp defaults, do: Map.put(@defaults, :output, default_output())
 
   @doc false
   # A timeout: :infinity or milliseconds.
@@ -79,17 +146,15 @@ defmodule HexagonTpu.Graph.Options do
   defp default_output, do: if(Optional.available?(Nx), do: :tensor, else: :binary)
   defp output_kinds, do: if(Optional.available?(Nx), do: [:tensor, :binary], else: [:binary])
 
-  defp option!(opts, key, allowed, fun) do
-    value = Keyword.fetch!(opts, key)
-
-    if value in allowed,
-      do: value,
+  defp output!(output, fun) do
+    if output in output_kinds(),
+      do: output,
       else:
         Args.type_error!(
           fun,
-          "the #{inspect(key)} option",
-          "one of #{Enum.map_join(allowed, ", ", &inspect/1)}",
-          value
+          "the :output option",
+          "one of #{Enum.map_join(output_kinds(), ", ", &inspect/1)}",
+          output
         )
   end
 end
