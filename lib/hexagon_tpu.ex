@@ -58,6 +58,34 @@ defmodule HexagonTpu do
   }
 
   @runtime_opts [:lib_path, :system_lib_path, :rpcmem_lib_path, :log_level]
+  @context_opts [:preflight, :priority, :async_queue_depth, :recover, :shared_buffers]
+
+  @load_model_options Args.schema!(
+                        [
+                          graph: [
+                            type: {:or, [nil, :any]},
+                            type_doc: "a string (a graph name, UTF-8)",
+                            doc: """
+                            The graph name; may be left out when the context holds a single \
+                            graph (otherwise the error lists the names).
+                            """
+                          ],
+                          runtime: [
+                            type: :any,
+                            type_doc: "a HexagonTpu.Runtime",
+                            doc: """
+                            A `HexagonTpu.Runtime` to load into. Without it, a runtime is \
+                            opened for `:lib_path`, `:system_lib_path`, `:rpcmem_lib_path` \
+                            and `:log_level` and shared by every model loaded with the same \
+                            ones; with it, those options are refused (`ArgumentError`): the \
+                            runtime has its libraries already.
+                            """
+                          ]
+                        ] ++
+                          Keyword.take(Runtime.options(), @runtime_opts) ++
+                          Keyword.take(Context.load_options(), @context_opts) ++
+                          Graph.retrieve_options()
+                      )
 
   @type model :: Graph.t()
 
@@ -80,32 +108,7 @@ defmodule HexagonTpu do
 
   Options:
 
-    * `:graph` - the graph name; may be left out when the context holds a single graph
-      (otherwise the error lists the names)
-    * `:runtime` - a `HexagonTpu.Runtime` to load into. Without it, a runtime is opened for
-      `:lib_path`, `:system_lib_path` and `:log_level` (see `HexagonTpu.Runtime.create/1`
-      for the defaults) and shared by every model loaded with the same ones; with it, those
-      options are refused (`ArgumentError`): the runtime has its libraries already
-    * `:preflight` - the pre-flight verdict (`true`, `:strict` or `false`; see
-      `HexagonTpu.Context.from_file/3` and [`docs/preflight.md`](preflight.md)). A binary that the verdict
-      refuses is answered with that error (`:binary_newer_than_runtime`, ...) before QNN is
-      asked
-    * `:priority` - the context's priority on the accelerator (`:low`, `:normal`,
-      `:normal_high`, `:high`, or `:default`; see `HexagonTpu.Context.from_file/3`)
-    * `:async_queue_depth` - run the model's executes in the backend's own asynchronous
-      queue, this deep, where the backend has one (see `HexagonTpu.Context.from_file/3`)
-    * `:recover` - create the context again when the device is reset under an execute, and
-      retry the execute once (`true`, the default; see `HexagonTpu.Context.from_file/3`,
-      "Device resets")
-    * `:shared_buffers` - `:auto` (the default), `true` or `false`: the model's inputs and
-      outputs in shared buffers the DSP maps, instead of client buffers FastRPC copies (see
-      `HexagonTpu.Context.from_file/3`, "Shared buffers")
-    * `:max_queued` - how many executes may wait for the model's turn when it is busy
-      (`HexagonTpu.Graph.retrieve/3`; default 64); beyond that an execute answers
-      `{:error, %HexagonTpu.Error{reason: :overloaded}}` at once
-    * `:profile_every` - profile one predict in this many (`HexagonTpu.Graph.retrieve/3`;
-      default off): see `HexagonTpu.Profile`, "Sampled profiling"
-
+  #{NimbleOptions.docs(@load_model_options)}
   Every option is checked before anything is opened or loaded (see "Arguments and errors").
 
   The model lives until it is garbage collected; `HexagonTpu.Context.close(model.context)`
@@ -122,32 +125,10 @@ defmodule HexagonTpu do
     fun = "HexagonTpu.load_model/2"
     path = Args.path!(path, "`path`", fun)
 
-    opts =
-      Args.keyword!(
-        opts,
-        [
-          :graph,
-          :runtime,
-          :preflight,
-          :max_queued,
-          :priority,
-          :async_queue_depth,
-          :recover,
-          :shared_buffers,
-          :profile_every | @runtime_opts
-        ],
-        fun
-      )
-
-    # checked here, with the rest, before anything is loaded
-    Context.load_args!(opts, fun)
-
-    context_opts =
-      Keyword.take(opts, [:preflight, :priority, :async_queue_depth, :recover, :shared_buffers])
-
-    graph_opts =
-      if(opts[:max_queued], do: [max_queued: Graph.max_queued!(opts[:max_queued], fun)], else: []) ++
-        [profile_every: HexagonTpu.Profile.every!(opts[:profile_every], fun)]
+    opts = Args.options!(opts, @load_model_options, fun)
+    context_opts = Keyword.take(opts, @context_opts)
+    Graph.max_queued!(opts[:max_queued], fun)
+    graph_opts = Keyword.take(opts, [:max_queued, :profile_every])
 
     graph = if opts[:graph] != nil, do: Args.name!(opts[:graph], "the :graph option", fun)
     runtime_opts = opts |> Keyword.take(@runtime_opts) |> Runtime.options!(fun)

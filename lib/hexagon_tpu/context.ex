@@ -62,6 +62,100 @@ defmodule HexagonTpu.Context do
           buffers: :shared | :client | {:client, String.t()}
         }
 
+  @priorities [:default, :low, :normal, :normal_high, :high]
+
+  # How a context is loaded: from_file/3, from_binary/3 and HexagonTpu.load_model/2 take these.
+  @load_options [
+    preflight: [
+      type: {:in, [true, false, :strict]},
+      default: true,
+      type_doc: "true, false or :strict",
+      doc: """
+      `true`: measured rules refuse, read rules warn; `:strict`: read rules refuse too; \
+      `false`: no verdict, QNN decides and answers with its own codes. Tensor layouts this \
+      package cannot size are refused whatever the setting.
+      """
+    ],
+    priority: [
+      type: {:in, @priorities},
+      default: :default,
+      type_doc: "one of #{Enum.map_join(@priorities, ", ", &inspect/1)}",
+      doc: """
+      The default priority of the context's graphs on the accelerator \
+      (`QNN_CONTEXT_CONFIG_OPTION_PRIORITY`); `:default` sets no config (QNN's own). QNN \
+      documents every level above `:low` as possibly restricted; a level the backend refuses \
+      fails the load with its code.
+      """
+    ],
+    async_queue_depth: [
+      type: {:or, [nil, {:in, 1..300}]},
+      default: nil,
+      type_doc: "1 to 300, or nil",
+      doc: """
+      Run the graphs' queued executes in the backend's own asynchronous queue \
+      (`QnnGraph_executeAsync`), this many deep, where the backend says it has one; every \
+      execute of the context is then queued there, handed over by the graph's thread, and \
+      answered from the backend's notification. Where the backend has none (Qualcomm's x86 \
+      emulator answers "not supported") the context runs as without the option. `nil`: \
+      executes queue on each graph's own thread. The context's `:execute_queue` says which: \
+      `:worker` or `{:backend, depth}`.
+      """
+    ],
+    recover: [
+      type: :boolean,
+      default: true,
+      type_doc: "true or false",
+      doc: """
+      Whether the context is created again when the device is reset under an execute (see \
+      "Device resets").
+      """
+    ],
+    shared_buffers: [
+      type: {:in, [:auto, true, false]},
+      default: :auto,
+      type_doc: ":auto, true or false",
+      doc: """
+      Whether the graphs' inputs and outputs live in shared buffers (see "Shared buffers").
+      """
+    ]
+  ]
+
+  @from_file_options Args.schema!(
+                       [
+                         max_bytes: [
+                           type: {:or, [nil, :pos_integer]},
+                           type_doc: "a positive integer",
+                           doc: "The largest file accepted; `nil`: 2 GiB (the NIF's)."
+                         ],
+                         graph_names: [
+                           type: {:or, [{:in, [:auto, false]}, {:map, :string, :string}]},
+                           default: :auto,
+                           type_doc: ":auto, false or a map of strings to strings",
+                           doc: """
+                           Names for the binary's graphs: `:auto` reads them from the file \
+                           `<path>.names` when there is one (see "Graph names"), `false` \
+                           ignores it, and a map `%{"qnn graph name" => "name"}` gives them.
+                           """
+                         ]
+                       ] ++ @load_options
+                     )
+
+  @from_binary_options Args.schema!(
+                         [
+                           graph_names: [
+                             type: {:map, :string, :string},
+                             default: %{},
+                             type_doc: "a map of strings to strings",
+                             doc: "Names for the binary's graphs (see `from_file/3`)."
+                           ]
+                         ] ++ @load_options
+                       )
+
+  @doc false
+  # The load options' schema, for HexagonTpu.load_model/2.
+  @spec load_options() :: keyword()
+  def load_options, do: @load_options
+
   @doc """
   Loads a context binary from a file.
 
@@ -80,29 +174,7 @@ defmodule HexagonTpu.Context do
 
   Options:
 
-    * `:max_bytes` - the largest file accepted; default 2 GiB (the NIF's)
-    * `:preflight` - `true` (default: measured rules refuse, read rules warn), `:strict` (read
-      rules refuse too) or `false` (no verdict: QNN decides, and answers with its own codes).
-      Tensor layouts this package cannot size are refused whatever the setting.
-    * `:graph_names` - names for the binary's graphs: `:auto` (the default) reads them from
-      the file `<path>.names` when there is one, `false` ignores it, and a map
-      `%{"qnn graph name" => "name"}` gives them
-    * `:priority` - the default priority of the context's graphs on the accelerator
-      (`QNN_CONTEXT_CONFIG_OPTION_PRIORITY`): `:low`, `:normal`, `:normal_high`, `:high`, or
-      `:default` (the default: no config, QNN's own). QNN documents every level above `:low`
-      as possibly restricted; a level the backend refuses fails the load with its code
-    * `:async_queue_depth` - run the graphs' queued executes in the backend's own
-      asynchronous queue (`QnnGraph_executeAsync`), this many deep (1 to 300), where the
-      backend says it has one; every execute of the context is then queued there, handed over
-      by the graph's thread, and answered from the backend's notification. Where the backend
-      has none (Qualcomm's x86 emulator answers "not supported") the context runs as without
-      the option. `nil` (the default): executes queue on each graph's own thread. The
-      context's `:execute_queue` says which: `:worker` or `{:backend, depth}`
-    * `:recover` - `true` (the default) or `false`: whether the context is created again
-      when the device is reset under an execute (see "Device resets")
-    * `:shared_buffers` - `:auto` (the default), `true` or `false`: whether the graphs'
-      inputs and outputs live in shared buffers (see "Shared buffers")
-
+  #{NimbleOptions.docs(@from_file_options)}
   ## Shared buffers
 
   Through plain (client) buffers FastRPC copies every input to the DSP and every output back.
@@ -171,25 +243,9 @@ defmodule HexagonTpu.Context do
     runtime = Args.handle!(runtime, Runtime, "`runtime`", fun)
     path = Args.path!(path, "`path`", fun)
 
-    opts =
-      Args.keyword!(
-        opts,
-        [
-          max_bytes: nil,
-          preflight: true,
-          graph_names: :auto,
-          priority: :default,
-          async_queue_depth: nil,
-          recover: true,
-          shared_buffers: :auto
-        ],
-        fun
-      )
-
+    opts = Args.options!(opts, @from_file_options, fun)
     max_bytes = Args.max_bytes!(opts[:max_bytes], fun)
-    load_args = load_args!(opts, fun)
-
-    check_names_option!(opts[:graph_names], fun)
+    load_args = load_args(opts)
 
     with :ok <- Args.check_path(path, "`path`"),
          {:ok, names} <- graph_names(opts[:graph_names], path) do
@@ -216,30 +272,10 @@ defmodule HexagonTpu.Context do
     runtime = Args.handle!(runtime, Runtime, "`runtime`", fun)
     unless is_binary(binary), do: Args.type_error!(fun, "`binary`", "a binary", binary)
 
-    opts =
-      Args.keyword!(
-        opts,
-        [
-          preflight: true,
-          graph_names: %{},
-          priority: :default,
-          async_queue_depth: nil,
-          recover: true,
-          shared_buffers: :auto
-        ],
-        fun
-      )
+    opts = Args.options!(opts, @from_binary_options, fun)
+    load_args = Map.put(load_args(opts), :site, Site.caller())
 
-    load_args = load_args!(opts, fun)
-    names = opts[:graph_names]
-    check_names_option!(names, fun)
-
-    unless is_map(names),
-      do: Args.type_error!(fun, "the :graph_names option", "a map of strings to strings", names)
-
-    load_args = Map.put(load_args, :site, Site.caller())
-
-    load(runtime, {:binary, byte_size(binary)}, {names, []}, fn ->
+    load(runtime, {:binary, byte_size(binary)}, {opts[:graph_names], []}, fn ->
       Native.call(&Native.context_from_binary(runtime.ref, binary, load_args, &1))
     end)
   end
@@ -254,65 +290,25 @@ defmodule HexagonTpu.Context do
   def from_binary!(runtime, binary, opts \\ []),
     do: runtime |> from_binary(binary, opts) |> Error.unwrap!()
 
-  defp preflight!(true, _fun), do: :on
-  defp preflight!(:strict, _fun), do: :strict
-  defp preflight!(false, _fun), do: :off
-
-  defp preflight!(other, fun),
-    do: Args.type_error!(fun, "the :preflight option", "true, false or :strict", other)
-
-  @priorities [:default, :low, :normal, :normal_high, :high]
-
   @doc false
-  # The :priority option (from_file/3, from_binary/3, HexagonTpu.load_model/2).
-  @spec priority!(term(), String.t()) :: atom()
-  def priority!(priority, _fun) when priority in @priorities, do: priority
-
-  def priority!(other, fun) do
-    Args.type_error!(
-      fun,
-      "the :priority option",
-      "one of #{Enum.map_join(@priorities, ", ", &inspect/1)}",
-      other
-    )
-  end
-
-  @doc false
-  # How the NIF loads the context (src/protocol.rs's LoadArg, less the caller's site), from the options
-  # (from_file/3, from_binary/3, HexagonTpu.load_model/2).
-  @spec load_args!(keyword(), String.t()) :: %{
+  # How the NIF loads the context (src/protocol.rs's LoadArg, less the caller's site), from the
+  # checked load options (from_file/3, from_binary/3, HexagonTpu.load_model/2).
+  @spec load_args(keyword()) :: %{
           preflight: :on | :strict | :off,
           priority: atom(),
           async_queue_depth: pos_integer() | nil,
           recover: boolean(),
           shared_buffers: :auto | :on | :off
         }
-  def load_args!(opts, fun) do
-    depth = Keyword.get(opts, :async_queue_depth)
-
-    unless depth == nil or (is_integer(depth) and depth in 1..300),
-      do: Args.type_error!(fun, "the :async_queue_depth option", "1 to 300, or nil", depth)
-
-    recover = Keyword.get(opts, :recover, true)
-
-    unless is_boolean(recover),
-      do: Args.type_error!(fun, "the :recover option", "true or false", recover)
-
+  def load_args(opts) do
     %{
-      preflight: preflight!(Keyword.get(opts, :preflight, true), fun),
-      priority: priority!(Keyword.get(opts, :priority, :default), fun),
-      async_queue_depth: depth,
-      recover: recover,
-      shared_buffers: shared_buffers!(Keyword.get(opts, :shared_buffers, :auto), fun)
+      preflight: %{true => :on, :strict => :strict, false => :off}[opts[:preflight]],
+      priority: opts[:priority],
+      async_queue_depth: opts[:async_queue_depth],
+      recover: opts[:recover],
+      shared_buffers: %{:auto => :auto, true => :on, false => :off}[opts[:shared_buffers]]
     }
   end
-
-  defp shared_buffers!(:auto, _fun), do: :auto
-  defp shared_buffers!(true, _fun), do: :on
-  defp shared_buffers!(false, _fun), do: :off
-
-  defp shared_buffers!(other, fun),
-    do: Args.type_error!(fun, "the :shared_buffers option", ":auto, true or false", other)
 
   defp load(runtime, source, names, load_fun) do
     Telemetry.span(
@@ -342,21 +338,6 @@ defmodule HexagonTpu.Context do
         end
       end
     )
-  end
-
-  defp check_names_option!(names, fun) do
-    valid? =
-      names in [:auto, false] or
-        (is_map(names) and Enum.all?(names, fn {k, v} -> is_binary(k) and is_binary(v) end))
-
-    unless valid?,
-      do:
-        Args.type_error!(
-          fun,
-          "the :graph_names option",
-          ":auto, false or a map of strings to strings",
-          names
-        )
   end
 
   @names_max_bytes 1024 * 1024

@@ -89,6 +89,35 @@ defmodule HexagonTpu.Graph do
   @typedoc "An output value: an `Nx.Tensor` (where Nx is available) or a binary."
   @type output :: binary() | struct()
 
+  @retrieve_options [
+    max_queued: [
+      type: :non_neg_integer,
+      default: @default_max_queued,
+      type_doc: "a non-negative integer",
+      doc: """
+      How many executes may wait for this graph's turn when it is busy; an execute beyond \
+      that returns `{:error, %HexagonTpu.Error{reason: :overloaded}}` at once (see \
+      "Concurrency").
+      """
+    ],
+    profile_every: [
+      type: {:or, [nil, {:in, 1..4_294_967_295}]},
+      default: nil,
+      type_doc: "a positive integer",
+      doc: """
+      Profile one execute in this many and add each sample's per-op cycles to the table \
+      `HexagonTpu.Profile.table/1` reads (see `HexagonTpu.Profile`, "Sampled profiling"); \
+      `nil`: off.
+      """
+    ]
+  ]
+  @retrieve_schema Args.schema!(@retrieve_options)
+
+  @doc false
+  # The retrieve options' schema, for HexagonTpu.load_model/2.
+  @spec retrieve_options() :: keyword()
+  def retrieve_options, do: @retrieve_options
+
   @typedoc "An option of `retrieve/3`."
   @type retrieve_option ::
           {:max_queued, non_neg_integer()} | {:profile_every, pos_integer() | nil}
@@ -111,12 +140,7 @@ defmodule HexagonTpu.Graph do
 
   Options:
 
-    * `:max_queued` - how many executes may wait for this graph's turn when it is busy
-      (default #{@default_max_queued}); an execute beyond that returns
-      `{:error, %HexagonTpu.Error{reason: :overloaded}}` at once (see "Concurrency")
-    * `:profile_every` - profile one execute in this many (a positive integer; default off)
-      and add each sample's per-op cycles to the table `HexagonTpu.Profile.table/1` reads (see
-      `HexagonTpu.Profile`, "Sampled profiling")
+  #{NimbleOptions.docs(@retrieve_schema)}
   """
   @spec retrieve(Context.t(), String.t(), [retrieve_option()]) ::
           {:ok, t()} | {:error, Error.t()}
@@ -124,9 +148,9 @@ defmodule HexagonTpu.Graph do
     fun = "HexagonTpu.Graph.retrieve/3"
     context = Args.handle!(context, Context, "`context`", fun)
     name = Args.name!(name, "`name`", fun)
-    opts = Args.keyword!(opts, [max_queued: @default_max_queued, profile_every: nil], fun)
+    opts = Args.options!(opts, @retrieve_schema, fun)
     max_queued = max_queued!(opts[:max_queued], fun)
-    profile_every = Profile.every!(opts[:profile_every], fun)
+    profile_every = opts[:profile_every]
 
     # The metadata is the context's, read when it was loaded; the NIF returns only the handle.
     # A graph named in the binary's `.names` file is found by that name or by QNN's.
@@ -175,24 +199,11 @@ defmodule HexagonTpu.Graph do
     do: context |> retrieve(name, opts) |> Error.unwrap!()
 
   @doc false
-  # The :max_queued option (Graph.retrieve/3, HexagonTpu.load_model/2).
-  @spec max_queued!(term(), String.t()) :: non_neg_integer()
-  def max_queued!(value, fun) when is_integer(value) and value >= 0 do
-    if value > Args.max_u64(),
-      do:
-        Args.too_large!(
-          fun,
-          "the :max_queued option",
-          Args.max_u64(),
-          "an unsigned 64-bit count",
-          value
-        )
-
-    value
-  end
-
+  # The :max_queued option past its schema (retrieve/3, HexagonTpu.load_model/2): at most what
+  # the NIF holds.
+  @spec max_queued!(non_neg_integer() | nil, String.t()) :: non_neg_integer() | nil
   def max_queued!(value, fun),
-    do: Args.type_error!(fun, "the :max_queued option", "a non-negative integer", value)
+    do: Args.at_most!(value, Args.max_u64(), :max_queued, "an unsigned 64-bit count", fun)
 
   @doc "The graph's inputs, in order (cached metadata; never calls QNN)."
   @spec inputs(t()) :: [TensorInfo.t()]

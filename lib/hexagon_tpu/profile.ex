@@ -158,15 +158,6 @@ defmodule HexagonTpu.Profile do
   def levels, do: @levels
 
   @doc false
-  # The :profile_every option: nil (off) or a positive integer.
-  @spec every!(term(), String.t()) :: pos_integer() | nil
-  def every!(nil, _fun), do: nil
-  def every!(n, _fun) when is_integer(n) and n > 0 and n < 4_294_967_296, do: n
-
-  def every!(other, fun),
-    do: Args.type_error!(fun, "the :profile_every option", "a positive integer", other)
-
-  @doc false
   # Turns sampling on for a graph just retrieved (creating its detailed handle).
   @spec sample(Graph.t(), pos_integer() | nil) :: {:ok, Graph.t()} | {:error, Error.t()}
   def sample(graph, nil), do: {:ok, graph}

@@ -48,50 +48,51 @@ defmodule HexagonTpu.Runtime do
 
   @log_levels [:error, :warn, :info, :verbose, :debug]
   @default_performance_idle 300
-  @options Args.schema!(
-             lib_path: [
-               type: {:or, [nil, {:custom, Args, :path, []}]},
-               type_doc: Args.path_type(),
-               doc: "The backend library (see \"Which libraries\")."
-             ],
-             system_lib_path: [
-               type: {:or, [nil, {:custom, Args, :path, []}]},
-               type_doc: Args.path_type(),
-               doc: "The QnnSystem library."
-             ],
-             rpcmem_lib_path: [
-               type: {:or, [nil, {:custom, Args, :path, []}]},
-               type_doc: Args.path_type(),
-               doc: "rpcmem's library, for contexts with shared buffers (a UTF-8 path)."
-             ],
-             log_level: [
-               type: {:in, [nil, :none, :warning | @log_levels]},
-               type_doc: "one of #{Enum.map_join(@log_levels, ", ", &inspect/1)} or :none",
-               doc: """
-               The most verbose level of QNN's own log forwarded to `Logger`; `nil` is \
-               `:warn`, so a failure's explanation from QNN is logged (QNN's known start-up \
-               chatter is logged at `:debug`, see `HexagonTpu.QnnLog`). QNN's lines are \
-               rate-limited (`HexagonTpu.QnnLog`); none go to stdout.
-               """
-             ],
-             performance: [
-               type: {:in, [nil | Performance.modes()]},
-               type_doc: Performance.type_doc(),
-               doc: """
-               The runtime's HTP performance mode (see `HexagonTpu.Performance`), voted when \
-               the runtime is created; `nil` is `:default` (no vote). A refused vote is logged \
-               and counted, and the runtime is created anyway.
-               """
-             ],
-             performance_idle: [
-               type: {:or, [nil, :non_neg_integer]},
-               type_doc: "a non-negative integer",
-               doc: """
-               Milliseconds without a call after which a call's own `:performance` gives way \
-               to the runtime's mode again; `nil` is #{@default_performance_idle}.
-               """
-             ]
-           )
+  @options_list [
+    lib_path: [
+      type: {:or, [nil, {:custom, Args, :path, []}]},
+      type_doc: Args.path_type(),
+      doc: "The backend library (see \"Which libraries\")."
+    ],
+    system_lib_path: [
+      type: {:or, [nil, {:custom, Args, :path, []}]},
+      type_doc: Args.path_type(),
+      doc: "The QnnSystem library."
+    ],
+    rpcmem_lib_path: [
+      type: {:or, [nil, {:custom, Args, :path, []}]},
+      type_doc: Args.path_type(),
+      doc: "rpcmem's library, for contexts with shared buffers (a UTF-8 path)."
+    ],
+    log_level: [
+      type: {:in, [nil, :none, :warning | @log_levels]},
+      type_doc: "one of #{Enum.map_join(@log_levels, ", ", &inspect/1)} or :none",
+      doc: """
+      The most verbose level of QNN's own log forwarded to `Logger`; `nil` is \
+      `:warn`, so a failure's explanation from QNN is logged (QNN's known start-up \
+      chatter is logged at `:debug`, see `HexagonTpu.QnnLog`). QNN's lines are \
+      rate-limited (`HexagonTpu.QnnLog`); none go to stdout.
+      """
+    ],
+    performance: [
+      type: {:in, [nil | Performance.modes()]},
+      type_doc: Performance.type_doc(),
+      doc: """
+      The runtime's HTP performance mode (see `HexagonTpu.Performance`), voted when \
+      the runtime is created; `nil` is `:default` (no vote). A refused vote is logged \
+      and counted, and the runtime is created anyway.
+      """
+    ],
+    performance_idle: [
+      type: {:or, [nil, :non_neg_integer]},
+      type_doc: "a non-negative integer",
+      doc: """
+      Milliseconds without a call after which a call's own `:performance` gives way \
+      to the runtime's mode again; `nil` is #{@default_performance_idle}.
+      """
+    ]
+  ]
+  @options Args.schema!(@options_list)
 
   defstruct [:ref, :backend_lib, :system_lib, :info]
 
@@ -216,9 +217,9 @@ defmodule HexagonTpu.Runtime do
   end
 
   @doc false
-  # The options' names, for a function that takes them beside its own (HexagonTpu).
-  @spec option_names() :: [atom()]
-  def option_names, do: Keyword.keys(@options.schema)
+  # The options' schema, for a function that takes some of them beside its own (HexagonTpu).
+  @spec options() :: keyword()
+  def options, do: @options_list
 
   @doc false
   # The System library HexagonTpu.inspect_model/2 opens: the option, else the environment
