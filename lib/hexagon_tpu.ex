@@ -60,6 +60,22 @@ defmodule HexagonTpu do
   @runtime_opts [:lib_path, :system_lib_path, :rpcmem_lib_path, :log_level]
   @context_opts [:preflight, :priority, :async_queue_depth, :recover, :shared_buffers]
 
+  @inspect_model_options Args.schema!(
+                           system_lib_path: [
+                             type: {:or, [nil, {:custom, Args, :path, []}]},
+                             type_doc: Args.path_type(),
+                             doc: """
+                             The QnnSystem library; `nil`: `HEXAGON_TPU_SYSTEM_LIB`, else \
+                             `/usr/lib/libQnnSystem.so`.
+                             """
+                           ],
+                           max_bytes: [
+                             type: {:or, [nil, :pos_integer]},
+                             type_doc: "a positive integer",
+                             doc: "The largest file read; `nil`: 2 GiB (the NIF's)."
+                           ]
+                         )
+
   @load_model_options Args.schema!(
                         [
                           graph: [
@@ -170,8 +186,9 @@ defmodule HexagonTpu do
   Everything a context binary says about itself, read with the QnnSystem library alone: no
   backend, no device (see `HexagonTpu.ModelInfo`), including which runtimes it loads on.
 
-  Options: `:system_lib_path` (default: `HEXAGON_TPU_SYSTEM_LIB`, else
-  `/usr/lib/libQnnSystem.so`) and `:max_bytes` (the largest file read, default 2 GiB).
+  Options:
+
+  #{NimbleOptions.docs(@inspect_model_options)}
 
   ## Examples
 
@@ -186,7 +203,7 @@ defmodule HexagonTpu do
     fun = "HexagonTpu.inspect_model/2"
     path = Args.path!(path, "`path`", fun)
 
-    opts = Args.keyword!(opts, [system_lib_path: nil, max_bytes: nil], fun)
+    opts = Args.options!(opts, @inspect_model_options, fun)
     max_bytes = Args.max_bytes!(opts[:max_bytes], fun)
 
     {system_lib, what} = Runtime.system_lib(opts[:system_lib_path], fun)

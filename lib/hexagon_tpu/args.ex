@@ -84,28 +84,13 @@ defmodule HexagonTpu.Args do
   def at_most!(value, _max, _key, _why, _fun), do: value
 
   @doc """
-  The `:max_bytes` option of a model file's read: `nil` (the default: the NIF's, 2 GiB, owned
-  by `qnn::model_file::DEFAULT_MAX_BYTES`) or a positive integer the NIF holds.
+  The `:max_bytes` option of a model file's read past its schema (a positive integer or `nil`,
+  the NIF's default of 2 GiB, owned by `qnn::model_file::DEFAULT_MAX_BYTES`): at most what the
+  NIF holds.
   """
-  @spec max_bytes!(term(), String.t()) :: pos_integer() | nil
-  def max_bytes!(nil, _fun), do: nil
-
-  def max_bytes!(n, fun) when is_integer(n) and n > 0 do
-    if n > max_u64(),
-      do:
-        too_large!(
-          fun,
-          "the :max_bytes option",
-          max_u64(),
-          "bytes as an unsigned 64-bit integer",
-          n
-        )
-
-    n
-  end
-
-  def max_bytes!(other, fun),
-    do: type_error!(fun, "the :max_bytes option", "a positive integer", other)
+  @spec max_bytes!(pos_integer() | nil, String.t()) :: pos_integer() | nil
+  def max_bytes!(n, fun),
+    do: at_most!(n, max_u64(), :max_bytes, "bytes as an unsigned 64-bit integer", fun)
 
   @doc "The largest timeout `receive` takes, in milliseconds (about 49.7 days)."
   @spec max_timeout() :: pos_integer()

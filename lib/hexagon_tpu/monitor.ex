@@ -1,4 +1,48 @@
 defmodule HexagonTpu.Monitor do
+  alias HexagonTpu.Args
+
+  @options Args.schema!(
+             interval_ms: [
+               type: :pos_integer,
+               default: 30_000,
+               type_doc: "a positive integer",
+               doc: "Milliseconds between samples."
+             ],
+             growth_samples: [
+               type: :pos_integer,
+               default: 5,
+               type_doc: "a positive integer",
+               doc: """
+               Warn when `runtimes_alive`, `contexts_alive` or `graphs_alive` has risen in \
+               this many consecutive samples.
+               """
+             ],
+             saturation: [
+               type: {:custom, __MODULE__, :saturation, []},
+               default: 0.9,
+               type_doc: "a number in (0.0, 1.0]",
+               doc: "Dirty CPU utilization counted as saturated."
+             ],
+             saturation_samples: [
+               type: :pos_integer,
+               default: 3,
+               type_doc: "a positive integer",
+               doc: "Warn when this many consecutive samples are saturated."
+             ],
+             metadata: [
+               type: :map,
+               default: %{},
+               type_doc: "a map",
+               doc: "Merged into the event metadata."
+             ],
+             name: [
+               type: {:custom, __MODULE__, :name, []},
+               default: nil,
+               type_doc: "nil, an atom, {:global, term} or {:via, module, term}",
+               doc: "A name to register the process under."
+             ]
+           )
+
   @moduledoc """
   Samples `HexagonTpu.Stats` periodically, emits `[:hexagon_tpu, :monitor, :stats]` and logs warnings
   on sustained growth of live QNN resources (leak suspicion) and on sustained dirty CPU
@@ -19,14 +63,7 @@ defmodule HexagonTpu.Monitor do
 
   ## Options
 
-    * `:interval_ms` - time between samples (default `30_000`)
-    * `:growth_samples` - warn when `runtimes_alive`, `contexts_alive` or `graphs_alive` has
-      risen in this many consecutive samples (default `5`)
-    * `:saturation` - dirty CPU utilization (`0.0..1.0`) counted as saturated (default `0.9`)
-    * `:saturation_samples` - warn when this many consecutive samples are saturated
-      (default `3`)
-    * `:metadata` - a map merged into the event metadata (default `%{}`)
-    * `:name` - a name to register the process under
+  #{NimbleOptions.docs(@options)}
 
   A warning repeats every further `:growth_samples` (or `:saturation_samples`) samples while
   the condition lasts.
@@ -46,21 +83,12 @@ defmodule HexagonTpu.Monitor do
 
   require Logger
 
-  alias HexagonTpu.{Args, Stats, Telemetry}
+  alias HexagonTpu.{Stats, Telemetry}
   alias HexagonTpu.Stats.Schedulers
 
   @alive [:runtimes_alive, :contexts_alive, :graphs_alive]
   @kinds %{runtimes_alive: :runtime, contexts_alive: :context, graphs_alive: :graph}
   @top_sites 3
-
-  @defaults [
-    interval_ms: 30_000,
-    growth_samples: 5,
-    saturation: 0.9,
-    saturation_samples: 3,
-    metadata: %{},
-    name: nil
-  ]
 
   @type option ::
           {:interval_ms, pos_integer()}
@@ -239,39 +267,16 @@ defmodule HexagonTpu.Monitor do
     %{state | saturated: streak}
   end
 
-  defp options!(opts, fun) do
-    opts = Args.keyword!(opts, @defaults, fun)
-    validate!(opts, fun)
-    opts
-  end
+  defp options!(opts, fun), do: Args.options!(opts, @options, fun)
 
-  defp validate!(opts, fun) do
-    for key <- [:interval_ms, :growth_samples, :saturation_samples] do
-      value = opts[key]
+  @doc false
+  # The :saturation option's type.
+  def saturation(value) when is_number(value) and value > 0 and value <= 1, do: {:ok, value}
+  def saturation(_value), do: {:error, "not in (0.0, 1.0]"}
 
-      unless is_integer(value) and value > 0,
-        do: Args.type_error!(fun, "the #{inspect(key)} option", "a positive integer", value)
-    end
-
-    saturation = opts[:saturation]
-
-    unless is_number(saturation) and saturation > 0 and saturation <= 1,
-      do: Args.type_error!(fun, "the :saturation option", "a number in (0.0, 1.0]", saturation)
-
-    unless is_map(opts[:metadata]),
-      do: Args.type_error!(fun, "the :metadata option", "a map", opts[:metadata])
-
-    unless valid_name?(opts[:name]),
-      do:
-        Args.type_error!(
-          fun,
-          "the :name option",
-          "nil, an atom, {:global, term} or {:via, module, term}",
-          opts[:name]
-        )
-
-    :ok
-  end
+  @doc false
+  # The :name option's type: what GenServer.start_link/3 registers.
+  def name(name), do: if(valid_name?(name), do: {:ok, name}, else: {:error, "not a name"})
 
   defp valid_name?(name) when is_atom(name), do: not is_boolean(name)
   defp valid_name?({:global, _}), do: true

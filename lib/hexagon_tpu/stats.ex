@@ -209,7 +209,9 @@ defmodule HexagonTpu.Stats do
   the first `top` of them one a line with their objects and the parts of their bytes, the rest
   folded into one line; then the same bytes and objects rolled up by source file.
 
-  Options: `top:` (default 10), the number of sites listed one a line.
+  Options:
+
+  #{NimbleOptions.docs(HexagonTpu.Stats.Ledger.report_options())}
 
       iex> IO.puts(HexagonTpu.Stats.live_report(top: 2))
       hexagon_tpu: 1 runtime, 3 contexts, 3 graphs alive; 8,474,624 bytes held

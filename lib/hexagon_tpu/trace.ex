@@ -70,6 +70,15 @@ defmodule HexagonTpu.Trace do
   @default_capacity 65_536
   @max_capacity 16 * 1024 * 1024
 
+  @start_options Args.schema!(
+                   capacity: [
+                     type: {:in, 1..@max_capacity},
+                     default: @default_capacity,
+                     type_doc: "an integer in 1..#{@max_capacity}",
+                     doc: "The events the ring holds (an event takes about 100 bytes)."
+                   ]
+                 )
+
   @typedoc "A recording's counts; see `info/0`."
   @type info :: %{
           recording: boolean(),
@@ -82,24 +91,19 @@ defmodule HexagonTpu.Trace do
   @doc """
   Starts a recording into a fresh ring (the previous recording is discarded).
 
-  Options: `capacity:` - the events the ring holds, `1..#{@max_capacity}` (default
-  #{@default_capacity}; an event takes about 100 bytes).
+  Options:
+
+  #{NimbleOptions.docs(@start_options)}
   """
   @spec start(keyword()) :: :ok | {:error, Error.t()}
   def start(opts \\ []) do
     fun = "HexagonTpu.Trace.start/1"
-    opts = Args.keyword!(opts, [capacity: @default_capacity], fun)
+    opts = Args.options!(opts, @start_options, fun)
 
-    case opts[:capacity] do
-      capacity when is_integer(capacity) and capacity in 1..@max_capacity ->
-        case Native.trace_start(capacity) do
-          :ok -> :ok
-          {:error, %Error{}} = error -> error
-          {:error, message} -> {:error, Error.new(:invalid_argument, message)}
-        end
-
-      other ->
-        Args.type_error!(fun, "the :capacity option", "an integer in 1..#{@max_capacity}", other)
+    case Native.trace_start(opts[:capacity]) do
+      :ok -> :ok
+      {:error, %Error{}} = error -> error
+      {:error, message} -> {:error, Error.new(:invalid_argument, message)}
     end
   end
 

@@ -5,6 +5,19 @@ defmodule HexagonTpu.Stats.Ledger do
 
   alias HexagonTpu.{Args, Site, Stats, Text}
 
+  @report_options Args.schema!(
+                    top: [
+                      type: :non_neg_integer,
+                      default: 10,
+                      type_doc: "a non-negative integer",
+                      doc: "The number of sites listed one a line."
+                    ]
+                  )
+
+  # The report's options, for HexagonTpu.Stats.live_report/1's docs.
+  @spec report_options() :: NimbleOptions.t()
+  def report_options, do: @report_options
+
   @spec by_site() :: [Stats.site_count()]
   def by_site, do: by_site(Stats.live())
 
@@ -24,15 +37,8 @@ defmodule HexagonTpu.Stats.Ledger do
   @spec report(keyword()) :: String.t()
   def report(opts \\ []) do
     fun = "HexagonTpu.Stats.live_report/1"
-    opts = Args.keyword!(opts, [top: 10], fun)
-
-    top =
-      case opts[:top] do
-        top when is_integer(top) and top >= 0 -> top
-        other -> Args.type_error!(fun, "the :top option", "a non-negative integer", other)
-      end
-
-    format_report(Stats.live(), top)
+    opts = Args.options!(opts, @report_options, fun)
+    format_report(Stats.live(), opts[:top])
   end
 
   # The report of `entries` (live/0's), `top` sites one a line.
