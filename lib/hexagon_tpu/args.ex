@@ -168,6 +168,34 @@ defmodule HexagonTpu.Args do
     end
   end
 
+  @doc "A number in `[min, max]`, as a `NimbleOptions` `{:custom, Args, :number_in, [min, max]}` type."
+  @spec number_in(term(), number(), number()) :: {:ok, number()} | {:error, String.t()}
+  def number_in(value, min, max) when is_number(value) and value >= min and value <= max,
+    do: {:ok, value}
+
+  def number_in(_value, min, max), do: {:error, "not a number in [#{min}, #{max}]"}
+
+  @doc "A number above 0, as a `NimbleOptions` `{:custom, Args, :positive_number, []}` type."
+  @spec positive_number(term()) :: {:ok, number()} | {:error, String.t()}
+  def positive_number(value) when is_number(value) and value > 0, do: {:ok, value}
+  def positive_number(_value), do: {:error, "not a positive number"}
+
+  @doc "A list of numbers above 0, as a `NimbleOptions` custom type."
+  @spec positive_numbers(term()) :: {:ok, [number()]} | {:error, String.t()}
+  def positive_numbers(list) do
+    if is_list(list) and Enum.all?(list, &(is_number(&1) and &1 > 0)),
+      do: {:ok, list},
+      else: {:error, "not a list of positive numbers"}
+  end
+
+  @doc "A non-empty list of positive integers, as a `NimbleOptions` custom type."
+  @spec positive_integers(term()) :: {:ok, [pos_integer()]} | {:error, String.t()}
+  def positive_integers(list) do
+    if is_list(list) and list != [] and Enum.all?(list, &(is_integer(&1) and &1 > 0)),
+      do: {:ok, list},
+      else: {:error, "not a non-empty list of positive integers"}
+  end
+
   @doc """
   A path argument as the binary the NIF takes: a binary (any bytes: Linux paths need not be
   UTF-8) or a charlist/chardata. Raises for anything else.

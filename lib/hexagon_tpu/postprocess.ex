@@ -1,4 +1,41 @@
 defmodule HexagonTpu.Postprocess do
+  alias HexagonTpu.Args
+  alias HexagonTpu.Postprocess.Ssd
+
+  # The NMS options, of nms/3 and the decoders.
+  @nms_options [
+    score_threshold: [
+      type: {:or, [:integer, :float]},
+      default: 0.25,
+      type_doc: "a number",
+      doc: "A candidate's score is above it, strictly."
+    ],
+    iou_threshold: [
+      type: {:custom, Args, :number_in, [0, 1]},
+      default: 0.45,
+      type_doc: "a number in [0, 1]",
+      doc: "A candidate overlapping a kept one by more (IoU, strictly) is suppressed."
+    ],
+    max_detections: [
+      type: {:or, [nil, :non_neg_integer]},
+      default: 300,
+      type_doc: "a non-negative integer or nil",
+      doc: "The most detections kept; `nil`: no limit."
+    ],
+    class_agnostic: [
+      type: :boolean,
+      default: false,
+      type_doc: "a boolean",
+      doc: "Boxes of different classes suppress each other."
+    ],
+    multi_label: [
+      type: :boolean,
+      default: false,
+      type_doc: "a boolean",
+      doc: "With per-class scores, every class above the threshold is a candidate."
+    ]
+  ]
+
   @moduledoc """
   A model's raw outputs to answers, natively (no EXLA needed, so it runs on Nerves): a
   classifier's top k, a segmenter's class mask (`mask/2`), and a detector's boxes after a score threshold and non-maximum
@@ -106,17 +143,10 @@ defmodule HexagonTpu.Postprocess do
 
   ## Options
 
-  Of `nms/3`, `yolov8/2` and `yolov5/2`:
+  Of `nms/3`, `yolov8/2`, `yolov5/2` and `ssd/3`:
 
-    * `:score_threshold` - a number; default `0.25`
-    * `:iou_threshold` - a number in `[0, 1]`; default `0.45`
-    * `:max_detections` - a non-negative integer or `nil` (no limit); default `300`
-    * `:class_agnostic` - boxes of different classes suppress each other; default `false`
-    * `:multi_label` - with per-class scores, every class above the threshold is a candidate;
-      default `false`
-
-  `nms/3` only: `:format` (`:xyxy`, `:xywh`, `:cxcywh`) and `:classes` (with `{N}` scores: a
-  list or integer tensor of `N` class indices). The decoders only: `:letterbox` and `:clip`.
+  #{NimbleOptions.docs(@nms_options)}
+  `nms/3` and the decoders have options of their own besides (their docs list them).
 
   ## Errors and scheduling
 
@@ -129,20 +159,76 @@ defmodule HexagonTpu.Postprocess do
   caller's.
   """
 
-  alias HexagonTpu.{Args, Error, Native, TensorInfo}
-  alias HexagonTpu.Postprocess.{Detection, Input, Ssd}
+  alias HexagonTpu.{Error, Native, TensorInfo}
+  alias HexagonTpu.Postprocess.{Detection, Input}
   alias HexagonTpu.Preprocess.Transform
 
   @dirty_values 20_000
   @dirty_boxes 1000
 
-  @nms_options [
-    score_threshold: 0.25,
-    iou_threshold: 0.45,
-    max_detections: 300,
-    class_agnostic: false,
-    multi_label: false
-  ]
+  @top_k_options Args.schema!(
+                   softmax: [
+                     type: :boolean,
+                     default: false,
+                     type_doc: "a boolean",
+                     doc: """
+                     Softmax over the scores first (quantized scores are then all \
+                     dequantized: the sum needs them).
+                     """
+                   ]
+                 )
+
+  @nms_schema Args.schema!(
+                [
+                  format: [
+                    type: {:in, [:xyxy, :xywh, :cxcywh]},
+                    default: :xyxy,
+                    type_doc: ":xyxy, :xywh or :cxcywh",
+                    doc: "How `boxes` hold a box."
+                  ],
+                  classes: [
+                    type: :any,
+                    default: nil,
+                    type_doc: "a list or integer tensor of N class indices",
+                    doc: "With one score per box (`{N}`), each box's class; `nil`: 0."
+                  ]
+                ] ++ @nms_options
+              )
+
+  @yolo_schema Args.schema!(
+                 [
+                   letterbox: [
+                     type: {:or, [nil, {:custom, __MODULE__, :letterbox, []}]},
+                     default: nil,
+                     type_doc:
+                       "a map %{scale: s, x_offset: dx, y_offset: dy} of numbers, s > 0, or a " <>
+                         "HexagonTpu.Preprocess.Transform",
+                     doc: """
+                     Maps each kept box to the frame: the transform \
+                     `HexagonTpu.Preprocess.transform/2` gives for the options that made the \
+                     input (see "Definitions").
+                     """
+                   ],
+                   clip: [
+                     type: {:or, [nil, {:custom, __MODULE__, :clip, []}]},
+                     default: nil,
+                     type_doc: "{width, height}, positive numbers",
+                     doc:
+                       "Clips each kept box to the frame, `x in [0, width]`, `y in [0, height]`."
+                   ]
+                 ] ++ @nms_options
+               )
+
+  @ssd_schema Args.schema!(Ssd.options() ++ @nms_options)
+
+  @mask_schema Args.schema!(
+                 layout: [
+                   type: {:in, [:hwc, :chw]},
+                   default: :hwc,
+                   type_doc: ":hwc or :chw",
+                   doc: "`{H, W, C}` or `{C, H, W}`."
+                 ]
+               )
 
   @typedoc "An `Nx.Tensor` (a float type) or `{binary, shape}` (f32 little-endian)."
   @type tensor :: struct() | {binary(), tuple()}
@@ -152,18 +238,16 @@ defmodule HexagonTpu.Postprocess do
 
   @doc """
   The `k` best classes of a classifier's scores (shape `{C}` or `{1, C}`), as
-  `{:ok, [{class_index, score}]}`, by score (see "Definitions"). Option: `softmax: true`
-  (quantized scores are then all dequantized: the sum needs them).
+  `{:ok, [{class_index, score}]}`, by score (see "Definitions"). Options:
+
+  #{NimbleOptions.docs(@top_k_options)}
   """
   @spec top_k(output() | binary(), non_neg_integer(), keyword()) ::
           {:ok, [{non_neg_integer(), float()}]} | {:error, Error.t()}
   def top_k(scores, k, opts \\ []) do
     fun = "HexagonTpu.Postprocess.top_k/3"
-    opts = Args.keyword!(opts, [softmax: false], fun)
-    softmax = opts[:softmax]
-
+    softmax = Args.options!(opts, @top_k_options, fun)[:softmax]
     unless is_integer(k) and k >= 0, do: Args.type_error!(fun, "`k`", "a non-negative integer", k)
-    unless is_boolean(softmax), do: option_error!(fun, :softmax, "a boolean", softmax)
 
     scores = if is_binary(scores), do: {scores, {div(byte_size(scores), 4)}}, else: scores
 
@@ -183,18 +267,17 @@ defmodule HexagonTpu.Postprocess do
   @doc """
   Greedy NMS of `boxes` (`{N, 4}`, or `{1, N, 4}`) with `scores`: per class `{N, C}` or one
   per box `{N}` (a leading batch dimension of 1 allowed). Returns
-  `{:ok, [%HexagonTpu.Postprocess.Detection{}]}` by score (see "Definitions" and "Options").
+  `{:ok, [%HexagonTpu.Postprocess.Detection{}]}` by score (see "Definitions"). Options: the
+  NMS ones (see "Options"), and
+
+  #{NimbleOptions.docs(Keyword.take(@nms_schema.schema, [:format, :classes]))}
   """
   @spec nms(tensor(), tensor(), keyword()) :: {:ok, [Detection.t()]} | {:error, Error.t()}
   def nms(boxes, scores, opts \\ []) do
     fun = "HexagonTpu.Postprocess.nms/3"
-    opts = Args.keyword!(opts, [{:format, :xyxy}, {:classes, nil} | @nms_options], fun)
-    nms = nms_options!(opts, fun)
+    opts = Args.options!(opts, @nms_schema, fun)
+    nms = nms_args(opts)
     format = opts[:format]
-
-    unless format in [:xyxy, :xywh, :cxcywh],
-      do: option_error!(fun, :format, ":xyxy, :xywh or :cxcywh", format)
-
     box_classes = Input.classes!(opts[:classes], fun)
 
     with {:ok, box_bytes, box_shape} <- Input.f32!(boxes, "boxes", fun),
@@ -215,8 +298,10 @@ defmodule HexagonTpu.Postprocess do
 
   @doc """
   YOLOv8's head (`{1, 4 + C, N}`: `cx, cy, w, h`, then the class scores) decoded and
-  suppressed: `{:ok, [%HexagonTpu.Postprocess.Detection{}]}` by score. Options: those of
-  `nms/3` but `:format` and `:classes`, and `:letterbox`, `:clip` (see "Definitions").
+  suppressed: `{:ok, [%HexagonTpu.Postprocess.Detection{}]}` by score. Options: the NMS ones
+  (see "Options"), and
+
+  #{NimbleOptions.docs(Keyword.take(@yolo_schema.schema, [:letterbox, :clip]))}
 
   The head may also come in its two parts, `[boxes, scores]` (`{1, 4, N}` and `{1, C, N}`):
   the outputs `mix hexagon_tpu.compile` splits a YOLOv8 head into, so that each is quantized
@@ -304,13 +389,15 @@ defmodule HexagonTpu.Postprocess do
   An SSD head (BlazeFace and its kin): `raw_boxes` `{1, N, K}` (or `{N, K}`, `K >= 4` values
   per anchor), `raw_scores` `{1, N, C}`, `{N, C}` or `{N}`, decoded against `:anchors` and
   suppressed: `{:ok, [%HexagonTpu.Postprocess.Detection{}]}` by score, boxes in the anchors'
-  units (see "SSD"). Options: those of `nms/3` but `:format` and `:classes`, and the SSD ones.
+  units (see "SSD"). Options: the NMS ones (see "Options"), and
+
+  #{NimbleOptions.docs(Ssd.options())}
   """
   @spec ssd(output(), output(), keyword()) :: {:ok, [Detection.t()]} | {:error, Error.t()}
   def ssd(raw_boxes, raw_scores, opts) do
     fun = "HexagonTpu.Postprocess.ssd/3"
-    {ssd, nms_opts} = Ssd.split!(opts, Keyword.keys(@nms_options), fun)
-    nms = nms_options!(Args.keyword!(nms_opts, @nms_options, fun), fun)
+    opts = Args.options!(opts, @ssd_schema, fun)
+    {ssd, nms} = {Map.new(Keyword.take(opts, Keyword.keys(Ssd.options()))), nms_args(opts)}
 
     with {:ok, anchors, n} <- Ssd.anchors!(ssd.anchors, fun),
          {:ok, box_values, box_shape} <- Input.values!(raw_boxes, "boxes", fun),
@@ -353,15 +440,15 @@ defmodule HexagonTpu.Postprocess do
   (the lowest class among equal maxima). `output` is `{H, W, C}` (`layout: :hwc`, the
   default) or `{C, H, W}` (`layout: :chw`), a leading batch dimension of 1 allowed. Returns
   `{:ok, {bytes, {h, w}}}`: row-major, one u8 per pixel, or u16 little-endian when `C > 256`.
+  Options:
+
+  #{NimbleOptions.docs(@mask_schema)}
   """
   @spec mask(tensor(), keyword()) ::
           {:ok, {binary(), {non_neg_integer(), non_neg_integer()}}} | {:error, Error.t()}
   def mask(output, opts \\ []) do
     fun = "HexagonTpu.Postprocess.mask/2"
-    opts = Args.keyword!(opts, [layout: :hwc], fun)
-    layout = opts[:layout]
-
-    unless layout in [:hwc, :chw], do: option_error!(fun, :layout, ":hwc or :chw", layout)
+    layout = Args.options!(opts, @mask_schema, fun)[:layout]
 
     with {:ok, bytes, shape} <- Input.f32!(output, "output", fun),
          {:ok, h, w, c} <- mask_shape(layout, shape) do
@@ -392,10 +479,9 @@ defmodule HexagonTpu.Postprocess do
   # -- the decoders ----------------------------------------------------------------------------
 
   defp yolo(version, output, opts, fun) do
-    opts = Args.keyword!(opts, [{:letterbox, nil}, {:clip, nil} | @nms_options], fun)
-    nms = nms_options!(opts, fun)
-    transform = letterbox!(opts[:letterbox], fun)
-    clip = clip!(opts[:clip], fun)
+    opts = Args.options!(opts, @yolo_schema, fun)
+    nms = nms_args(opts)
+    {transform, clip} = {opts[:letterbox], opts[:clip]}
 
     with {:ok, head, shape} <- head!(version, output, fun),
          {:ok, n, c} <- head_shape(version, shape) do
@@ -490,37 +576,31 @@ defmodule HexagonTpu.Postprocess do
     end
   end
 
-  defp letterbox!(nil, _fun), do: nil
-  defp letterbox!(%Transform{} = transform, _fun), do: transform
+  @doc false
+  # The :letterbox option's type: a Transform, or the older map, model = frame * s + offset, as
+  # the transform frame = model / s - offset / s.
+  def letterbox(%Transform{} = transform), do: {:ok, transform}
 
-  # The older map, model = frame * s + offset, as the transform frame = model / s - offset / s.
-  defp letterbox!(%{scale: s, x_offset: dx, y_offset: dy}, _fun)
-       when is_number(s) and s > 0 and is_number(dx) and is_number(dy),
-       do: %Transform{
-         x_scale: 1 / s,
-         y_scale: 1 / s,
-         x_offset: -dx / s,
-         y_offset: -dy / s,
-         content: nil
-       }
+  def letterbox(%{scale: s, x_offset: dx, y_offset: dy})
+      when is_number(s) and s > 0 and is_number(dx) and is_number(dy),
+      do:
+        {:ok,
+         %Transform{
+           x_scale: 1 / s,
+           y_scale: 1 / s,
+           x_offset: -dx / s,
+           y_offset: -dy / s,
+           content: nil
+         }}
 
-  defp letterbox!(other, fun),
-    do:
-      option_error!(
-        fun,
-        :letterbox,
-        "a map %{scale: s, x_offset: dx, y_offset: dy} of numbers, s > 0, or a " <>
-          "HexagonTpu.Preprocess.Transform",
-        other
-      )
+  def letterbox(_other), do: {:error, "not a transform"}
 
-  defp clip!(nil, _fun), do: nil
+  @doc false
+  # The :clip option's type.
+  def clip({w, h}) when is_number(w) and is_number(h) and w > 0 and h > 0,
+    do: {:ok, {w * 1.0, h * 1.0}}
 
-  defp clip!({w, h}, _fun) when is_number(w) and is_number(h) and w > 0 and h > 0,
-    do: {w * 1.0, h * 1.0}
-
-  defp clip!(other, fun),
-    do: option_error!(fun, :clip, "{width, height}, positive numbers", other)
+  def clip(_other), do: {:error, "not {width, height}"}
 
   # -- shapes and options ------------------------------------------------------------------------
 
@@ -569,26 +649,13 @@ defmodule HexagonTpu.Postprocess do
     end
   end
 
-  defp nms_options!(opts, fun) do
-    score = opts[:score_threshold]
-    iou = opts[:iou_threshold]
+  # The NIF's NmsArg map, from the checked options.
+  defp nms_args(opts) do
     max = opts[:max_detections]
 
-    unless is_number(score), do: option_error!(fun, :score_threshold, "a number", score)
-
-    unless is_number(iou) and iou >= 0 and iou <= 1,
-      do: option_error!(fun, :iou_threshold, "a number in [0, 1]", iou)
-
-    unless max == nil or (is_integer(max) and max >= 0),
-      do: option_error!(fun, :max_detections, "a non-negative integer or nil", max)
-
-    for key <- [:class_agnostic, :multi_label] do
-      unless is_boolean(opts[key]), do: option_error!(fun, key, "a boolean", opts[key])
-    end
-
     %{
-      score_threshold: score * 1.0,
-      iou_threshold: iou * 1.0,
+      score_threshold: opts[:score_threshold] * 1.0,
+      iou_threshold: opts[:iou_threshold] * 1.0,
       # a limit past what the NIF holds limits nothing: the NIF's largest
       max_detections: max && min(max, Args.max_u64()),
       class_agnostic: opts[:class_agnostic],
@@ -612,7 +679,4 @@ defmodule HexagonTpu.Postprocess do
   end
 
   defp detections({:error, %Error{}} = error), do: error
-
-  defp option_error!(fun, key, expected, value),
-    do: Args.type_error!(fun, "the #{inspect(key)} option", expected, value)
 end

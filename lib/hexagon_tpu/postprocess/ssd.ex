@@ -6,66 +6,149 @@ defmodule HexagonTpu.Postprocess.Ssd do
   alias HexagonTpu.{Args, Error, Native}
   alias HexagonTpu.Postprocess.Input
 
-  @anchor_options [
-    :input_size_width,
-    :input_size_height,
-    :min_scale,
-    :max_scale,
-    :strides,
-    num_layers: nil,
-    anchor_offset_x: 0.5,
-    anchor_offset_y: 0.5,
-    aspect_ratios: [1.0],
-    reduce_boxes_in_lowest_layer: false,
-    interpolated_scale_aspect_ratio: 1.0,
-    fixed_anchor_size: false
+  @anchor_schema Args.schema!(
+                   input_size_width: [
+                     type: :pos_integer,
+                     required: true,
+                     type_doc: "a positive integer",
+                     doc: "The model input's width."
+                   ],
+                   input_size_height: [
+                     type: :pos_integer,
+                     required: true,
+                     type_doc: "a positive integer",
+                     doc: "The model input's height."
+                   ],
+                   min_scale: [
+                     type: {:or, [:integer, :float]},
+                     required: true,
+                     type_doc: "a number",
+                     doc: "The first layer's scale."
+                   ],
+                   max_scale: [
+                     type: {:or, [:integer, :float]},
+                     required: true,
+                     type_doc: "a number",
+                     doc: "The last layer's scale."
+                   ],
+                   strides: [
+                     type: {:custom, Args, :positive_integers, []},
+                     required: true,
+                     type_doc: "a non-empty list of positive integers",
+                     doc: "One per layer; feature maps are `ceil(input / stride)`."
+                   ],
+                   num_layers: [
+                     type: :any,
+                     default: nil,
+                     type_doc: "the number of strides or nil",
+                     doc: "MediaPipe's; the number of strides when given."
+                   ],
+                   anchor_offset_x: [
+                     type: {:or, [:integer, :float]},
+                     default: 0.5,
+                     type_doc: "a number",
+                     doc: "A cell centre's offset, in cells."
+                   ],
+                   anchor_offset_y: [
+                     type: {:or, [:integer, :float]},
+                     default: 0.5,
+                     type_doc: "a number",
+                     doc: "A cell centre's offset, in cells."
+                   ],
+                   aspect_ratios: [
+                     type: {:custom, Args, :positive_numbers, []},
+                     default: [1.0],
+                     type_doc: "a list of positive numbers",
+                     doc: "One anchor per ratio at each cell."
+                   ],
+                   reduce_boxes_in_lowest_layer: [
+                     type: :boolean,
+                     default: false,
+                     type_doc: "a boolean",
+                     doc: "MediaPipe's: three anchors in the lowest layer."
+                   ],
+                   interpolated_scale_aspect_ratio: [
+                     type: {:or, [:integer, :float]},
+                     default: 1.0,
+                     type_doc: "a number",
+                     doc: "The ratio of the anchor added at the interpolated scale."
+                   ],
+                   fixed_anchor_size: [
+                     type: :boolean,
+                     default: false,
+                     type_doc: "a boolean",
+                     doc: "Every anchor 1 x 1."
+                   ]
+                 )
+
+  @options [
+    anchors: [
+      type: :any,
+      required: true,
+      type_doc: "anchors {N, 4} or a keyword list of anchor options",
+      doc: """
+      Anchors `{N, 4}`, or the options of `HexagonTpu.Postprocess.ssd_anchors/1` that make \
+      them.
+      """
+    ],
+    x_scale: [
+      type: {:custom, __MODULE__, :non_zero, []},
+      default: 1.0,
+      type_doc: "a non-zero number",
+      doc: "A box's `x` is divided by it."
+    ],
+    y_scale: [
+      type: {:custom, __MODULE__, :non_zero, []},
+      default: 1.0,
+      type_doc: "a non-zero number",
+      doc: "A box's `y` is divided by it."
+    ],
+    w_scale: [
+      type: {:custom, __MODULE__, :non_zero, []},
+      default: 1.0,
+      type_doc: "a non-zero number",
+      doc: "A box's `w` is divided by it."
+    ],
+    h_scale: [
+      type: {:custom, __MODULE__, :non_zero, []},
+      default: 1.0,
+      type_doc: "a non-zero number",
+      doc: "A box's `h` is divided by it."
+    ],
+    reverse_output_order: [
+      type: :boolean,
+      default: false,
+      type_doc: "a boolean",
+      doc: "Boxes are `x, y, w, h` (BlazeFace), not `y, x, h, w`."
+    ],
+    apply_exponential_on_box_size: [
+      type: :boolean,
+      default: false,
+      type_doc: "a boolean",
+      doc: "`w = exp(w / w_scale) * anchor_w` (and `h` alike)."
+    ],
+    sigmoid_score: [
+      type: :boolean,
+      default: false,
+      type_doc: "a boolean",
+      doc: "Scores are logits: their sigmoid is used."
+    ],
+    score_clipping_thresh: [
+      type: {:or, [nil, {:custom, Args, :positive_number, []}]},
+      default: nil,
+      type_doc: "a positive number or nil",
+      doc: "Logits clamped to `[-t, t]` before the sigmoid; `nil`: none."
+    ]
   ]
 
-  @ssd_options [
-    :anchors,
-    x_scale: 1.0,
-    y_scale: 1.0,
-    w_scale: 1.0,
-    h_scale: 1.0,
-    reverse_output_order: false,
-    apply_exponential_on_box_size: false,
-    sigmoid_score: false,
-    score_clipping_thresh: nil
-  ]
+  @doc "The SSD options' schema (HexagonTpu.Postprocess.ssd/3 adds the NMS ones)."
+  @spec options() :: keyword()
+  def options, do: @options
 
-  @doc "The SSD options and the rest (the NMS options), or ArgumentError."
-  @spec split!(keyword(), [atom()], String.t()) :: {map(), keyword()}
-  def split!(opts, nms_keys, fun) do
-    opts = Args.keyword!(opts, @ssd_options ++ nms_keys, fun)
-
-    keys =
-      Enum.map(@ssd_options, fn
-        {key, _} -> key
-        key -> key
-      end)
-
-    {ssd, nms} = Keyword.split(opts, keys)
-    ssd = Map.new(ssd)
-
-    if ssd[:anchors] == nil,
-      do: error!(fun, :anchors, "anchors {N, 4} or a keyword list of anchor options", nil)
-
-    for key <- [:x_scale, :y_scale, :w_scale, :h_scale] do
-      value = ssd[key]
-      unless is_number(value) and value != 0, do: error!(fun, key, "a non-zero number", value)
-    end
-
-    for key <- [:reverse_output_order, :apply_exponential_on_box_size, :sigmoid_score] do
-      unless is_boolean(ssd[key]), do: error!(fun, key, "a boolean", ssd[key])
-    end
-
-    clip = ssd[:score_clipping_thresh]
-
-    unless clip == nil or (is_number(clip) and clip > 0),
-      do: error!(fun, :score_clipping_thresh, "a positive number or nil", clip)
-
-    {ssd, nms}
-  end
+  @doc false
+  # The scales' type.
+  def non_zero(value) when is_number(value) and value != 0, do: {:ok, value}
+  def non_zero(_value), do: {:error, "not a non-zero number"}
 
   @doc "`{:ok, f32_bytes, n}` of the anchors: given, or generated from their options."
   @spec anchors!(term(), String.t()) :: {:ok, binary(), non_neg_integer()} | {:error, Error.t()}
@@ -89,42 +172,20 @@ defmodule HexagonTpu.Postprocess.Ssd do
   @doc "MediaPipe's SsdAnchorsCalculator on `opts`: `{:ok, f32_bytes}`."
   @spec generate(keyword(), String.t()) :: {:ok, binary()} | {:error, Error.t()}
   def generate(opts, fun) do
-    opts = Args.keyword!(opts, @anchor_options, fun)
-
-    for key <- [:input_size_width, :input_size_height] do
-      v = opts[key]
-      unless is_integer(v) and v > 0, do: error!(fun, key, "a positive integer", v)
-    end
-
-    for key <- [
-          :min_scale,
-          :max_scale,
-          :anchor_offset_x,
-          :anchor_offset_y,
-          :interpolated_scale_aspect_ratio
-        ] do
-      unless is_number(opts[key]), do: error!(fun, key, "a number", opts[key])
-    end
-
+    opts = Args.options!(opts, @anchor_schema, fun)
     strides = opts[:strides]
-
-    unless is_list(strides) and strides != [] and
-             Enum.all?(strides, &(is_integer(&1) and &1 > 0)),
-           do: error!(fun, :strides, "a non-empty list of positive integers", strides)
-
     layers = opts[:num_layers]
 
     unless layers == nil or layers == length(strides),
-      do: error!(fun, :num_layers, "the number of strides (#{length(strides)}) or nil", layers)
+      do:
+        Args.type_error!(
+          fun,
+          "the :num_layers option",
+          "the number of strides (#{length(strides)}) or nil",
+          layers
+        )
 
     ratios = opts[:aspect_ratios]
-
-    unless is_list(ratios) and Enum.all?(ratios, &(is_number(&1) and &1 > 0)),
-      do: error!(fun, :aspect_ratios, "a list of positive numbers", ratios)
-
-    for key <- [:reduce_boxes_in_lowest_layer, :fixed_anchor_size] do
-      unless is_boolean(opts[key]), do: error!(fun, key, "a boolean", opts[key])
-    end
 
     Native.postprocess_ssd_anchors(%{
       input_width: opts[:input_size_width],
@@ -155,7 +216,4 @@ defmodule HexagonTpu.Postprocess.Ssd do
       nms: nms
     }
   end
-
-  defp error!(fun, key, expected, value),
-    do: Args.type_error!(fun, "the #{inspect(key)} option", expected, value)
 end
