@@ -1,4 +1,129 @@
 defmodule HexagonTpu.Preprocess do
+  alias HexagonTpu.Args
+
+  @yuv [:nv12, :nv21, :i420, :yuyv]
+
+  @options Args.schema!(
+             width: [
+               type: {:or, [nil, :pos_integer]},
+               default: nil,
+               type_doc: "a positive integer",
+               doc: """
+               The frame's width; required for a binary frame (an Nx frame's shape gives it, \
+               and must agree with it if it is given).
+               """
+             ],
+             height: [
+               type: {:or, [nil, :pos_integer]},
+               default: nil,
+               type_doc: "a positive integer",
+               doc: "The frame's height; as `:width`."
+             ],
+             pixel_format: [
+               type: {:in, [:rgb, :bgr | @yuv]},
+               default: :rgb,
+               type_doc: ":rgb, :bgr, :nv12, :nv21, :i420 or :yuyv",
+               doc: "The frame's layout (see \"The frame\")."
+             ],
+             color_matrix: [
+               type: {:in, [:bt601, :bt709]},
+               default: :bt601,
+               type_doc: ":bt601 or :bt709",
+               doc: "YUV frames' matrix."
+             ],
+             color_range: [
+               type: {:in, [:limited, :full]},
+               default: :limited,
+               type_doc: ":limited or :full",
+               doc: "YUV frames' range (limited: Y 16..235)."
+             ],
+             stride: [
+               type: {:or, [nil, :pos_integer]},
+               default: nil,
+               type_doc: "a positive integer",
+               doc: "Bytes per row of the frame's first plane; `nil`: packed rows."
+             ],
+             chroma_stride: [
+               type: {:or, [nil, :pos_integer]},
+               default: nil,
+               type_doc: "a positive integer",
+               doc: """
+               Bytes per row of a chroma plane; `nil`: the stride (NV12/NV21), the stride / 2 \
+               (I420).
+               """
+             ],
+             chroma_offset: [
+               type: {:or, [nil, :non_neg_integer]},
+               default: nil,
+               type_doc: "a non-negative integer",
+               doc: "Where the chroma plane(s) start; `nil`: `height * stride`."
+             ],
+             crop: [
+               type: {:or, [nil, {:custom, __MODULE__, :crop, []}]},
+               default: nil,
+               type_doc: "{x, y, width, height} (non-negative integers, width and height > 0)",
+               doc: "The part of the frame to take; `nil`: all of it."
+             ],
+             fit: [
+               type: {:in, [:stretch, :letterbox]},
+               default: :stretch,
+               type_doc: ":stretch or :letterbox",
+               doc: "See \"Crop and letterbox\"."
+             ],
+             pad: [
+               type: {:custom, __MODULE__, :pad, []},
+               default: 114,
+               type_doc: "an integer 0..255 or a list of 3 of them",
+               doc: "The letterbox's pixel value."
+             ],
+             channels: [
+               type: {:in, [:rgb, :bgr]},
+               default: :rgb,
+               type_doc: ":rgb or :bgr",
+               doc: "The model's channel order."
+             ],
+             resize: [
+               type: {:in, [:bilinear, :nearest]},
+               default: :bilinear,
+               type_doc: ":bilinear or :nearest",
+               doc: "See \"The arithmetic\"."
+             ],
+             layout: [
+               type: {:in, [:auto, :nhwc, :nchw]},
+               default: :auto,
+               type_doc: ":auto, :nhwc or :nchw",
+               doc: "The model input's layout; `:auto`: from its shape."
+             ],
+             mean: [
+               type: {:custom, __MODULE__, :per_channel, []},
+               default: 0.0,
+               type_doc: "a number or a list of 3 numbers",
+               doc: "In the model's channel order, in the scale of `:pixel_scale`."
+             ],
+             std: [
+               type: {:custom, __MODULE__, :per_channel, []},
+               default: 1.0,
+               type_doc: "a number or a list of 3 numbers",
+               doc: "As `:mean`; no value may be 0."
+             ],
+             pixel_scale: [
+               type: {:in, [:unit, :byte]},
+               default: :unit,
+               type_doc: ":unit or :byte",
+               doc: """
+               `:unit`: pixels are divided by 255 first, mean and std are in the 0..1 scale, \
+               as torchvision's; `:byte`: mean and std in the 0..255 scale.
+               """
+             ],
+             input: [
+               type: {:or, [nil, {:custom, __MODULE__, :input_ref, []}]},
+               default: nil,
+               type_doc: "an input name (a string or atom) or position (a non-negative integer)",
+               doc:
+                 "The graph input, by name or position; needed when a graph has several inputs."
+             ]
+           )
+
   @moduledoc """
   A camera frame (RGB, or YUV as cameras give it: NV12, NV21, I420, YUYV, with padded rows)
   to a model input, in one pass: colour conversion, crop, resize or letterbox, channel order
@@ -152,29 +277,7 @@ defmodule HexagonTpu.Preprocess do
 
   ## Options
 
-    * `:width`, `:height` - the frame's size; required for a binary frame (an Nx frame's shape
-      gives them, and must agree with them if they are given)
-    * `:pixel_format` - the frame's layout (see "The frame"): `:rgb` (default), `:bgr`,
-      `:nv12`, `:nv21`, `:i420` or `:yuyv`
-    * `:color_matrix` - YUV frames: `:bt601` (default) or `:bt709`
-    * `:color_range` - YUV frames: `:limited` (default, Y 16..235) or `:full`
-    * `:stride` - bytes per row of the frame's first plane (default: packed rows)
-    * `:chroma_stride` - bytes per row of a chroma plane (NV12/NV21: default the stride;
-      I420: the stride / 2)
-    * `:chroma_offset` - where the chroma plane(s) start (default `height * stride`)
-    * `:crop` - `{x, y, width, height}` of the frame to take (default: all of it)
-    * `:fit` - `:stretch` (default) or `:letterbox` (see "Crop and letterbox")
-    * `:pad` - the letterbox's pixel value, `0..255` or a list of 3 (default 114)
-    * `:channels` - the model's channel order, `:rgb` (default) or `:bgr`
-    * `:resize` - `:bilinear` (default) or `:nearest`
-    * `:layout` - the model input's layout: `:auto` (default, from its shape), `:nhwc` or `:nchw`
-    * `:mean`, `:std` - a number or a list of 3 (in the model's channel order), in the scale of
-      `:pixel_scale`; default 0.0 and 1.0. `std` values must not be 0
-    * `:pixel_scale` - `:unit` (default: pixels are divided by 255 first, mean and std are in
-      the 0..1 scale, as torchvision's) or `:byte` (mean and std in the 0..255 scale)
-    * `:input` - the graph input, by name (string or atom) or position; needed when a graph has
-      several inputs
-
+  #{NimbleOptions.docs(@options)}
   ## Errors
 
   An argument of the wrong type (a frame that is neither a binary nor an Nx tensor, a binary
@@ -188,33 +291,10 @@ defmodule HexagonTpu.Preprocess do
   # Nx is optional: present wherever an Nx.Tensor reaches this module, maybe absent at compile.
   @compile {:no_warn_undefined, [Nx]}
 
-  alias HexagonTpu.{Args, Error, Graph, Native, TensorInfo}
+  alias HexagonTpu.{Error, Graph, Native, TensorInfo}
 
   @max_u64 18_446_744_073_709_551_615
   alias HexagonTpu.Preprocess.{Frame, Transform}
-
-  @yuv [:nv12, :nv21, :i420, :yuyv]
-
-  @options [
-    width: nil,
-    height: nil,
-    input: nil,
-    pixel_format: :rgb,
-    channels: :rgb,
-    resize: :bilinear,
-    layout: :auto,
-    mean: 0.0,
-    std: 1.0,
-    pixel_scale: :unit,
-    color_matrix: :bt601,
-    color_range: :limited,
-    stride: nil,
-    chroma_stride: nil,
-    chroma_offset: nil,
-    crop: nil,
-    fit: :stretch,
-    pad: 114
-  ]
 
   @typedoc """
   A frame: bytes laid out as `:pixel_format` says (with `:width` and `:height`), or an
@@ -334,126 +414,76 @@ defmodule HexagonTpu.Preprocess do
 
   # -- options -----------------------------------------------------------------------------
 
-  defp options!(opts, fun) do
-    opts = Args.keyword!(opts, @options, fun)
+  defp options!(given, fun) do
+    opts = Args.options!(given, @options, fun)
+    why = "bytes or pixels as an unsigned 64-bit integer"
 
-    for {key, value} <- opts, reduce: %{} do
-      acc -> Map.put(acc, key, option!(key, value, fun))
-    end
+    for key <- [:width, :height, :stride, :chroma_stride, :chroma_offset],
+        do: Args.at_most!(opts[key], @max_u64, key, why, fun)
+
+    with {_, _, _, _} = crop <- opts[:crop],
+         true <- crop |> Tuple.to_list() |> Enum.any?(&(&1 > @max_u64)),
+         do:
+           Args.too_large!(
+             fun,
+             "the :crop option's numbers",
+             @max_u64,
+             "pixels as unsigned 64-bit integers",
+             crop
+           )
+
+    if Enum.any?(Tuple.to_list(opts[:std]), &(&1 == 0)),
+      do:
+        Args.type_error!(
+          fun,
+          "the :std option",
+          "non-zero (a number or a list of 3 numbers)",
+          given[:std]
+        )
+
+    Map.new(opts)
   end
 
-  # sizes and offsets past what the NIF holds (its unsigned 64-bit integers)
-  defp option!(key, value, fun)
-       when key in [:width, :height, :stride, :chroma_stride, :chroma_offset] and
-              is_integer(value) and value > @max_u64,
-       do:
-         Args.too_large!(
-           fun,
-           "the #{inspect(key)} option",
-           @max_u64,
-           "bytes or pixels as an unsigned 64-bit integer",
-           value
-         )
+  @doc false
+  # The :crop option's type.
+  def crop({x, y, w, h} = crop)
+      when is_integer(x) and x >= 0 and is_integer(y) and y >= 0 and is_integer(w) and w > 0 and
+             is_integer(h) and h > 0,
+      do: {:ok, crop}
 
-  defp option!(:crop, {_, _, _, _} = crop, fun)
-       when is_integer(elem(crop, 0)) and is_integer(elem(crop, 1)) and is_integer(elem(crop, 2)) and
-              is_integer(elem(crop, 3)) and
-              (elem(crop, 0) > @max_u64 or elem(crop, 1) > @max_u64 or elem(crop, 2) > @max_u64 or
-                 elem(crop, 3) > @max_u64),
-       do:
-         Args.too_large!(
-           fun,
-           "the :crop option's numbers",
-           @max_u64,
-           "pixels as unsigned 64-bit integers",
-           crop
-         )
+  def crop(_other), do: {:error, "not a crop"}
 
-  defp option!(key, nil, _fun)
-       when key in [:width, :height, :input, :stride, :chroma_stride, :chroma_offset, :crop],
-       do: nil
+  @doc false
+  # The :pad option's type: one byte, or three, as {r, g, b}.
+  def pad(v) when is_integer(v) and v in 0..255, do: {:ok, {v, v, v}}
 
-  defp option!(key, value, _fun)
-       when key in [:width, :height, :stride, :chroma_stride] and is_integer(value) and value > 0,
-       do: value
-
-  defp option!(:chroma_offset, value, _fun) when is_integer(value) and value >= 0, do: value
-
-  defp option!(:crop, {x, y, w, h} = value, _fun)
-       when is_integer(x) and x >= 0 and is_integer(y) and y >= 0 and is_integer(w) and w > 0 and
-              is_integer(h) and h > 0,
-       do: value
-
-  defp option!(:pixel_format, value, _fun) when value in [:rgb, :bgr | @yuv], do: value
-  defp option!(:color_matrix, value, _fun) when value in [:bt601, :bt709], do: value
-  defp option!(:color_range, value, _fun) when value in [:limited, :full], do: value
-  defp option!(:fit, value, _fun) when value in [:stretch, :letterbox], do: value
-
-  defp option!(:pad, value, fun) do
-    byte? = &(is_integer(&1) and &1 in 0..255)
-
-    case value do
-      v when is_integer(v) and v in 0..255 -> {v, v, v}
-      [a, b, c] = list -> if Enum.all?(list, byte?), do: {a, b, c}, else: pad_error!(fun, value)
-      _ -> pad_error!(fun, value)
-    end
+  def pad([a, b, c] = list) do
+    if Enum.all?(list, &(is_integer(&1) and &1 in 0..255)),
+      do: {:ok, {a, b, c}},
+      else: {:error, "not bytes"}
   end
 
-  defp option!(:input, value, _fun)
-       when is_binary(value) or is_atom(value) or (is_integer(value) and value >= 0),
-       do: value
+  def pad(_other), do: {:error, "not bytes"}
 
-  defp option!(:channels, value, _fun) when value in [:rgb, :bgr], do: value
+  @doc false
+  # The :mean and :std options' type: one number, or three, as a tuple of floats.
+  def per_channel(n) when is_number(n), do: per_channel([n, n, n])
 
-  defp option!(:resize, value, _fun) when value in [:bilinear, :nearest], do: value
-  defp option!(:layout, value, _fun) when value in [:auto, :nhwc, :nchw], do: value
-  defp option!(:pixel_scale, value, _fun) when value in [:unit, :byte], do: value
-
-  defp option!(key, value, fun) when key in [:mean, :std] do
-    values =
-      case value do
-        n when is_number(n) -> [n, n, n]
-        [_, _, _] = list -> list
-        _ -> nil
-      end
-
-    cond do
-      values == nil or not Enum.all?(values, &is_number/1) ->
-        option_error!(fun, key, "a number or a list of 3 numbers", value)
-
-      key == :std and Enum.any?(values, &(&1 == 0)) ->
-        option_error!(fun, key, "non-zero (a number or a list of 3 numbers)", value)
-
-      true ->
-        values |> Enum.map(&(&1 * 1.0)) |> List.to_tuple()
-    end
+  def per_channel([_, _, _] = values) do
+    if Enum.all?(values, &is_number/1),
+      do: {:ok, values |> Enum.map(&(&1 * 1.0)) |> List.to_tuple()},
+      else: {:error, "not numbers"}
   end
 
-  defp option!(key, value, fun) do
-    expected =
-      case key do
-        k when k in [:width, :height, :stride, :chroma_stride] -> "a positive integer"
-        :chroma_offset -> "a non-negative integer"
-        :crop -> "{x, y, width, height} (non-negative integers, width and height > 0)"
-        :pixel_format -> ":rgb, :bgr, :nv12, :nv21, :i420 or :yuyv"
-        :color_matrix -> ":bt601 or :bt709"
-        :color_range -> ":limited or :full"
-        :fit -> ":stretch or :letterbox"
-        :input -> "an input name (a string or atom) or position (a non-negative integer)"
-        :channels -> ":rgb or :bgr"
-        :resize -> ":bilinear or :nearest"
-        :layout -> ":auto, :nhwc or :nchw"
-        :pixel_scale -> ":unit or :byte"
-      end
+  def per_channel(_other), do: {:error, "not numbers"}
 
-    option_error!(fun, key, expected, value)
-  end
+  @doc false
+  # The :input option's type.
+  def input_ref(value)
+      when is_binary(value) or is_atom(value) or (is_integer(value) and value >= 0),
+      do: {:ok, value}
 
-  defp pad_error!(fun, value),
-    do: option_error!(fun, :pad, "an integer 0..255 or a list of 3 of them", value)
-
-  defp option_error!(fun, key, expected, value),
-    do: Args.type_error!(fun, "the #{inspect(key)} option", expected, value)
+  def input_ref(_other), do: {:error, "not an input"}
 
   # -- the model input -----------------------------------------------------------------------
 
