@@ -362,20 +362,7 @@ defmodule HexagonTpu do
 
   Options:
 
-    * `:lib_path`, `:system_lib_path`, `:log_level` - as for `HexagonTpu.Runtime.create/1`
-      (the same defaults and environment variables)
-    * `:root` - another root filesystem (a rootfs overlay, a board's image): every path-based
-      check looks under it, and the device creation opens the libraries found there (with
-      this machine's kernel, devices and other libraries). Symlinks are followed as this
-      machine resolves them: an absolute one points outside the root. A root without `dev`,
-      `proc` or `sys` (an overlay) is reported as not a running system
-    * `:htp_arch` - the HTP architecture whose stub and skel to look for (default 68, QCS6490)
-    * `:dsp_library_path` - instead of `DSP_LIBRARY_PATH` / `ADSP_LIBRARY_PATH`
-    * `:machine` - the CPU the libraries must be built for (`:aarch64` or `:x86_64`; default:
-      this VM's)
-    * `:timeout` - for the device creation, in ms (default 10 000)
-    * `:device_creation` - `false` skips the last check
-
+  #{NimbleOptions.docs(Diagnosis.options())}
   Never raises for what it finds (only for a wrong option), never crashes and never hangs
   longer than the timeout plus bounded file reads.
 

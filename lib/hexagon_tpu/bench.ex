@@ -1,4 +1,105 @@
 defmodule HexagonTpu.Bench do
+  alias HexagonTpu.{Args, Performance}
+
+  @sections [:latency, :throughput, :modes, :profile]
+  @load_opts [
+    :graph,
+    :runtime,
+    :lib_path,
+    :system_lib_path,
+    :log_level,
+    :preflight,
+    :priority,
+    :async_queue_depth,
+    :max_queued
+  ]
+  @own_options [
+    iterations: [
+      type: :pos_integer,
+      default: 100,
+      type_doc: "a positive integer",
+      doc: "Executes timed for the latency."
+    ],
+    warmup: [
+      type: :non_neg_integer,
+      default: 5,
+      type_doc: "a non-negative integer",
+      doc: "Executes before them, not timed."
+    ],
+    in_flight: [
+      type: {:custom, Args, :positive_integers, []},
+      default: [1, 2, 4],
+      type_doc: "a non-empty list of positive integers",
+      doc: "The throughput levels."
+    ],
+    throughput_executes: [
+      type: {:or, [nil, :pos_integer]},
+      default: nil,
+      type_doc: "a positive integer",
+      doc: "Executes per throughput level; `nil`: `:iterations`."
+    ],
+    modes: [
+      type: {:or, [nil, {:list, :any}]},
+      default: nil,
+      type_doc: "a list of performance modes",
+      doc: "Performance modes to compare; `nil`: every mode; `[]` skips them."
+    ],
+    mode_iterations: [
+      type: :pos_integer,
+      default: 20,
+      type_doc: "a positive integer",
+      doc: "Executes timed per mode."
+    ],
+    performance: [
+      type: {:in, [nil | Performance.modes()]},
+      default: nil,
+      type_doc: Performance.type_doc(),
+      doc: "The mode of every other execute; `nil`: the runtime's."
+    ],
+    profile: [
+      type: {:in, [:detailed, :optrace, false]},
+      default: :detailed,
+      type_doc: ":detailed, :optrace or false",
+      doc: "The profile's level; `false` skips the profile."
+    ],
+    top_ops: [
+      type: :non_neg_integer,
+      default: 10,
+      type_doc: "a non-negative integer",
+      doc: "How many ops to list."
+    ],
+    inputs: [
+      type: :any,
+      default: nil,
+      type_doc: "inputs as HexagonTpu.Graph.execute/3 takes them, or nil",
+      doc: "The inputs; `nil`: random ones."
+    ],
+    seed: [type: :integer, default: 0, type_doc: "an integer", doc: "The random inputs' seed."],
+    only: [
+      type: {:custom, __MODULE__, :sections, []},
+      default: @sections,
+      type_doc: "a non-empty list of #{Enum.map_join(@sections, ", ", &inspect/1)}",
+      doc: """
+      The sections to run: `:latency` (with the host figures), `:throughput`, `:modes` and \
+      `:profile`; load, first execute and memory always run.
+      """
+    ],
+    progress: [
+      type: :boolean,
+      default: true,
+      type_doc: "a boolean",
+      doc: """
+      A progress line on standard error on runs longer than a second, rewritten in place and \
+      erased at the end.
+      """
+    ]
+  ]
+  # The load options are load_model/2's, checked there.
+  @options Args.schema!(
+             Enum.map(@load_opts, &{&1, [type: :any, type_doc: "see load_model/2", doc: false]}) ++
+               @own_options
+           )
+
   @moduledoc """
   Measures one model the way a user needs before shipping it: load time, first execute,
   latency percentiles, throughput with executes in flight, each HTP performance mode, where
@@ -68,58 +169,15 @@ defmodule HexagonTpu.Bench do
   `:lib_path`, `:system_lib_path`, `:log_level`, `:preflight`, `:priority`,
   `:async_queue_depth`, `:max_queued`.
 
-    * `:iterations` - executes timed for the latency (default #{100})
-    * `:warmup` - executes before them, not timed (default #{5})
-    * `:in_flight` - the throughput levels, positive integers (default `[1, 2, 4]`)
-    * `:throughput_executes` - executes per throughput level (default: `:iterations`)
-    * `:modes` - performance modes to compare (default: every mode); `[]` skips them
-    * `:mode_iterations` - executes timed per mode (default #{20})
-    * `:performance` - the mode of every other execute (default: the runtime's)
-    * `:profile` - `:detailed` (default), `:optrace`, or `false` to skip the profile
-    * `:top_ops` - how many ops to list (default #{10})
-    * `:inputs` - the inputs, or `nil` (default) for random ones
-    * `:seed` - the random inputs' seed, an integer (default 0)
-    * `:only` - the sections to run, of `:latency` (with the host figures), `:throughput`,
-      `:modes` and `:profile` (default: all); load, first execute and memory always run
-    * `:progress` - a progress line on standard error on runs longer than a second, rewritten
-      in place and erased at the end (default `true`)
-
+  #{NimbleOptions.docs(@own_options)}
   A wrong option raises `ArgumentError` naming it, as everywhere in the package (nothing is
   loaded or run first). What the model answers comes back as `{:error,
   %HexagonTpu.Error{}}`, as from `HexagonTpu.load_model/2` and `HexagonTpu.Graph.execute/3`:
   a file that is missing or not a model, a graph that is not there, inputs that do not fit.
   """
 
-  alias HexagonTpu.{Args, Context, Error, Graph, Performance, Profile, Stats}
+  alias HexagonTpu.{Context, Error, Graph, Profile, Stats}
   alias HexagonTpu.Bench.{Format, Inputs, Progress}
-
-  @sections [:latency, :throughput, :modes, :profile]
-  @load_opts [
-    :graph,
-    :runtime,
-    :lib_path,
-    :system_lib_path,
-    :log_level,
-    :preflight,
-    :priority,
-    :async_queue_depth,
-    :max_queued
-  ]
-  @defaults [
-    iterations: 100,
-    warmup: 5,
-    in_flight: [1, 2, 4],
-    throughput_executes: nil,
-    modes: nil,
-    mode_iterations: 20,
-    performance: nil,
-    profile: :detailed,
-    top_ops: 10,
-    inputs: nil,
-    seed: 0,
-    only: @sections,
-    progress: true
-  ]
 
   defstruct [
     :model,
@@ -228,8 +286,7 @@ defmodule HexagonTpu.Bench do
   @spec run(Path.t() | Graph.t(), keyword()) :: {:ok, t()} | {:error, Error.t()}
   def run(path_or_model, opts \\ []) do
     fun = "HexagonTpu.Bench.run/2"
-    opts = Args.keyword!(opts, @load_opts ++ @defaults, fun)
-    {load_opts, opts} = Keyword.split(opts, @load_opts)
+    {load_opts, opts} = Keyword.split(Args.options!(opts, @options, fun), @load_opts)
     source = source!(path_or_model, load_opts, fun)
     settings = settings!(opts, fun)
     progress = Progress.new(settings.progress)
@@ -278,82 +335,26 @@ defmodule HexagonTpu.Bench do
     do: Args.type_error!(fun, "`path_or_model`", "a path or a HexagonTpu.Graph", other)
 
   defp settings!(opts, fun) do
-    iterations = positive!(opts[:iterations], :iterations, fun)
-    modes = opts[:modes] || Performance.modes()
+    iterations = opts[:iterations]
+    # each mode named as the mode an execute takes
+    for mode <- opts[:modes] || [], do: Performance.mode!(mode, fun)
 
-    unless is_list(modes),
-      do: Args.type_error!(fun, "the :modes option", "a list of performance modes", modes)
-
-    only = opts[:only]
-
-    unless is_list(only) and only != [] and Enum.all?(only, &(&1 in @sections)),
-      do:
-        Args.type_error!(
-          fun,
-          "the :only option",
-          "a non-empty list of #{Enum.map_join(@sections, ", ", &inspect/1)}",
-          only
-        )
-
-    in_flight = opts[:in_flight]
-
-    unless is_list(in_flight) and in_flight != [] and
-             Enum.all?(in_flight, &(is_integer(&1) and &1 > 0)),
-           do:
-             Args.type_error!(
-               fun,
-               "the :in_flight option",
-               "a non-empty list of positive integers",
-               in_flight
-             )
-
-    seed = opts[:seed]
-    unless is_integer(seed), do: Args.type_error!(fun, "the :seed option", "an integer", seed)
-
-    progress = opts[:progress]
-
-    unless is_boolean(progress),
-      do: Args.type_error!(fun, "the :progress option", "a boolean", progress)
-
-    profile =
-      case opts[:profile] do
-        false ->
-          nil
-
-        level when level in [:detailed, :optrace] ->
-          level
-
-        other ->
-          Args.type_error!(fun, "the :profile option", ":detailed, :optrace or false", other)
-      end
-
-    %{
-      iterations: iterations,
-      warmup: non_negative!(opts[:warmup], :warmup, fun),
-      in_flight: in_flight,
-      throughput_executes:
-        positive!(opts[:throughput_executes] || iterations, :throughput_executes, fun),
-      modes: Enum.map(modes, &Performance.mode!(&1, fun)),
-      mode_iterations: positive!(opts[:mode_iterations], :mode_iterations, fun),
-      performance: opts[:performance] && Performance.mode!(opts[:performance], fun),
-      profile: profile,
-      top_ops: non_negative!(opts[:top_ops], :top_ops, fun),
-      inputs: opts[:inputs],
-      seed: seed,
-      only: only,
-      progress: progress
-    }
+    opts
+    |> Map.new()
+    |> Map.merge(%{
+      modes: opts[:modes] || Performance.modes(),
+      throughput_executes: opts[:throughput_executes] || iterations,
+      profile: opts[:profile] || nil
+    })
   end
 
-  defp positive!(n, _key, _fun) when is_integer(n) and n > 0, do: n
-
-  defp positive!(other, key, fun),
-    do: Args.type_error!(fun, "the #{inspect(key)} option", "a positive integer", other)
-
-  defp non_negative!(n, _key, _fun) when is_integer(n) and n >= 0, do: n
-
-  defp non_negative!(other, key, fun),
-    do: Args.type_error!(fun, "the #{inspect(key)} option", "a non-negative integer", other)
+  @doc false
+  # The :only option's type.
+  def sections(only) do
+    if is_list(only) and only != [] and Enum.all?(only, &(&1 in @sections)),
+      do: {:ok, only},
+      else: {:error, "not sections"}
+  end
 
   # --- the run
 

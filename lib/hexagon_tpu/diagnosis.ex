@@ -66,19 +66,66 @@ defmodule HexagonTpu.Diagnosis do
       do: %__MODULE__{name: name, status: :error, detail: detail, remedy: remedy}
   end
 
-  @options [
-    :lib_path,
-    :system_lib_path,
-    :log_level,
-    :root,
-    :htp_arch,
-    :dsp_library_path,
-    :machine,
-    :timeout,
-    :device_creation,
-    # Undocumented, for tests: the function that creates the runtime (Runtime.create/1).
-    :create
-  ]
+  @options Args.schema!(
+             Keyword.take(Runtime.options(), [:lib_path, :system_lib_path, :log_level]) ++
+               [
+                 root: [
+                   type: {:or, [nil, {:custom, Args, :path, []}]},
+                   default: nil,
+                   type_doc: Args.path_type(),
+                   doc: """
+                   Another root filesystem (a rootfs overlay, a board's image): every \
+                   path-based check looks under it, and the device creation opens the libraries \
+                   found there (with this machine's kernel, devices and other libraries). \
+                   Symlinks are followed as this machine resolves them: an absolute one points \
+                   outside the root. A root without `dev`, `proc` or `sys` (an overlay) is \
+                   reported as not a running system.
+                   """
+                 ],
+                 htp_arch: [
+                   type: :pos_integer,
+                   default: 68,
+                   type_doc: "a positive integer",
+                   doc: "The HTP architecture whose stub and skel to look for (68: QCS6490)."
+                 ],
+                 dsp_library_path: [
+                   type: {:or, [nil, :string]},
+                   default: nil,
+                   type_doc: "a string",
+                   doc: "Instead of `DSP_LIBRARY_PATH` / `ADSP_LIBRARY_PATH`."
+                 ],
+                 machine: [
+                   type: {:in, [nil, :x86_64, :aarch64]},
+                   default: nil,
+                   type_doc: ":x86_64 or :aarch64",
+                   doc: "The CPU the libraries must be built for; `nil`: this VM's."
+                 ],
+                 timeout: [
+                   type: :pos_integer,
+                   default: 10_000,
+                   type_doc: "a positive integer (ms)",
+                   doc: "For the device creation, in milliseconds."
+                 ],
+                 device_creation: [
+                   type: :boolean,
+                   default: true,
+                   type_doc: "a boolean",
+                   doc: "`false` skips the last check."
+                 ],
+                 create: [
+                   type: {:fun, 1},
+                   default: &Runtime.create/1,
+                   type_doc: "a function of arity 1",
+                   # for tests: the function that creates the runtime (Runtime.create/1)
+                   doc: false
+                 ]
+               ]
+           )
+
+  @doc false
+  # The options' schema, for HexagonTpu.diagnose/1's docs.
+  @spec options() :: NimbleOptions.t()
+  def options, do: @options
 
   # The checks in the order run/2 returns them (the moduledoc's list, which doctor_test
   # compares with this): the library checks, the DSP ones, then device creation.
@@ -197,57 +244,9 @@ defmodule HexagonTpu.Diagnosis do
   @doc false
   @spec options!(term(), String.t()) :: keyword()
   def options!(opts, fun) do
-    opts = Args.keyword!(opts, @options, fun)
-
-    runtime =
-      opts |> Keyword.take([:lib_path, :system_lib_path, :log_level]) |> Runtime.options!(fun)
-
-    root =
-      case opts[:root] do
-        nil -> nil
-        root -> Args.path!(root, "the :root option", fun)
-      end
-
-    arch = Keyword.get(opts, :htp_arch, 68)
-
-    unless is_integer(arch) and arch > 0,
-      do: Args.type_error!(fun, "the :htp_arch option", "a positive integer", arch)
-
-    timeout = Keyword.get(opts, :timeout, 10_000)
-
-    unless is_integer(timeout) and timeout > 0,
-      do: Args.type_error!(fun, "the :timeout option", "a positive integer (ms)", timeout)
-
-    if timeout > Args.max_timeout(),
-      do:
-        Args.too_large!(
-          fun,
-          "the :timeout option",
-          Args.max_timeout(),
-          "receive's limit",
-          timeout
-        )
-
-    machine = opts[:machine]
-
-    unless machine in [nil, :x86_64, :aarch64],
-      do: Args.type_error!(fun, "the :machine option", ":x86_64 or :aarch64", machine)
-
-    dsp = opts[:dsp_library_path]
-
-    unless dsp == nil or is_binary(dsp),
-      do: Args.type_error!(fun, "the :dsp_library_path option", "a string", dsp)
-
-    runtime ++
-      [
-        root: root,
-        htp_arch: arch,
-        timeout: timeout,
-        machine: machine,
-        dsp_library_path: dsp,
-        device_creation: Keyword.get(opts, :device_creation, true),
-        create: Keyword.get(opts, :create, &Runtime.create/1)
-      ]
+    opts = Args.options!(opts, @options, fun)
+    Args.at_most!(opts[:timeout], Args.max_timeout(), :timeout, "receive's limit", fun)
+    opts
   end
 
   # ------------------------------------------------------------------------------ libraries
