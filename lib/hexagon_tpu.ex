@@ -98,9 +98,11 @@ defmodule HexagonTpu do
                             """
                           ]
                         ] ++
-                          Keyword.take(Runtime.options(), @runtime_opts) ++
-                          Keyword.take(Context.load_options(), @context_opts) ++
-                          Graph.retrieve_options()
+                          Keyword.take(Context.load_options(), [:preflight]) ++
+                          Keyword.take(Graph.retrieve_options(), [:max_queued]) ++
+                          Keyword.take(Context.load_options(), @context_opts -- [:preflight]) ++
+                          Keyword.take(Graph.retrieve_options(), [:profile_every]) ++
+                          Keyword.take(Runtime.options(), @runtime_opts)
                       )
 
   @type model :: Graph.t()

@@ -127,6 +127,7 @@ defmodule HexagonTpu.Context do
                            type_doc: "a positive integer",
                            doc: "The largest file accepted; `nil`: 2 GiB (the NIF's)."
                          ],
+                         preflight: @load_options[:preflight],
                          graph_names: [
                            type: {:or, [{:in, [:auto, false]}, {:map, :string, :string}]},
                            default: :auto,
@@ -137,18 +138,19 @@ defmodule HexagonTpu.Context do
                            ignores it, and a map `%{"qnn graph name" => "name"}` gives them.
                            """
                          ]
-                       ] ++ @load_options
+                       ] ++ Keyword.delete(@load_options, :preflight)
                      )
 
   @from_binary_options Args.schema!(
                          [
+                           preflight: @load_options[:preflight],
                            graph_names: [
                              type: {:map, :string, :string},
                              default: %{},
                              type_doc: "a map of strings to strings",
                              doc: "Names for the binary's graphs (see `from_file/3`)."
                            ]
-                         ] ++ @load_options
+                         ] ++ Keyword.delete(@load_options, :preflight)
                        )
 
   @doc false

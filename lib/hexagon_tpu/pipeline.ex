@@ -82,7 +82,34 @@ defmodule HexagonTpu.Pipeline do
   alias HexagonTpu.Graph.{Call, Options}
 
   @default_max_in_flight 3
-  @own [pre: nil, post: nil, max_in_flight: @default_max_in_flight]
+  @own [
+    pre: [
+      type: {:or, [nil, {:fun, 1}]},
+      default: nil,
+      type_doc: "a function of one argument",
+      doc: """
+      `frame -> inputs`: the inputs of `HexagonTpu.Graph.execute/3` (a list in input order, \
+      or a map by name), `{:ok, inputs}` or `{:error, reason}`; `nil`: the frame is the inputs.
+      """
+    ],
+    post: [
+      type: {:or, [nil, {:fun, 1}]},
+      default: nil,
+      type_doc: "a function of one argument",
+      doc: """
+      `outputs -> answer`: the outputs as `HexagonTpu.Graph.await/2` gives them \
+      (`{outputs, profile}` with `:profile`), to the answer, `{:ok, answer}` or \
+      `{:error, reason}`; `nil`: the answer is the outputs.
+      """
+    ],
+    max_in_flight: [
+      type: :pos_integer,
+      default: @default_max_in_flight,
+      type_doc: "a positive integer",
+      doc: "The most frames between the start of their `pre` and the end of their `post`."
+    ]
+  ]
+  @options Args.schema!(@own ++ Options.options())
 
   @typedoc "What `pre` and `post` return: the value, `{:ok, value}`, or `{:error, reason}`."
   @type stage_result :: term() | {:ok, term()} | {:error, term()}
@@ -99,16 +126,9 @@ defmodule HexagonTpu.Pipeline do
 
   Options:
 
-    * `:pre` - `frame -> inputs`: the inputs of `HexagonTpu.Graph.execute/3` (a list in input
-      order, or a map by name), `{:ok, inputs}` or `{:error, reason}`. Default: the frame is
-      the inputs
-    * `:post` - `outputs -> answer`: the outputs as `HexagonTpu.Graph.await/2` gives them
-      (`{outputs, profile}` with `:profile`), to the answer, `{:ok, answer}` or
-      `{:error, reason}`. Default: the answer is the outputs
-    * `:max_in_flight` - the most frames between the start of their `pre` and the end of
-      their `post` (default #{@default_max_in_flight}; a positive integer)
-    * every option of `HexagonTpu.Graph.execute/3`, for each frame's execute; `:timeout`
-      bounds the wait for its answer (`HexagonTpu.Graph.await/2`)
+  #{NimbleOptions.docs(@own)}
+  and every option of `HexagonTpu.Graph.execute/3`, for each frame's execute; `:timeout`
+  bounds the wait for its answer (`HexagonTpu.Graph.await/2`).
 
   The arguments are checked when `stream/3` is called (an `ArgumentError` naming the option;
   see `HexagonTpu`, "Arguments and errors"); the frames are not.
@@ -121,12 +141,12 @@ defmodule HexagonTpu.Pipeline do
     unless Enumerable.impl_for(frames),
       do: Args.type_error!(fun, "`frames`", "an enumerable", frames)
 
-    opts = Args.keyword!(opts, @own ++ Options.names(), fun)
-    {own, execute_opts} = Keyword.split(opts, Keyword.keys(@own))
-    options = Options.check!(execute_opts, fun)
-    pre = stage!(own[:pre], :pre, fun)
-    post = stage!(own[:post], :post, fun)
-    max_in_flight = max_in_flight!(own[:max_in_flight], fun)
+    own = Args.options!(opts, @options, fun)
+    # the execute options as given: Options.check! fills in their defaults
+    options = Options.check!(Keyword.drop(opts, Keyword.keys(@own)), fun)
+    pre = own[:pre] || (&Function.identity/1)
+    post = own[:post] || (&Function.identity/1)
+    max_in_flight = own[:max_in_flight]
 
     frames
     |> Task.async_stream(&run_frame(graph, &1, pre, post, options),
@@ -162,15 +182,4 @@ defmodule HexagonTpu.Pipeline do
   defp answer({:ok, result}), do: result
   # Only where the consumer traps exits: a frame's process was killed from outside.
   defp answer({:exit, reason}), do: exit(reason)
-
-  defp stage!(nil, _key, _fun), do: &Function.identity/1
-  defp stage!(stage, _key, _fun) when is_function(stage, 1), do: stage
-
-  defp stage!(other, key, fun),
-    do: Args.type_error!(fun, "the #{inspect(key)} option", "a function of one argument", other)
-
-  defp max_in_flight!(n, _fun) when is_integer(n) and n >= 1, do: n
-
-  defp max_in_flight!(other, fun),
-    do: Args.type_error!(fun, "the :max_in_flight option", "a positive integer", other)
 end

@@ -19,11 +19,57 @@ defmodule HexagonTpu.Preprocess do
                type_doc: "a positive integer",
                doc: "The frame's height; as `:width`."
              ],
+             input: [
+               type: {:or, [nil, {:custom, __MODULE__, :input_ref, []}]},
+               default: nil,
+               type_doc: "an input name (a string or atom) or position (a non-negative integer)",
+               doc:
+                 "The graph input, by name or position; needed when a graph has several inputs."
+             ],
              pixel_format: [
                type: {:in, [:rgb, :bgr | @yuv]},
                default: :rgb,
                type_doc: ":rgb, :bgr, :nv12, :nv21, :i420 or :yuyv",
                doc: "The frame's layout (see \"The frame\")."
+             ],
+             channels: [
+               type: {:in, [:rgb, :bgr]},
+               default: :rgb,
+               type_doc: ":rgb or :bgr",
+               doc: "The model's channel order."
+             ],
+             resize: [
+               type: {:in, [:bilinear, :nearest]},
+               default: :bilinear,
+               type_doc: ":bilinear or :nearest",
+               doc: "See \"The arithmetic\"."
+             ],
+             layout: [
+               type: {:in, [:auto, :nhwc, :nchw]},
+               default: :auto,
+               type_doc: ":auto, :nhwc or :nchw",
+               doc: "The model input's layout; `:auto`: from its shape."
+             ],
+             mean: [
+               type: {:custom, __MODULE__, :per_channel, []},
+               default: 0.0,
+               type_doc: "a number or a list of 3 numbers",
+               doc: "In the model's channel order, in the scale of `:pixel_scale`."
+             ],
+             std: [
+               type: {:custom, __MODULE__, :per_channel, []},
+               default: 1.0,
+               type_doc: "a number or a list of 3 numbers",
+               doc: "As `:mean`; no value may be 0."
+             ],
+             pixel_scale: [
+               type: {:in, [:unit, :byte]},
+               default: :unit,
+               type_doc: ":unit or :byte",
+               doc: """
+               `:unit`: pixels are divided by 255 first, mean and std are in the 0..1 scale, \
+               as torchvision's; `:byte`: mean and std in the 0..255 scale.
+               """
              ],
              color_matrix: [
                type: {:in, [:bt601, :bt709]},
@@ -75,52 +121,6 @@ defmodule HexagonTpu.Preprocess do
                default: 114,
                type_doc: "an integer 0..255 or a list of 3 of them",
                doc: "The letterbox's pixel value."
-             ],
-             channels: [
-               type: {:in, [:rgb, :bgr]},
-               default: :rgb,
-               type_doc: ":rgb or :bgr",
-               doc: "The model's channel order."
-             ],
-             resize: [
-               type: {:in, [:bilinear, :nearest]},
-               default: :bilinear,
-               type_doc: ":bilinear or :nearest",
-               doc: "See \"The arithmetic\"."
-             ],
-             layout: [
-               type: {:in, [:auto, :nhwc, :nchw]},
-               default: :auto,
-               type_doc: ":auto, :nhwc or :nchw",
-               doc: "The model input's layout; `:auto`: from its shape."
-             ],
-             mean: [
-               type: {:custom, __MODULE__, :per_channel, []},
-               default: 0.0,
-               type_doc: "a number or a list of 3 numbers",
-               doc: "In the model's channel order, in the scale of `:pixel_scale`."
-             ],
-             std: [
-               type: {:custom, __MODULE__, :per_channel, []},
-               default: 1.0,
-               type_doc: "a number or a list of 3 numbers",
-               doc: "As `:mean`; no value may be 0."
-             ],
-             pixel_scale: [
-               type: {:in, [:unit, :byte]},
-               default: :unit,
-               type_doc: ":unit or :byte",
-               doc: """
-               `:unit`: pixels are divided by 255 first, mean and std are in the 0..1 scale, \
-               as torchvision's; `:byte`: mean and std in the 0..255 scale.
-               """
-             ],
-             input: [
-               type: {:or, [nil, {:custom, __MODULE__, :input_ref, []}]},
-               default: nil,
-               type_doc: "an input name (a string or atom) or position (a non-negative integer)",
-               doc:
-                 "The graph input, by name or position; needed when a graph has several inputs."
              ]
            )
 

@@ -46,14 +46,37 @@ defmodule HexagonTpu.Serving do
   @compile {:no_warn_undefined, [Nx, Nx.Serving, Nx.Batch, Nx.Defn]}
 
   @load_options [:graph, :runtime, :preflight, :lib_path, :system_lib_path, :log_level]
+  @own_options [
+    batch_size: [
+      type: :pos_integer,
+      type_doc: "a positive integer",
+      doc: "The batch the serving runs; the model's batch dimension when not given."
+    ],
+    partitions: [
+      type: :pos_integer,
+      default: 1,
+      type_doc: "a positive integer",
+      doc: "Contexts of the binary, one per partition."
+    ]
+  ]
+  # The load options are HexagonTpu.load_model/2's, checked there.
+  @options Args.schema!(
+             Keyword.take(Graph.Options.options(), [:quantize, :dequantize]) ++
+               @own_options ++
+               Enum.map(
+                 @load_options,
+                 &{&1, [type: :any, type_doc: "see load_model/2", doc: false]}
+               )
+           )
 
   @doc """
   An `Nx.Serving` for the model at `path`, or for a loaded `HexagonTpu.Graph`.
 
   Options: those of `HexagonTpu.load_model/2` (`:graph`, `:runtime`, ... ; for a path),
-  `:quantize` and `:dequantize` (see `HexagonTpu.Graph.execute/3`), `:batch_size` (default: the
-  model's batch dimension) and `:partitions` (contexts of the binary, one per partition;
-  default 1). The model is loaded here, so a binary that cannot load is an error now, not when
+  `:quantize` and `:dequantize` (see `HexagonTpu.Graph.execute/3`), and
+
+  #{NimbleOptions.docs(@own_options)}
+  The model is loaded here, so a binary that cannot load is an error now, not when
   the serving starts. A graph given as loaded serves partition 0; more partitions load its
   binary again from its context's file.
   """
@@ -61,24 +84,19 @@ defmodule HexagonTpu.Serving do
   def new(model, opts \\ []) do
     fun = "HexagonTpu.Serving.new/2"
 
-    opts =
-      Args.keyword!(opts, [:quantize, :dequantize, :batch_size, :partitions | @load_options], fun)
+    Args.keyword!(opts, Keyword.keys(@options.schema), fun)
 
     unless HexagonTpu.Optional.available?(Nx),
       do: raise(ArgumentError, "#{fun}: needs Nx, which is not loaded")
 
-    partitions = positive!(Keyword.get(opts, :partitions, 1), ":partitions", fun)
+    checked = Args.options!(opts, @options, fun)
+
+    partitions = checked[:partitions]
     execute_opts = Keyword.take(opts, [:quantize, :dequantize])
-    _ = Graph.Options.check!(execute_opts, fun)
 
     with {:ok, graph, reload} <- first_graph(model, Keyword.take(opts, @load_options), fun),
          :ok <- reloadable(reload, partitions) do
-      batch_size =
-        positive!(
-          Keyword.get_lazy(opts, :batch_size, fn -> model_batch(graph) end),
-          ":batch_size",
-          fun
-        )
+      batch_size = Keyword.get_lazy(checked, :batch_size, fn -> model_batch(graph) end)
 
       arg = %{graph: graph, reload: reload, execute_opts: execute_opts}
 
@@ -145,11 +163,6 @@ defmodule HexagonTpu.Serving do
     do: max(elem(shape, 0), 1)
 
   defp model_batch(_graph), do: 1
-
-  defp positive!(value, _what, _fun) when is_integer(value) and value > 0, do: value
-
-  defp positive!(value, what, fun),
-    do: Args.type_error!(fun, "the #{what} option", "a positive integer", value)
 
   # The client side: one caller's input as a batch of its leading axis.
   defp preprocess(input), do: {Nx.Batch.concatenate([input]), :ok}

@@ -23,66 +23,67 @@ defmodule HexagonTpu.Graph.Options do
   @spec native(t()) :: map()
   def native(options), do: Map.take(options, @native)
 
-  @schema Args.schema!(
-            quantize: [
-              type: {:in, [:auto, :none]},
-              default: :auto,
-              type_doc: "one of :auto, :none",
-              doc:
-                "`:auto` quantizes float inputs with each tensor's parameters; `:none` " <>
-                  "requires every input in the model's own type and passes it through."
-            ],
-            dequantize: [
-              type: {:in, [:auto, :none]},
-              default: :auto,
-              type_doc: "one of :auto, :none",
-              doc:
-                "`:auto` returns quantized and f16 outputs as f32; `:none` returns the " <>
-                  "model's own type."
-            ],
-            output: [
-              type: :any,
-              type_doc: "one of :tensor, :binary",
-              doc:
-                "`:tensor` (the default where Nx is available; see `HexagonTpu.Tensor`) or " <>
-                  "`:binary`."
-            ],
-            timeout: [
-              type: :timeout,
-              default: :infinity,
-              type_doc: "a non-negative integer or :infinity",
-              doc: """
-              The most milliseconds to wait for the answer. When it passes, `{:error, \
-              %HexagonTpu.Error{reason: :timeout}}` is returned, and the answer never reaches \
-              the caller: an execute still waiting for its turn is skipped, one already \
-              running (QNN cannot stop it) finishes and its result is dropped. With a timeout \
-              the execute always waits on the graph's own thread, never on the caller's \
-              scheduler, so the caller is free to stop waiting.
-              """
-            ],
-            performance: [
-              type: {:in, [nil | Performance.modes()]},
-              default: nil,
-              type_doc: Performance.type_doc(),
-              doc: """
-              An HTP performance mode for this call (see `HexagonTpu.Performance`): voted \
-              before the execute unless it is already in force, and kept while calls keep \
-              coming; the runtime's own mode is voted again once the runtime has been idle for \
-              its `:performance_idle` delay (no execute running, counted from the end of the \
-              last one, whichever way it ran: directly, queued, or started with \
-              `HexagonTpu.Graph.execute_async/3`). `nil`: the runtime's mode.
-              """
-            ],
-            profile: [
-              type: {:in, [nil | Profile.levels()]},
-              default: nil,
-              type_doc: "one of #{Enum.map_join(Profile.levels(), ", ", &inspect/1)}",
-              doc: """
-              The call returns `{:ok, outputs, %HexagonTpu.Profile{}}`, what the backend \
-              reported about this execute (see `HexagonTpu.Profile`); `nil` collects nothing.
-              """
-            ]
-          )
+  @options [
+    quantize: [
+      type: {:in, [:auto, :none]},
+      default: :auto,
+      type_doc: "one of :auto, :none",
+      doc:
+        "`:auto` quantizes float inputs with each tensor's parameters; `:none` " <>
+          "requires every input in the model's own type and passes it through."
+    ],
+    dequantize: [
+      type: {:in, [:auto, :none]},
+      default: :auto,
+      type_doc: "one of :auto, :none",
+      doc:
+        "`:auto` returns quantized and f16 outputs as f32; `:none` returns the " <>
+          "model's own type."
+    ],
+    output: [
+      type: :any,
+      type_doc: "one of :tensor, :binary",
+      doc:
+        "`:tensor` (the default where Nx is available; see `HexagonTpu.Tensor`) or " <>
+          "`:binary`."
+    ],
+    timeout: [
+      type: :timeout,
+      default: :infinity,
+      type_doc: "a non-negative integer or :infinity",
+      doc: """
+      The most milliseconds to wait for the answer. When it passes, `{:error, \
+      %HexagonTpu.Error{reason: :timeout}}` is returned, and the answer never reaches \
+      the caller: an execute still waiting for its turn is skipped, one already \
+      running (QNN cannot stop it) finishes and its result is dropped. With a timeout \
+      the execute always waits on the graph's own thread, never on the caller's \
+      scheduler, so the caller is free to stop waiting.
+      """
+    ],
+    performance: [
+      type: {:in, [nil | Performance.modes()]},
+      default: nil,
+      type_doc: Performance.type_doc(),
+      doc: """
+      An HTP performance mode for this call (see `HexagonTpu.Performance`): voted \
+      before the execute unless it is already in force, and kept while calls keep \
+      coming; the runtime's own mode is voted again once the runtime has been idle for \
+      its `:performance_idle` delay (no execute running, counted from the end of the \
+      last one, whichever way it ran: directly, queued, or started with \
+      `HexagonTpu.Graph.execute_async/3`). `nil`: the runtime's mode.
+      """
+    ],
+    profile: [
+      type: {:in, [nil | Profile.levels()]},
+      default: nil,
+      type_doc: "one of #{Enum.map_join(Profile.levels(), ", ", &inspect/1)}",
+      doc: """
+      The call returns `{:ok, outputs, %HexagonTpu.Profile{}}`, what the backend \
+      reported about this execute (see `HexagonTpu.Profile`); `nil` collects nothing.
+      """
+    ]
+  ]
+  @schema Args.schema!(@options)
 
   @doc false
   # The options' docs, for the functions that take them.
@@ -108,9 +109,10 @@ defmodule HexagonTpu.Graph.Options do
   end
 
   @doc false
-  # The options' names, for a function that takes them beside its own (HexagonTpu.Pipeline).
-  @spec names() :: [atom()]
-  def names, do: Keyword.keys(@schema.schema)
+  # The options' schema, for a function that takes them beside its own (HexagonTpu.Pipeline,
+  # HexagonTpu.Serving).
+  @spec options() :: keyword()
+  def options, do: @options
 
   # The schema's defaults; :output's is asked at run time.
   @defaults for {key, spec} <- @schema.schema,

@@ -83,7 +83,7 @@ defmodule HexagonTpu.Postprocess.Ssd do
 
   @options [
     anchors: [
-      type: :any,
+      type: {:custom, __MODULE__, :given, []},
       required: true,
       type_doc: "anchors {N, 4} or a keyword list of anchor options",
       doc: """
@@ -144,6 +144,11 @@ defmodule HexagonTpu.Postprocess.Ssd do
   @doc "The SSD options' schema (HexagonTpu.Postprocess.ssd/3 adds the NMS ones)."
   @spec options() :: keyword()
   def options, do: @options
+
+  @doc false
+  # The :anchors option's type: anything but nil (anchors!/2 reads it).
+  def given(nil), do: {:error, "not given"}
+  def given(anchors), do: {:ok, anchors}
 
   @doc false
   # The scales' type.
