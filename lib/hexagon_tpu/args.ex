@@ -11,6 +11,9 @@ defmodule HexagonTpu.Args do
   #
   # Every message that echoes user input goes through `quote_input/1`: at most 200 bytes of
   # it, then an ellipsis marker. (The NIF caps what it echoes the same way: src/quote.rs.)
+  #
+  # A function's options are a NimbleOptions schema (schema!/1), which checks their types and
+  # writes their docs; options!/3 turns its errors into the messages above.
 
   alias HexagonTpu.Error
 
@@ -156,17 +159,27 @@ defmodule HexagonTpu.Args do
   """
   @spec options!(term(), NimbleOptions.t(), String.t()) :: keyword()
   def options!(opts, %NimbleOptions{schema: schema} = compiled, fun) do
-    keyword!(opts, Keyword.keys(schema), fun)
+    # keyword!/3 speaks for a shape, an unknown key or a repeated one; it runs only when one
+    # is wrong, which keeps an execute's options cheap (they are checked on every call).
+    unless Keyword.keyword?(opts) and unique_keys?(opts),
+      do: keyword!(opts, Keyword.keys(schema), fun)
 
     case NimbleOptions.validate(opts, compiled) do
       {:ok, checked} ->
         checked
+
+      {:error, %NimbleOptions.ValidationError{key: unknown}} when is_list(unknown) ->
+        keyword!(opts, Keyword.keys(schema), fun)
 
       {:error, %NimbleOptions.ValidationError{key: key, value: value}} ->
         expected = Keyword.fetch!(schema, key)[:type_doc]
         type_error!(fun, "the #{inspect(key)} option", expected, value)
     end
   end
+
+  defp unique_keys?([]), do: true
+  defp unique_keys?([_]), do: true
+  defp unique_keys?(opts), do: map_size(Map.new(opts)) == length(opts)
 
   @doc "A number in `[min, max]`, as a `NimbleOptions` `{:custom, Args, :number_in, [min, max]}` type."
   @spec number_in(term(), number(), number()) :: {:ok, number()} | {:error, String.t()}

@@ -136,7 +136,7 @@ mirror! {
     }
 }
 
-/// How a context is loaded, one map from `HexagonTpu.Context.load_args!/2`: the pre-flight
+/// How a context is loaded, one map from `HexagonTpu.Context.load_args/1`: the pre-flight
 /// mode, the priority, the backend queue's depth (`nil`: executes queue on the graphs' own
 /// threads), whether it is created again after a device reset, whether its executes use
 /// shared buffers, and `site`, the Elixir caller, for the ledger of live objects.
