@@ -4,13 +4,13 @@
 # tests/real_stack.rs on Qualcomm's own aarch64 QNN libraries from PyPI's
 # onnxruntime-qnn wheel, and natively on the x86-64 wheel's emulator; see
 # prepare_real_stack; AARCH64_REAL_QNN=0 leaves them out), checks the NIF's glibc
-# floor and, unless AARCH64_BEAM_SMOKE=0, loads the aarch64 NIF into Debian's arm64
-# BEAM under qemu, calls a few trivial NIFs and runs a smoke prediction on the aarch64
-# qnn_sim. Last (the `doctor` step; either switch at 0 skips it) it runs the doctor,
-# HexagonTpu.diagnose/1, in that BEAM with the aarch64 NIF (and .beam files the host's
-# Elixir compiles) on an overlay of the same aarch64 wheel, prints its report and checks
-# each finding (DOCTOR_EXPECTED): the libraries pass, the overlay is no running system, and
-# the device creation fails for want of a DSP, without a crash or a hang. Arguments pick
+# floor and, unless AARCH64_BEAM_SMOKE=0, loads the aarch64 NIF alone into Debian's arm64
+# BEAM under qemu and calls a few trivial NIFs. Last (the `doctor` step; either switch at 0
+# skips it) it runs the doctor, HexagonTpu.diagnose/1, in that BEAM with the aarch64 NIF (and
+# .beam files the host's Elixir compiles) on an overlay of the same aarch64 wheel, prints its
+# report and checks each finding (DOCTOR_EXPECTED): the libraries pass, the overlay is no
+# running system, and the device creation fails for want of a DSP, without a crash or a
+# hang; then a prediction through the public API on the aarch64 qnn_sim. Arguments pick
 # steps (see the end).
 #
 # Runs as root on a fresh Debian 12 (installs what it needs with apt-get and
@@ -321,31 +321,22 @@ run_arm64_beam() {
   return "$status"
 }
 
-# Loads the aarch64 NIF into the arm64 BEAM under qemu-aarch64 and calls the
-# zero-arity NIFs in SMOKE_NIF_CALLS.
+# Loads the aarch64 NIF alone (no Elixir) into the arm64 BEAM under qemu-aarch64 and calls
+# the zero-arity NIFs in SMOKE_NIF_CALLS.
 beam_smoke() {
   apt_install debian-archive-keyring
   local root
   root=$(arm64_erlang_root)
   local lib="$TARGET_DIR/$TARGET/release/libhexagon_tpu_nif"
-  local sim="$TARGET_DIR/$TARGET/release/libqnn_sim.so"
   [ -f "$lib.so" ] || { echo "error: $lib.so not found" >&2; exit 1; }
-  [ -f "$sim" ] || { echo "error: $sim not found (the build step makes it)" >&2; exit 1; }
 
   local work
   work=$(mktemp -d)
   write_smoke_module "$work/hexagon_tpu_nif_smoke.erl"
-  # The model for the smoke prediction, written by the host's own model builder (the format
-  # is the same on every architecture).
-  log "building the smoke model with qnn-sim-build (host)"
-  (cd "$CRATE_DIR" && cargo build -q -p qnn_sim --bin qnn-sim-build)
-  write_smoke_model_spec "$work/smoke.json"
-  "$TARGET_DIR/debug/qnn-sim-build" "$work/smoke.json" -o "$work/smoke.bin"
 
   log "BEAM smoke test: arm64 beam.smp (qemu-aarch64) loads $lib.so and calls: $SMOKE_NIF_CALLS"
   local status=0
   SMOKE_NIF_LIB="$lib" SMOKE_NIF_MODULE="$SMOKE_NIF_MODULE" SMOKE_NIF_CALLS="$SMOKE_NIF_CALLS" \
-    SMOKE_SIM_LIB="$sim" SMOKE_MODEL="$work/smoke.bin" \
     run_arm64_beam "$root" "$work" 600 \
     -eval '{ok, M, B} = compile:file("hexagon_tpu_nif_smoke.erl", [binary, report]),
            {module, M} = code:load_binary(M, "hexagon_tpu_nif_smoke.erl", B),
@@ -375,7 +366,7 @@ main() ->
                erlang:system_info(emu_flavor), erlang:system_info(otp_release)]),
     Stubs = load(Mod, Lib, [], 500),
     io:format("smoke: loaded ~p with ~b NIFs~n", [Mod, length(Stubs)]),
-    Results = [call(Mod, F, Stubs) || F <- Calls] ++ [predict(Mod)],
+    Results = [call(Mod, F, Stubs) || F <- Calls],
     case Results =/= [] andalso lists:all(fun(R) -> R end, Results) of
         true -> io:format("smoke: ok~n"), halt(0);
         false -> io:format("smoke: FAILED~n"), halt(1)
@@ -396,55 +387,6 @@ call(Mod, F, Stubs) ->
                     io:format("smoke: ~p() raised ~p:~0p~n", [F, Class, Reason]),
                     false
             end
-    end.
-
-%% One prediction through the whole stack on aarch64: runtime on the aarch64 qnn_sim,
-%% context from a file, f32 inputs quantized (u8, scale 0.5) by the NIF, the backend's add,
-%% the u8 output dequantized back to f32; then close, after which execute says `closed`.
-predict(Mod) ->
-    Sim = list_to_binary(os:getenv("SMOKE_SIM_LIB")),
-    Model = list_to_binary(os:getenv("SMOKE_MODEL")),
-    F32 = fun(Xs) -> << <<X:32/float-little>> || X <- Xs >> end,
-    try
-        Site = <<"hexagon_tpu_nif_smoke:predict/1">>,
-        %% Loads, closes and busy executes answer by message (HexagonTpu.Native.call/1).
-        Call = fun(Nif) ->
-                       Tag = make_ref(),
-                       case Nif(Tag) of
-                           queued -> receive {hexagon_tpu_reply, Tag, R} -> R after 60000 -> timeout end;
-                           R -> R
-                       end
-               end,
-        %% The NIF's maps, every key required: native/hexagon_tpu_nif/src/protocol.rs's
-        %% RuntimeArg, LoadArg and ExecuteArg (.ci/architecture.sh holds these keys to them);
-        %% the answers are src/terms.rs's CreatedTerm, LoadedTerm and ExecutedTerm.
-        RuntimeArgs = #{log_level => error, performance => default, performance_idle => 300,
-                        rpcmem_lib => <<"libcdsprpc.so">>, site => Site},
-        {ok, #{runtime := Runtime}} = Call(fun(T) -> Mod:runtime_create(Sim, Sim, RuntimeArgs, T) end),
-        Load = #{preflight => on, priority => default, async_queue_depth => nil, recover => true,
-                 shared_buffers => auto, site => Site},
-        {ok, #{context := Context, queue := worker}} =
-            Call(fun(T) -> Mod:context_from_file(Runtime, Model, 1 bsl 31, Load, T) end),
-        {ok, Graph} = Mod:graph_retrieve(Context, <<"smoke">>, Site),
-        {A, B} = {F32([1.0, 2.0, 3.5, 4.0]), F32([0.5, 0.5, 1.0, 10.0])},
-        Options = #{input_modes => [f32, f32], frames => [], output_modes => [f32], max_queued => 64,
-                    always_queue => false, profile => nil, performance => nil, runtime => Runtime},
-        Execute = fun(T) -> Mod:graph_execute(Graph, [A, B], Options, T) end,
-        {ok, #{outputs := [Sum], execute_ns := Ns, profile := nil, recovery_ns := nil}} = Call(Execute),
-        Expected = F32([1.5, 2.5, 4.5, 14.0]),
-        io:format("smoke: predict -> ~w (graphExecute ~b ns)~n",
-                  [[X || <<X:32/float-little>> <= Sum], Ns]),
-        Sum = Expected,
-        ok = Call(fun(T) -> Mod:context_close(Context, T) end),
-        {error, #{reason := closed}} = Call(Execute),
-        io:format("smoke: after context_close, execute -> closed~n"),
-        [#{kind := runtime, site := Site}, #{kind := graph, site := Site}] = Mod:ledger_live(),
-        io:format("smoke: ledger_live() lists the runtime and graph still held~n"),
-        true
-    catch
-        Class:Reason:Stack ->
-            io:format("smoke: predict failed: ~p:~0p~n~0p~n", [Class, Reason, Stack]),
-            false
     end.
 
 load(_Mod, _Lib, _Stubs, 0) ->
@@ -520,7 +462,8 @@ JSON
 # /proc or /sys (not a running system); and the device creation, tried with Qualcomm's aarch64
 # libQnnHtp.so under qemu, fails as on a board without a DSP (no Snapdragon SoC), without a
 # crash or a hang. Then availability/1 on a backend that opens (the aarch64 qnn_sim named
-# libQnnHtp.so) without its stub answers the doctor's first error, reason :diagnosis.
+# libQnnHtp.so) without its stub answers the doctor's first error, reason :diagnosis. Last, a
+# prediction through the public API (load_model/2, predict/3) on the aarch64 qnn_sim, checked.
 qemu_doctor() {
   local started=$SECONDS
   command -v mix >/dev/null 2>&1 || { echo "error: the doctor step needs Elixir on the host (mix)" >&2; exit 1; }
@@ -561,11 +504,16 @@ qemu_doctor() {
   local elixir_lib
   elixir_lib=$(elixir -e 'IO.write(Path.dirname(:code.lib_dir(:elixir)))')
   write_doctor_script "$work/doctor.exs"
+  # The model of the prediction after the doctor, written by the host's own model builder (the
+  # format is the same on every architecture).
+  (cd "$CRATE_DIR" && cargo build -q -p qnn_sim --bin qnn-sim-build)
+  write_smoke_model_spec "$work/smoke.json"
+  "$TARGET_DIR/debug/qnn-sim-build" "$work/smoke.json" -o "$work/smoke.bin"
 
   log "the doctor in the arm64 BEAM (qemu-aarch64) on the overlay $work/overlay"
   local status=0
   ERL_LIBS="$elixir_lib:$work/lib" DOCTOR_ROOT="$work/overlay" DSP_LIBRARY_PATH=/usr/lib/dsp \
-    DOCTOR_SIM_AS_HTP="$work/sim_as_htp/libQnnHtp.so" \
+    DOCTOR_SIM_AS_HTP="$work/sim_as_htp/libQnnHtp.so" PREDICT_SIM="$sim" PREDICT_MODEL="$work/smoke.bin" \
     run_arm64_beam "$root" "$work" 300 -s elixir start_cli -extra "$work/doctor.exs" |
     tee "$work/report" || status=$?
   if [ "$status" -ne 0 ]; then
@@ -652,6 +600,31 @@ case HexagonTpu.availability(lib_path: sim, system_lib_path: sim) do
     IO.puts("availability: expected the stub_library diagnosis, got #{inspect(other)}")
     System.halt(1)
 end
+
+# One prediction through the public API on the aarch64 qnn_sim: f32 inputs quantized (u8,
+# scale 0.5), the backend's add, the u8 output dequantized back to f32; then the context
+# closed, after which predict answers :closed, and the ledger holds the graph, not the context.
+sim = System.fetch_env!("PREDICT_SIM")
+f32 = fn xs -> for x <- xs, into: <<>>, do: <<x::float-32-little>> end
+
+{:ok, model} =
+  HexagonTpu.load_model(System.fetch_env!("PREDICT_MODEL"), lib_path: sim, system_lib_path: sim)
+
+inputs = [{:f32, f32.([1.0, 2.0, 3.5, 4.0])}, {:f32, f32.([0.5, 0.5, 1.0, 10.0])}]
+{:ok, [sum]} = HexagonTpu.predict(model, inputs)
+IO.puts("predict: #{inspect(for <<x::float-32-little <- sum>>, do: x)}")
+
+unless sum == f32.([1.5, 2.5, 4.5, 14.0]) do
+  IO.puts("predict: expected [1.5, 2.5, 4.5, 14.0]")
+  System.halt(1)
+end
+
+:ok = HexagonTpu.Context.close(model.context)
+{:error, %HexagonTpu.Error{reason: :closed}} = HexagonTpu.predict(model, inputs)
+# the graph is still held (model), its context freed with it closed
+live = Enum.frequencies_by(HexagonTpu.Stats.live(), & &1.kind)
+%{graph: 1} = Map.take(live, [:graph, :context])
+IO.puts("predict: after Context.close/1 it answers :closed; live objects: #{inspect(live)}")
 ELIXIR
 }
 

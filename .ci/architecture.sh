@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The rules ARCHITECTURE.md states, checked: each prints the offending lines and fails.
 # (numbered as in ARCHITECTURE.md's "Rules")
-#   (and for the NIF crate: no unsafe, no import circle, no hand-built {:ok, _} / {:error, _},
-#   and .ci/aarch64.sh's hand-built option maps keep src/protocol.rs's keys)
+#   (and for the NIF crate: no unsafe, no import circle, no hand-built {:ok, _} / {:error, _})
 #   1. unsafe code lives only in the qnn and qnn_sys crates, in qnn_sim (which implements
 #      QNN's C side) and in its test-only companions qnn_fake_rpcmem and qnn_tests;
 #   2. qnn_sim uses nothing of qnn but the ABI, so it stays an independent oracle of QNN's
@@ -42,11 +41,10 @@ rule() { # DESCRIPTION FOUND: fails when FOUND (the offending lines) is not empt
 rule "no unsafe in the NIF crate (src/)" "$(grep -rn --include='*.rs' -E '\bunsafe\b' src || true)"
 rule "no files of the NIF crate import each other in a circle" "$(python3 ../../.ci/import_cycles.py src)"
 # The protocol (src/protocol.rs, src/terms.rs, src/error.rs): NIFs return typed values, and
-# rustler encodes `{:ok, _}` / `{:error, _}`; the smoke's hand-built maps keep the types' keys.
+# rustler encodes `{:ok, _}` / `{:error, _}`.
 rule "no NIF builds {:ok, _} or {:error, _} by hand (return Result<T, Failure> or Done)" "$(
   grep -rn --include='*.rs' -E '\(atoms::(ok|error)\(\),' src || true
 )"
-rule ".ci/aarch64.sh's maps have the keys of src/protocol.rs's types" "$(python3 ../../.ci/protocol_keys.py)"
 
 # Cargo enforces the rule once qnn_sim cannot name qnn: its manifest lists qnn_sys and not qnn.
 rule "qnn_sim depends on qnn_sys, not on qnn" "$(

@@ -5,8 +5,8 @@
 //! `NifUnitEnum` mirroring a `qnn` enum, declared with `mirror!` together with its conversion)
 //! and an option map (`ExecuteArg`, a `NifMap` whose keys are exactly the map's: every key
 //! required). Types encoded for Elixir end in `Term` (`crate::terms`). The Elixir side that
-//! builds each map is named on its type; `.ci/aarch64.sh`'s Erlang smoke builds `RuntimeArg`,
-//! `LoadArg` and `ExecuteArg` by hand, so a new key goes there too.
+//! builds each map is named on its type, and nothing else builds them (`.ci/aarch64.sh`
+//! predicts through the public API).
 
 use rustler::{Binary, NifMap, NifUnitEnum};
 
