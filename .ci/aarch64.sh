@@ -610,7 +610,7 @@ f32 = fn xs -> for x <- xs, into: <<>>, do: <<x::float-32-little>> end
 {:ok, model} =
   HexagonTpu.load_model(System.fetch_env!("PREDICT_MODEL"), lib_path: sim, system_lib_path: sim)
 
-inputs = [{:f32, f32.([1.0, 2.0, 3.5, 4.0])}, {:f32, f32.([0.5, 0.5, 1.0, 10.0])}]
+inputs = [{{:f, 32}, f32.([1.0, 2.0, 3.5, 4.0])}, {{:f, 32}, f32.([0.5, 0.5, 1.0, 10.0])}]
 {:ok, [sum]} = HexagonTpu.predict(model, inputs)
 IO.puts("predict: #{inspect(for <<x::float-32-little <- sum>>, do: x)}")
 
