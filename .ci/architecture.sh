@@ -24,6 +24,7 @@
 #      loader (dlopen and getProviders, before a library has a table) and the execute's
 #      accounting (exec/graph.rs's ExecuteCall, which holds the permit across graphExecute and
 #      the submission).
+#   8. no source file over 700 lines (tests and test support aside).
 set -euo pipefail
 cd "$(dirname "$0")/../native/hexagon_tpu_nif"
 
@@ -119,6 +120,16 @@ rule "sim_probe only with the cargo feature test-support" "$(
   awk '/^[[:space:]]*(pub )?mod sim_probe;/ && prev !~ /^[[:space:]]*#\[cfg\(feature = "test-support"\)\]/ {
     print FILENAME ":" FNR ": " $0
   } { prev = $0 }' qnn/src/tools/mod.rs qnn/src/lib.rs src/lib.rs
+)"
+
+# Tests and test support are exempt; the rest (benchmarks, examples and fuzz targets too) is code.
+rule "no source file over 700 lines" "$(
+  cd ../.. && git ls-files '*.rs' '*.ex' '*.exs' '*.py' '*.sh' .ci/run |
+    grep -vE '(^|/)tests?/|_test\.exs$|(^|/)tests?\.rs$|_tests\.rs$|/test_[^/]*$' |
+    while IFS= read -r file; do
+      lines=$(wc -l <"$file")
+      [ "$lines" -le 700 ] || echo "$file: $lines lines"
+    done
 )"
 
 exit "$failed"
