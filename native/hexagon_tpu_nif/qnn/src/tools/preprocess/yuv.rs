@@ -567,6 +567,8 @@ impl Planes {
     /// The gathers of crop columns `cols` (increasing) of this frame's rows from crop column
     /// `x0` on, if the kernels have them: AVX2, NV12 or NV21.
     pub(super) fn sparse(&self, kernels: Kernels, x0: usize, cols: &[usize]) -> Option<Sparse> {
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (x0, cols);
         match (kernels, self.format) {
             #[cfg(target_arch = "x86_64")]
             (Kernels::Avx2, PixelFormat::Nv12 | PixelFormat::Nv21) => Some(Sparse {
