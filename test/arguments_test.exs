@@ -687,4 +687,37 @@ defmodule HexagonTpu.ArgumentsTest do
       assert String.ends_with?(quoted, "…")
     end
   end
+
+  describe "options checked by their schema" do
+    @schema Args.schema!(n: [type: :pos_integer, default: 1, type_doc: "a positive integer"])
+    @fun "HexagonTpu.ArgumentsTest.cached/1"
+
+    test "a process reuses its last checked options only when they are the same" do
+      Process.delete({Args, @fun})
+      assert Args.cached_options!([n: 2], @schema, @fun) == [n: 2]
+      assert Args.cached_options!([n: 2], @schema, @fun) == [n: 2]
+      assert Args.cached_options!([n: 3], @schema, @fun) == [n: 3]
+      assert Args.cached_options!([], @schema, @fun) == [n: 1]
+
+      # an error is never kept: the same wrong options raise every time
+      for _ <- 1..2 do
+        assert_raise ArgumentError,
+                     "#{@fun}: the :n option must be a positive integer, given: 0",
+                     fn ->
+                       Args.cached_options!([n: 0], @schema, @fun)
+                     end
+      end
+
+      # another schema checked under the same name is checked again
+      other = Args.schema!(n: [type: :pos_integer, default: 7, type_doc: "a positive integer"])
+      assert Args.cached_options!([], other, @fun) == [n: 7]
+      assert Args.cached_options!([], @schema, @fun) == [n: 1]
+    end
+
+    test "an option without a type_doc is refused when the schema is made" do
+      assert_raise ArgumentError, "the :n option has no :type_doc", fn ->
+        Args.schema!(n: [type: :pos_integer])
+      end
+    end
+  end
 end

@@ -96,7 +96,7 @@ defmodule HexagonTpu.Graph.Options do
   def check!([], _fun), do: defaults()
 
   def check!(opts, fun) do
-    opts = Args.options!(opts, @schema, fun)
+    opts = Args.cached_options!(opts, @schema, fun)
 
     %{
       quantize: opts[:quantize],

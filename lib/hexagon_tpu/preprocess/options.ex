@@ -144,7 +144,7 @@ defmodule HexagonTpu.Preprocess.Options do
   # The checked options as a map: mean, std and pad as tuples.
   @spec check!(term(), String.t()) :: map()
   def check!(given, fun) do
-    opts = Args.options!(given, @options, fun)
+    opts = Args.cached_options!(given, @options, fun)
     why = "bytes or pixels as an unsigned 64-bit integer"
 
     for key <- [:width, :height, :stride, :chroma_stride, :chroma_offset],
