@@ -150,18 +150,21 @@ defmodule HexagonTpu.PerformanceTest do
     assert calls(lib) == 1
 
     {:ok, _} = Graph.execute(graph, [Numerics.f32([1, 2])], performance: :burst)
-    # Voted up before the execute.
-    assert calls(lib) == 2
-    assert last(lib).dcvs_v3.coreVoltageCornerTarget == 0xA0
+    # Voted up before the execute. On a loaded machine the idle thread may have voted back
+    # down already (20 ms after the execute ended), which it does only after a call's vote.
+    assert calls(lib) in [2, 3]
+    if calls(lib) == 2, do: assert(last(lib).dcvs_v3.coreVoltageCornerTarget == 0xA0)
 
     # Voted back down by the idle thread once no call came for 20 ms.
     assert Support.wait_until(fn -> calls(lib) == 3 end, timeout: 10_000)
     assert last(lib).dcvs_v3.coreVoltageCornerTarget == 0x40
     assert {:ok, %{voted: :power_saver}} = Runtime.performance(runtime)
 
-    # And up again for the next call.
+    # And up again for the next call (and perhaps down again, as above).
     {:ok, _} = Graph.execute(graph, [Numerics.f32([1, 2])], performance: :burst)
-    assert calls(lib) == 4
+    assert calls(lib) in [4, 5]
+    assert Support.wait_until(fn -> calls(lib) == 5 end, timeout: 10_000)
+    assert last(lib).dcvs_v3.coreVoltageCornerTarget == 0x40
   end
 
   test "a refused vote fails nothing: logged once, counted, the call runs", %{lib: lib} = ctx do
