@@ -76,6 +76,18 @@ defmodule HexagonTpu do
                            ]
                          )
 
+  # The options load_model/2 takes from their owners, in the order its messages list them.
+  @borrowed [
+    :preflight,
+    :max_queued,
+    :priority,
+    :async_queue_depth,
+    :recover,
+    :shared_buffers,
+    :profile_every | @runtime_opts
+  ]
+  @owners_options Context.load_options() ++ Graph.retrieve_options() ++ Runtime.options()
+
   @load_model_options Args.schema!(
                         [
                           graph: [
@@ -97,12 +109,7 @@ defmodule HexagonTpu do
                             runtime has its libraries already.
                             """
                           ]
-                        ] ++
-                          Keyword.take(Context.load_options(), [:preflight]) ++
-                          Keyword.take(Graph.retrieve_options(), [:max_queued]) ++
-                          Keyword.take(Context.load_options(), @context_opts -- [:preflight]) ++
-                          Keyword.take(Graph.retrieve_options(), [:profile_every]) ++
-                          Keyword.take(Runtime.options(), @runtime_opts)
+                        ] ++ Enum.map(@borrowed, &{&1, Keyword.fetch!(@owners_options, &1)})
                       )
 
   @type model :: Graph.t()

@@ -152,6 +152,14 @@ defmodule HexagonTpu.Args do
   end
 
   @doc """
+  Schema entries for options another function checks (`keys`, passed on to `owner`): known
+  here, so no unknown-option error, typed `:any` and left out of the docs.
+  """
+  @spec checked_by([atom()], String.t()) :: keyword()
+  def checked_by(keys, owner),
+    do: for(key <- keys, do: {key, [type: :any, type_doc: "as #{owner} takes it", doc: false]})
+
+  @doc """
   Checks `opts` against `schema` (made with `schema!/1`) and returns them with the defaults
   added: a keyword list of the schema's keys, each given once (`keyword!/3`'s messages), each
   value of its option's type, else `fun: the :key option must be TYPE_DOC, given: VALUE`.
@@ -234,27 +242,28 @@ defmodule HexagonTpu.Args do
   UTF-8) or a charlist/chardata. Raises for anything else.
   """
   @spec path!(term(), String.t(), String.t()) :: binary()
-  def path!(path, _what, _fun) when is_binary(path), do: path
-
-  def path!(path, what, fun) when is_list(path) do
-    IO.chardata_to_string(path)
-  rescue
-    _ in [ArgumentError, UnicodeConversionError] -> type_error!(fun, what, path_type(), path)
+  def path!(path, what, fun) do
+    case path(path) do
+      {:ok, binary} -> binary
+      {:error, _} -> type_error!(fun, what, path_type(), path)
+    end
   end
-
-  def path!(path, what, fun), do: type_error!(fun, what, path_type(), path)
 
   @doc "What a path must be, as `path!/3`'s message says: the `:type_doc` of a path option."
   @spec path_type() :: String.t()
   def path_type, do: "a path (a binary or a charlist)"
 
-  @doc "`path!/3` as a `NimbleOptions` `{:custom, Args, :path, []}` type."
+  @doc "A path as `path!/3` takes it; also a `NimbleOptions` `{:custom, Args, :path, []}` type."
   @spec path(term()) :: {:ok, binary()} | {:error, String.t()}
-  def path(path) do
-    {:ok, path!(path, "", "")}
+  def path(path) when is_binary(path), do: {:ok, path}
+
+  def path(path) when is_list(path) do
+    {:ok, IO.chardata_to_string(path)}
   rescue
-    _ in ArgumentError -> {:error, path_type()}
+    _ in [ArgumentError, UnicodeConversionError] -> {:error, path_type()}
   end
+
+  def path(_path), do: {:error, path_type()}
 
   @doc """
   `:ok`, or the `:invalid_argument` error for a path that cannot name a file: an empty one

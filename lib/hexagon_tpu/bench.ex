@@ -95,10 +95,7 @@ defmodule HexagonTpu.Bench do
     ]
   ]
   # The load options are load_model/2's, checked there.
-  @options Args.schema!(
-             Enum.map(@load_opts, &{&1, [type: :any, type_doc: "see load_model/2", doc: false]}) ++
-               @own_options
-           )
+  @options Args.schema!(Args.checked_by(@load_opts, "HexagonTpu.load_model/2") ++ @own_options)
 
   @moduledoc """
   Measures one model the way a user needs before shipping it: load time, first execute,

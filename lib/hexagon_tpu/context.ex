@@ -120,6 +120,7 @@ defmodule HexagonTpu.Context do
     ]
   ]
 
+  # The options in the order their messages have always listed them (preflight before graph_names).
   @from_file_options Args.schema!(
                        [
                          max_bytes: [

@@ -109,7 +109,9 @@ defmodule HexagonTpu.Pipeline do
       doc: "The most frames between the start of their `pre` and the end of their `post`."
     ]
   ]
-  @options Args.schema!(@own ++ Options.options())
+  @options Args.schema!(
+             @own ++ Args.checked_by(Keyword.keys(Options.options()), "Graph.execute/3")
+           )
 
   @typedoc "What `pre` and `post` return: the value, `{:ok, value}`, or `{:error, reason}`."
   @type stage_result :: term() | {:ok, term()} | {:error, term()}
@@ -142,7 +144,6 @@ defmodule HexagonTpu.Pipeline do
       do: Args.type_error!(fun, "`frames`", "an enumerable", frames)
 
     own = Args.options!(opts, @options, fun)
-    # the execute options as given: Options.check! fills in their defaults
     options = Options.check!(Keyword.drop(opts, Keyword.keys(@own)), fun)
     pre = own[:pre] || (&Function.identity/1)
     post = own[:post] || (&Function.identity/1)

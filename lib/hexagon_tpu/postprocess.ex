@@ -397,7 +397,8 @@ defmodule HexagonTpu.Postprocess do
   def ssd(raw_boxes, raw_scores, opts) do
     fun = "HexagonTpu.Postprocess.ssd/3"
     opts = Args.options!(opts, @ssd_schema, fun)
-    {ssd, nms} = {Map.new(Keyword.take(opts, Keyword.keys(Ssd.options()))), nms_args(opts)}
+    ssd = Map.new(Keyword.take(opts, Keyword.keys(Ssd.options())))
+    nms = nms_args(opts)
 
     with {:ok, anchors, n} <- Ssd.anchors!(ssd.anchors, fun),
          {:ok, box_values, box_shape} <- Input.values!(raw_boxes, "boxes", fun),

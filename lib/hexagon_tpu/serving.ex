@@ -63,10 +63,7 @@ defmodule HexagonTpu.Serving do
   @options Args.schema!(
              Keyword.take(Graph.Options.options(), [:quantize, :dequantize]) ++
                @own_options ++
-               Enum.map(
-                 @load_options,
-                 &{&1, [type: :any, type_doc: "see load_model/2", doc: false]}
-               )
+               Args.checked_by(@load_options, "HexagonTpu.load_model/2")
            )
 
   @doc """

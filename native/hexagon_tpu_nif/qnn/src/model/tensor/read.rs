@@ -18,9 +18,9 @@ pub(crate) unsafe fn read_name(ptr: *const c_char, what: &str) -> Result<String>
     }
     let mut bytes = Vec::new();
     loop {
+        // Read as u8: `c_char` is i8 on x86-64 and u8 on aarch64.
         // SAFETY: the caller guarantees the bytes up to the terminator are readable, and the loop
         // stops at the terminator.
-        // (read as u8: `c_char` is i8 on x86-64 and u8 on aarch64)
         let b = unsafe { *ptr.cast::<u8>().add(bytes.len()) };
         if b == 0 {
             break;
