@@ -48,6 +48,11 @@ defmodule HexagonTpuTest do
     assert first.context.runtime.ref == second.context.runtime.ref
     refute first.context.ref == second.context.ref
 
+    # :warning is Logger's name for :warn: the same options, the same runtime
+    {:ok, warn} = HexagonTpu.load_model(path, Support.runtime_opts() ++ [log_level: :warn])
+    {:ok, warning} = HexagonTpu.load_model(path, Support.runtime_opts() ++ [log_level: :warning])
+    assert warn.context.runtime.ref == warning.context.runtime.ref
+
     runtime = Support.runtime!()
     {:ok, third} = HexagonTpu.load_model(path, runtime: runtime)
     assert third.context.runtime == runtime

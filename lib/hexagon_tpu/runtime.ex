@@ -213,7 +213,8 @@ defmodule HexagonTpu.Runtime do
     opts = Args.options!(opts, @options, fun)
     why = "milliseconds as an unsigned 64-bit integer"
     Args.at_most!(opts[:performance_idle], Args.max_u64(), :performance_idle, why, fun)
-    opts
+    # Logger's name for :warn, as :warn: load_model/2 shares one runtime for both.
+    if opts[:log_level] == :warning, do: Keyword.replace!(opts, :log_level, :warn), else: opts
   end
 
   @doc false
@@ -283,7 +284,6 @@ defmodule HexagonTpu.Runtime do
   end
 
   defp nif_log_level(nil), do: :warn
-  defp nif_log_level(:warning), do: :warn
   defp nif_log_level(:none), do: nil
   defp nif_log_level(level), do: level
 
