@@ -187,19 +187,21 @@ defmodule HexagonTpu.Args do
 
   @doc """
   `options!/3` for the options of a call made per frame or per execute (`Graph.execute/3`'s,
-  `Preprocess`'s): each process keeps the last options it had checked for `fun`, with their
-  result, and a call with the same ones (a call site's literal, most often) takes that result
-  (0.2 µs, against the schema's 1 to 6). Checking is pure, so the result is the same; an error
+  `Preprocess`'s), then `finish` on them (the owner's checks past the schema and the form its
+  caller reads): each process keeps the last options it had checked for `fun`, with that
+  result, and a call with the same ones (a call site's literal, most often) takes it (about
+  0.1 µs, against the schema's 1 to 6). Checking is pure, so the result is the same; an error
   is never kept. Options holding large data do not belong here: the process keeps them.
   """
-  @spec cached_options!(term(), NimbleOptions.t(), String.t()) :: keyword()
-  def cached_options!(opts, %NimbleOptions{} = compiled, fun) do
+  @spec cached_options!(term(), NimbleOptions.t(), String.t(), (keyword() -> result)) :: result
+        when result: term()
+  def cached_options!(opts, %NimbleOptions{} = compiled, fun, finish \\ &Function.identity/1) do
     case Process.get({__MODULE__, fun}) do
       {^compiled, ^opts, checked} ->
         checked
 
       _ ->
-        checked = options!(opts, compiled, fun)
+        checked = opts |> options!(compiled, fun) |> finish.()
         Process.put({__MODULE__, fun}, {compiled, opts, checked})
         checked
     end

@@ -95,9 +95,10 @@ defmodule HexagonTpu.Graph.Options do
   # No options, the common case, skips the schema: an execute's cost above QNN's is measured.
   def check!([], _fun), do: defaults()
 
-  def check!(opts, fun) do
-    opts = Args.cached_options!(opts, @schema, fun)
+  def check!(opts, fun), do: Args.cached_options!(opts, @schema, fun, &finish!(&1, fun))
 
+  # The checked options as the call reads them, with what the schema cannot check.
+  defp finish!(opts, fun) do
     %{
       quantize: opts[:quantize],
       dequantize: opts[:dequantize],

@@ -143,8 +143,10 @@ defmodule HexagonTpu.Preprocess.Options do
   @doc false
   # The checked options as a map: mean, std and pad as tuples.
   @spec check!(term(), String.t()) :: map()
-  def check!(given, fun) do
-    opts = Args.cached_options!(given, @options, fun)
+  def check!(given, fun), do: Args.cached_options!(given, @options, fun, &finish!(&1, given, fun))
+
+  # The ranges and the non-zero std the schema cannot check; the options as a map.
+  defp finish!(opts, given, fun) do
     why = "bytes or pixels as an unsigned 64-bit integer"
 
     for key <- [:width, :height, :stride, :chroma_stride, :chroma_offset],
