@@ -36,10 +36,11 @@ defmodule HexagonTpu.MixProject do
   # HEXAGON_TPU_OFFLINE=1 builds with none of the Hex packages but nimble_options (machines
   # without hex.pm, air-gapped Nerves builds): the NIF comes from priv/native/ (built with
   # cargo), Nx integration is left out and telemetry calls are no-ops; nimble_options comes from
-  # its sources in HEXAGON_TPU_OFFLINE_DEPS/nimble_options when that is set, else from Hex. HEXAGON_TPU_HEX_SOURCES=DIR keeps Hex mode but takes
-  # each Hex package from its sources in DIR/<name> (../shared/hex in CI: .ci/elixir-1.18.sh), as
-  # a path dependency with override: true, with the packages they need in turn; Hex must be
-  # installed and HEX_OFFLINE=1 set. See guides/developing.md, "Build modes".
+  # its sources in HEXAGON_TPU_OFFLINE_DEPS/nimble_options when that is set, else from Hex.
+  # HEXAGON_TPU_HEX_SOURCES=DIR keeps Hex mode but takes each Hex package from its sources in
+  # DIR/<name> (../shared/hex in CI: .ci/elixir-1.18.sh), as a path dependency with
+  # override: true, with the packages they need in turn; Hex must be installed and
+  # HEX_OFFLINE=1 set. See guides/developing.md, "Build modes".
   defp deps do
     cond do
       offline?() -> offline_deps()

@@ -8,10 +8,10 @@
 #      the Debian 13 root filesystem of .ci/trixie.sh, with examples/nerves/'s application
 #      module (HexagonTpu.Monitor and an Nx.Serving) and config/target.exs, depends on
 #      hexagon_tpu as the Hex package ships it and on nx, nimble_options, telemetry,
-#      rustler_precompiled, castore and complex from their sources in ../shared/hex (hex.pm is out of reach). It is
-#      compiled with the settings a Nerves build has (MIX_TARGET=dragon_q6a, MIX_ENV=prod,
-#      and the system's TARGET_ARCH=aarch64 TARGET_CPU=cortex_a76 TARGET_OS=linux
-#      TARGET_ABI=gnu), so rustler_precompiled fetches the aarch64 NIF from a mirror on
+#      rustler_precompiled, castore and complex from their sources in ../shared/hex (hex.pm is
+#      out of reach). It is compiled with the settings a Nerves build has
+#      (MIX_TARGET=dragon_q6a, MIX_ENV=prod, and the system's TARGET_ARCH=aarch64
+#      TARGET_CPU=cortex_a76 TARGET_OS=linux TARGET_ABI=gnu), so rustler_precompiled fetches the aarch64 NIF from a mirror on
 #      127.0.0.1 serving RELEASE_DIR's artifacts, and checks it against the checksum file;
 #   2. the device runtime: `mix hexagon_tpu.runtime --into rootfs_overlay` in that project
 #      (Qualcomm's aarch64 libraries from the pinned onnxruntime-qnn wheel, cached in

@@ -3,9 +3,9 @@
 # temporary folder inside the Debian 13 root filesystem of .ci/trixie.sh (Elixir 1.18: rustler
 # 0.38 needs 1.15+), depends on hexagon_tpu as the Hex package ships it (the files mix.exs's
 # package lists, with the release's checksum-Elixir.HexagonTpu.Native.exs) and on
-# nimble_options, rustler_precompiled, castore and telemetry (hexagon_tpu's Hex dependencies; rustler and jason
-# for the forced build) from their sources in ../shared/hex, by path: hex.pm cannot be reached,
-# the rest is what a user gets (MIX_ENV=prod, no HEXAGON_TPU_OFFLINE). Steps, each printed:
+# nimble_options, rustler_precompiled, castore and telemetry (hexagon_tpu's Hex dependencies;
+# rustler and jason for the forced build) from their sources in ../shared/hex, by path: hex.pm
+# cannot be reached, the rest is what a user gets (MIX_ENV=prod, no HEXAGON_TPU_OFFLINE). Steps, each printed:
 #
 #   1. download, checksum, load, predict: the precompiled NIF is fetched over HTTP from a
 #      server on 127.0.0.1 serving what .ci/release-dry-run.sh built, through the mirror
