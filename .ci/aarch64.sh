@@ -73,6 +73,11 @@ export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L $SYSROOT"
 
 log() { printf '\n==> %s\n' "$*"; }
 
+# Every temporary file and folder of this script lives in SCRATCH, removed at exit however the
+# script ends (a failed step used to leave its real-stack overlay behind).
+SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/hexagon_tpu-aarch64.XXXXXX")
+trap 'rm -rf "$SCRATCH"' EXIT
+
 
 prerequisites() {
   log "prerequisites: Debian cross toolchain, qemu-user, rustup target $TARGET"
@@ -132,13 +137,13 @@ install_overlay() {
 prepare_real_stack() {
   local py
   py=$(real_stack_python)
-  REAL_STACK_OVERLAY=$(mktemp -d)
+  REAL_STACK_OVERLAY=$(mktemp -d -p "$SCRATCH")
   install_overlay "$REAL_STACK_OVERLAY" "$py"
   REAL_STACK_AARCH64_LIBS="$REAL_STACK_OVERLAY/usr/lib"
   local overlay_id=$OVERLAY_BUILD_ID
   REAL_STACK_X86_LIBS=$("$py" -c 'import os, onnxruntime_qnn; print(os.path.dirname(onnxruntime_qnn.__file__))')
 
-  REAL_STACK_WORK=$(mktemp -d)
+  REAL_STACK_WORK=$(mktemp -d -p "$SCRATCH")
   log "compiling the real-stack test binary with ORT's QNN EP ($py)"
   "$py" "$CRATE_DIR/qnn_tests/tests/real_stack_model.py" "$REAL_STACK_WORK" 2>&1 | grep -v '^\s*$' | tail -n 3
   REAL_STACK_BINARY="$REAL_STACK_WORK/real_stack_ctx_qnn.bin"
@@ -177,7 +182,7 @@ run_tests() {
   if [ "${AARCH64_REAL_QNN:-1}" != "0" ]; then
     local started=$SECONDS
     prepare_real_stack
-    real_report=$(mktemp)
+    real_report=$(mktemp -p "$SCRATCH")
     real_stack_env "$REAL_STACK_AARCH64_LIBS" no-dsp "$real_report"
     real_env=("${REAL_ENV[@]}")
     echo "real stack prepared in $((SECONDS - started)) s: aarch64 libraries in $REAL_STACK_AARCH64_LIBS"
@@ -209,7 +214,7 @@ run_tests() {
   done
 
   local out status=0
-  out=$(mktemp)
+  out=$(mktemp -p "$SCRATCH")
   log "cargo test -p qnn -p qnn_tests --target $TARGET (runner: $CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER)"
   # With the real stack, tests/real_stack.rs runs on the aarch64 wheel's libraries here (they
   # find libstdc++ and libatomic in $SYSROOT through qemu's -L, each other through RPATH $ORIGIN).
@@ -242,7 +247,7 @@ run_tests() {
 run_real_stack_native() {
   check_real_stack_report "$1" "aarch64 (qemu, aarch64 wheel)"
   local report status=0 started=$SECONDS
-  report=$(mktemp)
+  report=$(mktemp -p "$SCRATCH")
   real_stack_env "$REAL_STACK_X86_LIBS" works "$report"
   log "cargo test -p qnn_tests --test real_stack (x86-64, the emulator in $REAL_STACK_X86_LIBS)"
   (cd "$CRATE_DIR" && env "${REAL_ENV[@]}" cargo test --no-fail-fast -p qnn_tests --test real_stack) || status=$?
@@ -331,7 +336,7 @@ beam_smoke() {
   [ -f "$lib.so" ] || { echo "error: $lib.so not found" >&2; exit 1; }
 
   local work
-  work=$(mktemp -d)
+  work=$(mktemp -d -p "$SCRATCH")
   write_smoke_module "$work/hexagon_tpu_nif_smoke.erl"
 
   log "BEAM smoke test: arm64 beam.smp (qemu-aarch64) loads $lib.so and calls: $SMOKE_NIF_CALLS"
@@ -480,7 +485,7 @@ qemu_doctor() {
   }
 
   local work py
-  work=$(mktemp -d)
+  work=$(mktemp -d -p "$SCRATCH")
   py=$(real_stack_python)
   install_overlay "$work/overlay" "$py"
   log "compiling hexagon_tpu (host, offline, MIX_ENV=prod) into $DOCTOR_BUILD_ROOT"
