@@ -74,10 +74,10 @@ export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L $SYSROOT"
 log() { printf '\n==> %s\n' "$*"; }
 
 # Every temporary file and folder of this script lives in SCRATCH, removed at exit however the
-# script ends (a failed step used to leave its real-stack overlay behind).
+# script ends (a failed step used to leave its real-stack overlay behind). A step that passes
+# still removes its own at once, to give the disk back before the next.
 SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/hexagon_tpu-aarch64.XXXXXX")
 trap 'rm -rf "$SCRATCH"' EXIT
-
 
 prerequisites() {
   log "prerequisites: Debian cross toolchain, qemu-user, rustup target $TARGET"
